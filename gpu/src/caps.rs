@@ -1,0 +1,167 @@
+//! What a device can do, probed once: the facts that decide which kernel variants run on it
+//! (upstream's device classification, §1.5 of the interface notes) and which are skipped.
+
+use std::fmt;
+
+/// One cooperative-matrix shape the driver reports (VK_KHR_cooperative_matrix).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CoopmatShape {
+    /// Rows of A and C.
+    pub m: u32,
+    /// Columns of B and C.
+    pub n: u32,
+    /// Inner dimension.
+    pub k: u32,
+    /// Type of A and B ("f16", "bf16", "i8", ...).
+    pub ab: String,
+    /// Type of C and the result.
+    pub c: String,
+    /// Subgroup scope (the only scope upstream uses).
+    pub subgroup_scope: bool,
+}
+
+/// The device facts vkdiff needs, printed by `vkdiff devices`.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct DeviceCaps {
+    /// Device name as the driver reports it.
+    pub name: String,
+    /// Driver name and info.
+    pub driver: String,
+    /// "discrete", "integrated", "virtual", "cpu" or "other".
+    pub kind: String,
+    /// Vulkan API version (major, minor, patch).
+    pub api_version: (u32, u32, u32),
+    /// Default subgroup size (upstream's `sg`).
+    pub subgroup_size: u32,
+    /// Range selectable with subgroup size control (min, max), when supported.
+    pub subgroup_size_range: Option<(u32, u32)>,
+    /// computeFullSubgroups.
+    pub full_subgroups: bool,
+    /// Subgroup shuffle in the compute stage (scalar flash attention needs it).
+    pub subgroup_shuffle: bool,
+    /// Subgroup arithmetic in the compute stage.
+    pub subgroup_arithmetic: bool,
+    /// maxComputeSharedMemorySize in bytes.
+    pub shared_memory: u32,
+    /// maxComputeWorkGroupCount.
+    pub max_workgroup_count: [u32; 3],
+    /// maxComputeWorkGroupInvocations.
+    pub max_workgroup_invocations: u32,
+    /// maxStorageBufferRange.
+    pub max_storage_buffer_range: u32,
+    /// shaderFloat16 (upstream's `fp16`).
+    pub fp16: bool,
+    /// shaderInt8.
+    pub int8: bool,
+    /// shaderInt16.
+    pub int16: bool,
+    /// shaderInt64.
+    pub int64: bool,
+    /// storageBuffer8BitAccess.
+    pub storage8: bool,
+    /// storageBuffer16BitAccess (mandatory for upstream).
+    pub storage16: bool,
+    /// Integer dot product extension with 4x8-bit packed signed acceleration.
+    pub integer_dot: bool,
+    /// VK_KHR_cooperative_matrix with the cooperativeMatrix feature.
+    pub coopmat: bool,
+    /// Shapes reported for VK_KHR_cooperative_matrix.
+    pub coopmat_shapes: Vec<CoopmatShape>,
+    /// VK_NV_cooperative_matrix2 with all seven features upstream requires.
+    pub coopmat2: bool,
+    /// VK_KHR_shader_bfloat16 with shaderBFloat16Type.
+    pub bf16: bool,
+    /// bf16 cooperative matrices (shaderBFloat16CooperativeMatrix).
+    pub bf16_coopmat: bool,
+    /// VK_EXT_pipeline_robustness (lets pipelines turn robust buffer access off, as upstream does).
+    pub pipeline_robustness: bool,
+    /// timestampComputeAndGraphics and the period in ns.
+    pub timestamp_period_ns: Option<f32>,
+}
+
+impl DeviceCaps {
+    /// Upstream's device class: "cm2", "cm1" or "scalar" (with fp16 or fp32 arithmetic).
+    pub fn class(&self) -> &'static str {
+        match (self.coopmat2, self.coopmat, self.fp16) {
+            (true, _, _) => "cm2",
+            (false, true, _) => "cm1",
+            (false, false, true) => "scalar-fp16",
+            (false, false, false) => "scalar-fp32",
+        }
+    }
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+impl fmt::Display for DeviceCaps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (ma, mi, pa) = self.api_version;
+        writeln!(f, "{} ({}, {})", self.name, self.kind, self.driver)?;
+        writeln!(f, "  Vulkan {ma}.{mi}.{pa}, class {}", self.class())?;
+        let range = self
+            .subgroup_size_range
+            .map(|(a, b)| format!(", control {a}..{b}"))
+            .unwrap_or_default();
+        writeln!(
+            f,
+            "  subgroup size {}{range}, full subgroups {}, shuffle {}, arithmetic {}",
+            self.subgroup_size,
+            yes(self.full_subgroups),
+            yes(self.subgroup_shuffle),
+            yes(self.subgroup_arithmetic)
+        )?;
+        writeln!(
+            f,
+            "  shared memory {} KiB, workgroup ≤ {} invocations, counts {:?}",
+            self.shared_memory / 1024,
+            self.max_workgroup_invocations,
+            self.max_workgroup_count
+        )?;
+        writeln!(
+            f,
+            "  fp16 arithmetic {}, int8 {}, int16 {}, int64 {}, 8-bit storage {}, 16-bit storage {}, integer dot {}",
+            yes(self.fp16),
+            yes(self.int8),
+            yes(self.int16),
+            yes(self.int64),
+            yes(self.storage8),
+            yes(self.storage16),
+            yes(self.integer_dot)
+        )?;
+        writeln!(f, "  KHR cooperative matrix: {}", yes(self.coopmat))?;
+        for s in &self.coopmat_shapes {
+            let scope = if s.subgroup_scope {
+                "subgroup"
+            } else {
+                "other scope"
+            };
+            writeln!(
+                f,
+                "    {}x{}x{} {}×{} → {} ({scope})",
+                s.m, s.n, s.k, s.ab, s.ab, s.c
+            )?;
+        }
+        writeln!(f, "  NV cooperative matrix 2: {}", yes(self.coopmat2))?;
+        writeln!(
+            f,
+            "  bf16: {} (cooperative matrix {})",
+            yes(self.bf16),
+            yes(self.bf16_coopmat)
+        )?;
+        writeln!(
+            f,
+            "  pipeline robustness control: {}",
+            yes(self.pipeline_robustness)
+        )?;
+        match self.timestamp_period_ns {
+            Some(p) => write!(f, "  timestamps: {p} ns/tick"),
+            None => write!(f, "  timestamps: no"),
+        }
+    }
+}

@@ -1,0 +1,479 @@
+//! Instance, physical-device choice, capability probing and logical-device creation.
+//!
+//! Like upstream, the logical device is created with every feature the device reports enabled
+//! and with the extensions the kernels can use, so shaders see the same device upstream's
+//! backend would give them.
+
+use std::ffi::{c_void, CStr};
+
+use ash::vk;
+
+use crate::caps::{CoopmatShape, DeviceCaps};
+use crate::error::{GpuError, Result, VkContext};
+
+/// VkPhysicalDeviceCooperativeMatrix2FeaturesNV (newer than the ash release we use).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Coopmat2Features {
+    s_type: vk::StructureType,
+    p_next: *mut c_void,
+    workgroup_scope: vk::Bool32,
+    flexible_dimensions: vk::Bool32,
+    reductions: vk::Bool32,
+    conversions: vk::Bool32,
+    per_element_operations: vk::Bool32,
+    tensor_addressing: vk::Bool32,
+    block_loads: vk::Bool32,
+}
+const STYPE_COOPMAT2_FEATURES: i32 = 1_000_593_000;
+
+/// VkPhysicalDeviceShaderBfloat16FeaturesKHR (likewise).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Bf16Features {
+    s_type: vk::StructureType,
+    p_next: *mut c_void,
+    bf16_type: vk::Bool32,
+    bf16_dot_product: vk::Bool32,
+    bf16_cooperative_matrix: vk::Bool32,
+}
+const STYPE_BF16_FEATURES: i32 = 1_000_141_000;
+/// VK_COMPONENT_TYPE_BFLOAT16_KHR.
+const COMPONENT_BF16: i32 = 1_000_141_000;
+
+const EXT_COOPMAT: &CStr = c"VK_KHR_cooperative_matrix";
+const EXT_COOPMAT2: &CStr = c"VK_NV_cooperative_matrix2";
+const EXT_BF16: &CStr = c"VK_KHR_shader_bfloat16";
+const EXT_ROBUSTNESS: &CStr = c"VK_EXT_pipeline_robustness";
+const EXT_INTEGER_DOT: &CStr = c"VK_KHR_shader_integer_dot_product";
+
+/// The feature structs of one physical device, chained for vkGetPhysicalDeviceFeatures2 and then
+/// handed unchanged to vkCreateDevice (enable everything reported). Boxed so the chain's
+/// pointers stay valid while the value moves.
+struct FeatureChain {
+    root: Box<vk::PhysicalDeviceFeatures2<'static>>,
+    v11: Box<vk::PhysicalDeviceVulkan11Features<'static>>,
+    v12: Box<vk::PhysicalDeviceVulkan12Features<'static>>,
+    v13: Box<vk::PhysicalDeviceVulkan13Features<'static>>,
+    coopmat: Box<vk::PhysicalDeviceCooperativeMatrixFeaturesKHR<'static>>,
+    robustness: Box<vk::PhysicalDevicePipelineRobustnessFeaturesEXT<'static>>,
+    coopmat2: Box<Coopmat2Features>,
+    bf16: Box<Bf16Features>,
+}
+
+impl FeatureChain {
+    fn query(instance: &ash::Instance, pd: vk::PhysicalDevice, api: u32, exts: &[String]) -> Self {
+        let mut c = FeatureChain {
+            root: Box::default(),
+            v11: Box::default(),
+            v12: Box::default(),
+            v13: Box::default(),
+            coopmat: Box::default(),
+            robustness: Box::default(),
+            coopmat2: Box::new(Coopmat2Features {
+                s_type: vk::StructureType::from_raw(STYPE_COOPMAT2_FEATURES),
+                p_next: std::ptr::null_mut(),
+                workgroup_scope: 0,
+                flexible_dimensions: 0,
+                reductions: 0,
+                conversions: 0,
+                per_element_operations: 0,
+                tensor_addressing: 0,
+                block_loads: 0,
+            }),
+            bf16: Box::new(Bf16Features {
+                s_type: vk::StructureType::from_raw(STYPE_BF16_FEATURES),
+                p_next: std::ptr::null_mut(),
+                bf16_type: 0,
+                bf16_dot_product: 0,
+                bf16_cooperative_matrix: 0,
+            }),
+        };
+        let has = |e: &CStr| exts.iter().any(|x| x.as_bytes() == e.to_bytes());
+        // Build the pNext chain by hand: two members are raw structs ash does not know.
+        let mut chain: Vec<*mut c_void> = vec![
+            &mut *c.v11 as *mut _ as *mut c_void,
+            &mut *c.v12 as *mut _ as *mut c_void,
+        ];
+        if api >= vk::API_VERSION_1_3 {
+            chain.push(&mut *c.v13 as *mut _ as *mut c_void);
+        }
+        if has(EXT_COOPMAT) {
+            chain.push(&mut *c.coopmat as *mut _ as *mut c_void);
+        }
+        if has(EXT_ROBUSTNESS) {
+            chain.push(&mut *c.robustness as *mut _ as *mut c_void);
+        }
+        if has(EXT_COOPMAT2) {
+            chain.push(&mut *c.coopmat2 as *mut _ as *mut c_void);
+        }
+        if has(EXT_BF16) {
+            chain.push(&mut *c.bf16 as *mut _ as *mut c_void);
+        }
+        // SAFETY: every pointer is a live boxed Vulkan struct starting with sType/pNext.
+        unsafe {
+            for pair in chain.windows(2) {
+                (*(pair[0] as *mut vk::BaseOutStructure)).p_next =
+                    pair[1] as *mut vk::BaseOutStructure;
+            }
+            c.root.p_next = chain[0];
+            instance.get_physical_device_features2(pd, &mut c.root);
+        }
+        c
+    }
+}
+
+/// A physical device as enumerated, before a logical device exists.
+#[derive(Debug, Clone)]
+pub struct Adapter {
+    /// Index in enumeration order (what `--device N` selects).
+    pub index: usize,
+    /// The handle.
+    pub handle: vk::PhysicalDevice,
+    /// Its capabilities.
+    pub caps: DeviceCaps,
+    extensions: Vec<String>,
+}
+
+/// The loaded Vulkan library and instance, shared by every device context.
+pub struct Instance {
+    pub(crate) entry: ash::Entry,
+    pub(crate) raw: ash::Instance,
+}
+
+impl Instance {
+    /// Loads libvulkan and creates an instance (Vulkan 1.3 where the loader has it).
+    pub fn new() -> Result<Self> {
+        // SAFETY: loading the system Vulkan loader; failures are reported, not unwound.
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| GpuError::NoLoader(e.to_string()))?;
+        let version = unsafe { entry.try_enumerate_instance_version() }
+            .during("vkEnumerateInstanceVersion")?
+            .unwrap_or(vk::API_VERSION_1_0);
+        let api = version.min(vk::API_VERSION_1_3);
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"vkdiff")
+            .api_version(api);
+        let layers = validation_layers(&entry);
+        let layer_ptrs: Vec<_> = layers.iter().map(|l| l.as_ptr()).collect();
+        let ci = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_layer_names(&layer_ptrs);
+        let raw = unsafe { entry.create_instance(&ci, None) }.during("vkCreateInstance")?;
+        Ok(Instance { entry, raw })
+    }
+
+    /// Every physical device with its capabilities, in enumeration order.
+    pub fn adapters(&self) -> Result<Vec<Adapter>> {
+        let pds = unsafe { self.raw.enumerate_physical_devices() }
+            .during("vkEnumeratePhysicalDevices")?;
+        pds.into_iter()
+            .enumerate()
+            .map(|(index, pd)| self.probe(index, pd))
+            .collect()
+    }
+
+    /// Picks a device: `selector` is an index or a case-insensitive name substring; without one,
+    /// `VKDIFF_DEVICE` is consulted, and otherwise the first discrete GPU, else the first device.
+    pub fn select(&self, selector: Option<&str>) -> Result<Adapter> {
+        let adapters = self.adapters()?;
+        if adapters.is_empty() {
+            return Err(GpuError::NoDevice(
+                "the loader found no Vulkan devices (is mesa-vulkan-drivers installed?)".into(),
+            ));
+        }
+        let env = std::env::var("VKDIFF_DEVICE").ok();
+        let names = || {
+            adapters
+                .iter()
+                .map(|a| format!("{}: {}", a.index, a.caps.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match selector.or(env.as_deref()) {
+            Some(sel) => {
+                let found = match sel.parse::<usize>() {
+                    Ok(i) => adapters.get(i).cloned(),
+                    Err(_) => adapters
+                        .iter()
+                        .find(|a| a.caps.name.to_lowercase().contains(&sel.to_lowercase()))
+                        .cloned(),
+                };
+                found.ok_or_else(|| {
+                    GpuError::NoDevice(format!("no device matches {sel:?}; devices: {}", names()))
+                })
+            }
+            None => Ok(adapters
+                .iter()
+                .find(|a| a.caps.kind == "discrete")
+                .unwrap_or(&adapters[0])
+                .clone()),
+        }
+    }
+
+    fn probe(&self, index: usize, pd: vk::PhysicalDevice) -> Result<Adapter> {
+        let inst = &self.raw;
+        let exts: Vec<String> = unsafe { inst.enumerate_device_extension_properties(pd) }
+            .during("vkEnumerateDeviceExtensionProperties")?
+            .iter()
+            .map(|e| {
+                e.extension_name_as_c_str()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let has = |e: &CStr| exts.iter().any(|x| x.as_bytes() == e.to_bytes());
+
+        let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+        let mut size_control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+        let mut driver = vk::PhysicalDeviceDriverProperties::default();
+        let mut idot = vk::PhysicalDeviceShaderIntegerDotProductProperties::default();
+        let mut props2 = vk::PhysicalDeviceProperties2::default()
+            .push_next(&mut subgroup)
+            .push_next(&mut driver);
+        let base_api = unsafe { inst.get_physical_device_properties(pd) }.api_version;
+        if base_api >= vk::API_VERSION_1_3 {
+            props2 = props2.push_next(&mut size_control).push_next(&mut idot);
+        }
+        unsafe { inst.get_physical_device_properties2(pd, &mut props2) };
+        let p = props2.properties;
+        let features = FeatureChain::query(inst, pd, p.api_version, &exts);
+        let f = &features;
+
+        let compute = |ops: vk::SubgroupFeatureFlags| {
+            subgroup
+                .supported_stages
+                .contains(vk::ShaderStageFlags::COMPUTE)
+                && subgroup.supported_operations.contains(ops)
+        };
+        let coopmat = has(EXT_COOPMAT) && f.coopmat.cooperative_matrix == vk::TRUE;
+        let coopmat_shapes = if coopmat {
+            self.coopmat_shapes(pd)
+        } else {
+            vec![]
+        };
+        let limits = p.limits;
+        let caps = DeviceCaps {
+            name: p
+                .device_name_as_c_str()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            driver: format!(
+                "{} {}",
+                driver
+                    .driver_name_as_c_str()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                driver
+                    .driver_info_as_c_str()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            ),
+            kind: match p.device_type {
+                vk::PhysicalDeviceType::DISCRETE_GPU => "discrete",
+                vk::PhysicalDeviceType::INTEGRATED_GPU => "integrated",
+                vk::PhysicalDeviceType::VIRTUAL_GPU => "virtual",
+                vk::PhysicalDeviceType::CPU => "cpu",
+                _ => "other",
+            }
+            .into(),
+            api_version: (
+                vk::api_version_major(p.api_version),
+                vk::api_version_minor(p.api_version),
+                vk::api_version_patch(p.api_version),
+            ),
+            subgroup_size: subgroup.subgroup_size,
+            subgroup_size_range: (f.v13.subgroup_size_control == vk::TRUE).then_some((
+                size_control.min_subgroup_size,
+                size_control.max_subgroup_size,
+            )),
+            full_subgroups: f.v13.compute_full_subgroups == vk::TRUE,
+            subgroup_shuffle: compute(vk::SubgroupFeatureFlags::SHUFFLE),
+            subgroup_arithmetic: compute(vk::SubgroupFeatureFlags::ARITHMETIC),
+            shared_memory: limits.max_compute_shared_memory_size,
+            max_workgroup_count: limits.max_compute_work_group_count,
+            max_workgroup_invocations: limits.max_compute_work_group_invocations,
+            max_storage_buffer_range: limits.max_storage_buffer_range,
+            fp16: f.v12.shader_float16 == vk::TRUE,
+            int8: f.v12.shader_int8 == vk::TRUE,
+            int16: f.root.features.shader_int16 == vk::TRUE,
+            int64: f.root.features.shader_int64 == vk::TRUE,
+            storage8: f.v12.storage_buffer8_bit_access == vk::TRUE,
+            storage16: f.v11.storage_buffer16_bit_access == vk::TRUE,
+            integer_dot: (has(EXT_INTEGER_DOT) || p.api_version >= vk::API_VERSION_1_3)
+                && idot.integer_dot_product4x8_bit_packed_signed_accelerated == vk::TRUE,
+            coopmat,
+            coopmat_shapes,
+            coopmat2: has(EXT_COOPMAT2) && {
+                let c = &f.coopmat2;
+                [
+                    c.workgroup_scope,
+                    c.flexible_dimensions,
+                    c.reductions,
+                    c.conversions,
+                    c.per_element_operations,
+                    c.tensor_addressing,
+                    c.block_loads,
+                ]
+                .iter()
+                .all(|&b| b == vk::TRUE)
+                    && f.v12.buffer_device_address == vk::TRUE
+            },
+            bf16: has(EXT_BF16) && f.bf16.bf16_type == vk::TRUE,
+            bf16_coopmat: has(EXT_BF16) && f.bf16.bf16_cooperative_matrix == vk::TRUE,
+            pipeline_robustness: has(EXT_ROBUSTNESS)
+                && f.robustness.pipeline_robustness == vk::TRUE,
+            timestamp_period_ns: (limits.timestamp_compute_and_graphics == vk::TRUE)
+                .then_some(limits.timestamp_period),
+        };
+        Ok(Adapter {
+            index,
+            handle: pd,
+            caps,
+            extensions: exts,
+        })
+    }
+
+    fn coopmat_shapes(&self, pd: vk::PhysicalDevice) -> Vec<CoopmatShape> {
+        let ext = ash::khr::cooperative_matrix::Instance::new(&self.entry, &self.raw);
+        let props = unsafe { ext.get_physical_device_cooperative_matrix_properties(pd) }
+            .unwrap_or_default();
+        props
+            .iter()
+            .map(|p| CoopmatShape {
+                m: p.m_size,
+                n: p.n_size,
+                k: p.k_size,
+                ab: component_name(p.a_type),
+                c: component_name(p.c_type),
+                subgroup_scope: p.scope == vk::ScopeKHR::SUBGROUP,
+            })
+            .collect()
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        unsafe { self.raw.destroy_instance(None) };
+    }
+}
+
+fn component_name(t: vk::ComponentTypeKHR) -> String {
+    match t {
+        vk::ComponentTypeKHR::FLOAT16 => "f16".into(),
+        vk::ComponentTypeKHR::FLOAT32 => "f32".into(),
+        vk::ComponentTypeKHR::FLOAT64 => "f64".into(),
+        vk::ComponentTypeKHR::SINT8 => "i8".into(),
+        vk::ComponentTypeKHR::UINT8 => "u8".into(),
+        vk::ComponentTypeKHR::SINT32 => "i32".into(),
+        vk::ComponentTypeKHR::UINT32 => "u32".into(),
+        t if t.as_raw() == COMPONENT_BF16 => "bf16".into(),
+        t => format!("{t:?}"),
+    }
+}
+
+/// Khronos validation, when `VKDIFF_VALIDATE=1` asks for it and the layer is installed.
+fn validation_layers(entry: &ash::Entry) -> Vec<&'static CStr> {
+    const LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+    if std::env::var("VKDIFF_VALIDATE").as_deref() != Ok("1") {
+        return vec![];
+    }
+    let available = unsafe { entry.enumerate_instance_layer_properties() }.unwrap_or_default();
+    if available
+        .iter()
+        .any(|l| l.layer_name_as_c_str() == Ok(LAYER))
+    {
+        vec![LAYER]
+    } else {
+        eprintln!("vkdiff: VKDIFF_VALIDATE=1 but {LAYER:?} is not installed (apt-get install vulkan-validationlayers)");
+        vec![]
+    }
+}
+
+/// The logical device and its one compute queue.
+pub struct Device {
+    pub(crate) raw: ash::Device,
+    pub(crate) queue: vk::Queue,
+    pub(crate) queue_family: u32,
+    pub(crate) memory: vk::PhysicalDeviceMemoryProperties,
+    /// Capabilities of the device.
+    pub caps: DeviceCaps,
+}
+
+impl Device {
+    /// Creates the logical device for `adapter` with every reported feature enabled.
+    pub fn new(instance: &Instance, adapter: &Adapter) -> Result<Self> {
+        let inst = &instance.raw;
+        let pd = adapter.handle;
+        let families = unsafe { inst.get_physical_device_queue_family_properties(pd) };
+        let queue_family = families
+            .iter()
+            .position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
+            .ok_or_else(|| {
+                GpuError::NoDevice(format!("{} has no compute queue", adapter.caps.name))
+            })? as u32;
+        let api = unsafe { inst.get_physical_device_properties(pd) }.api_version;
+        if api < vk::API_VERSION_1_2 {
+            return Err(GpuError::Unsupported(format!(
+                "{} is Vulkan {}.{}; the kernels need 1.2",
+                adapter.caps.name,
+                vk::api_version_major(api),
+                vk::api_version_minor(api)
+            )));
+        }
+        let mut features = FeatureChain::query(inst, pd, api, &adapter.extensions);
+        let wanted = [
+            EXT_COOPMAT,
+            EXT_COOPMAT2,
+            EXT_BF16,
+            EXT_ROBUSTNESS,
+            EXT_INTEGER_DOT,
+        ];
+        let ext_ptrs: Vec<_> = wanted
+            .iter()
+            .filter(|w| {
+                adapter
+                    .extensions
+                    .iter()
+                    .any(|e| e.as_bytes() == w.to_bytes())
+            })
+            .map(|w| w.as_ptr())
+            .collect();
+        let priorities = [1.0f32];
+        let queue_ci = [vk::DeviceQueueCreateInfo::default()
+            .queue_family_index(queue_family)
+            .queue_priorities(&priorities)];
+        let mut ci = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queue_ci)
+            .enabled_extension_names(&ext_ptrs);
+        ci.p_next = &mut *features.root as *mut _ as *const c_void;
+        let raw = unsafe { inst.create_device(pd, &ci, None) }.during("vkCreateDevice")?;
+        let queue = unsafe { raw.get_device_queue(queue_family, 0) };
+        let memory = unsafe { inst.get_physical_device_memory_properties(pd) };
+        Ok(Device {
+            raw,
+            queue,
+            queue_family,
+            memory,
+            caps: adapter.caps.clone(),
+        })
+    }
+
+    /// Index of a memory type allowed by `bits` with all of `flags`.
+    pub(crate) fn memory_type(&self, bits: u32, flags: vk::MemoryPropertyFlags) -> Option<u32> {
+        (0..self.memory.memory_type_count).find(|&i| {
+            bits & (1 << i) != 0
+                && self.memory.memory_types[i as usize]
+                    .property_flags
+                    .contains(flags)
+        })
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = self.raw.device_wait_idle();
+            self.raw.destroy_device(None);
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! Runs ggml-vulkan compute shaders on a real Vulkan device.
+//!
+//! - [`device`]: instance, device choice (`VKDIFF_DEVICE`), capability probing ([`DeviceCaps`]).
+//! - [`compile`]: GLSL → SPIR-V with shaderc, cached on disk per variant and include set.
+//! - [`context`]: pipelines cached per (SPIR-V, specialization constants), reused buffers,
+//!   jobs that poison outputs, dispatch, read back and time.
+//! - [`runners`]: one per kernel family, reproducing upstream's host logic.
+#![deny(missing_docs)]
+
+pub mod caps;
+pub mod compile;
+pub mod context;
+pub mod device;
+pub mod error;
+pub mod runners;
+
+pub use caps::DeviceCaps;
+pub use compile::{ShaderTree, ShaderVariant};
+pub use context::Gpu;
+pub use error::{GpuError, Result};

@@ -1,0 +1,321 @@
+//! ggml element types and block formats, bit-exact with ggml (sections 2.1–2.3 and 2.7 of the
+//! interface spec).
+//!
+//! * [`dequantize`] / [`dequantize_into`] give the exact element values (as f64: every format
+//!   here decodes exactly into f64).
+//! * [`dequantize_f32`] gives ggml's own f32 numbers (`dequantize_row_<t>`), bit for bit.
+//! * [`quantize`] is ggml's reference quantizer (`quantize_row_<t>_ref`, the f16/bf16 CPU
+//!   conversions), bit for bit.
+//!
+//! Each block format's layout lives in one place: its `#[repr(C)]` struct and [`Block`] impl.
+
+pub mod float;
+mod legacy;
+#[cfg(test)]
+mod tests;
+
+pub use legacy::{Block, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
+
+use crate::{Error, Result};
+
+/// A ggml element type.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum DType {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary16.
+    F16,
+    /// bfloat16: the upper 16 bits of a binary32.
+    Bf16,
+    /// 32-element blocks of 4-bit quants with an f16 scale (18 bytes).
+    Q4_0,
+    /// 32-element blocks of 4-bit quants with f16 scale and minimum (20 bytes).
+    Q4_1,
+    /// 32-element blocks of 5-bit quants with an f16 scale (22 bytes).
+    Q5_0,
+    /// 32-element blocks of 5-bit quants with f16 scale and minimum (24 bytes).
+    Q5_1,
+    /// 32-element blocks of 8-bit quants with an f16 scale (34 bytes).
+    Q8_0,
+    /// 32-element blocks of 8-bit quants with an f16 scale and f16 scaled sum (36 bytes).
+    Q8_1,
+    /// Little-endian 32-bit signed integers.
+    I32,
+}
+
+impl DType {
+    /// Every variant, in declaration order.
+    pub const ALL: &'static [DType] = &[
+        DType::F32,
+        DType::F16,
+        DType::Bf16,
+        DType::Q4_0,
+        DType::Q4_1,
+        DType::Q5_0,
+        DType::Q5_1,
+        DType::Q8_0,
+        DType::Q8_1,
+        DType::I32,
+    ];
+
+    /// Elements per block (ggml's block size): 1 for the scalar types, 32 for the quants.
+    pub const fn block_len(self) -> usize {
+        match self {
+            DType::F32 | DType::F16 | DType::Bf16 | DType::I32 => 1,
+            DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0 | DType::Q8_1 => {
+                legacy::QK
+            }
+        }
+    }
+
+    /// Bytes per block (ggml's type size).
+    pub const fn block_bytes(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 => 4,
+            DType::F16 | DType::Bf16 => 2,
+            DType::Q4_0 => 18,
+            DType::Q4_1 => 20,
+            DType::Q5_0 => 22,
+            DType::Q5_1 => 24,
+            DType::Q8_0 => 34,
+            DType::Q8_1 => 36,
+        }
+    }
+
+    /// ggml's type name (`ggml_type_name`), e.g. `"q4_0"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::Bf16 => "bf16",
+            DType::Q4_0 => "q4_0",
+            DType::Q4_1 => "q4_1",
+            DType::Q5_0 => "q5_0",
+            DType::Q5_1 => "q5_1",
+            DType::Q8_0 => "q8_0",
+            DType::Q8_1 => "q8_1",
+            DType::I32 => "i32",
+        }
+    }
+
+    /// The type called `s` (as [`name`](Self::name) spells it, ignoring ASCII case).
+    pub fn from_name(s: &str) -> Option<DType> {
+        DType::ALL
+            .iter()
+            .copied()
+            .find(|t| t.name().eq_ignore_ascii_case(s))
+    }
+
+    /// Whether this is a block format (more than one element per block).
+    pub const fn is_quantized(self) -> bool {
+        self.block_len() > 1
+    }
+
+    /// Byte offsets, within one block, of its f16 scale fields (d, then m or dmin). Every other
+    /// bit of a block is a free code bit, so a generator can write any scale it wants here and
+    /// random bytes elsewhere. Empty for the scalar types.
+    pub const fn f16_fields(self) -> &'static [usize] {
+        match self {
+            DType::F32 | DType::F16 | DType::Bf16 | DType::I32 => &[],
+            DType::Q4_0 | DType::Q5_0 | DType::Q8_0 => &[0],
+            DType::Q4_1 | DType::Q5_1 | DType::Q8_1 => &[0, 2],
+        }
+    }
+
+    /// Bytes taken by `n` elements; [`Error::RaggedRow`] unless `n` is a whole number of
+    /// blocks.
+    pub fn row_bytes(self, n: usize) -> Result<usize> {
+        let block = self.block_len();
+        if n % block != 0 {
+            return Err(Error::RaggedRow {
+                dtype: self,
+                n,
+                block,
+            });
+        }
+        Ok(n / block * self.block_bytes())
+    }
+}
+
+impl std::fmt::Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Checks that `bytes` holds exactly `n` elements of `dtype`.
+fn check_bytes(dtype: DType, bytes: usize, n: usize) -> Result<()> {
+    let expected = dtype.row_bytes(n)?;
+    if bytes != expected {
+        return Err(Error::ByteLength {
+            what: format!("{n} {dtype} elements"),
+            expected,
+            got: bytes,
+        });
+    }
+    Ok(())
+}
+
+/// Decodes each `N`-byte scalar of `bytes` with `f` into the matching slot of `out`.
+fn scalars<const N: usize, T>(bytes: &[u8], out: &mut [T], f: impl Fn([u8; N]) -> T) {
+    for (o, c) in out.iter_mut().zip(bytes.chunks_exact(N)) {
+        *o = f(c.try_into().expect("chunk of length N"));
+    }
+}
+
+/// Encodes each value of `src` with `f` into the matching `N` bytes of `out`.
+fn encode_scalars<const N: usize>(src: &[f32], out: &mut [u8], f: impl Fn(f32) -> [u8; N]) {
+    for (&v, o) in src.iter().zip(out.chunks_exact_mut(N)) {
+        o.copy_from_slice(&f(v));
+    }
+}
+
+fn decode_blocks<B: Block>(bytes: &[u8], out: &mut [f64]) {
+    for (b, o) in bytes
+        .chunks_exact(B::BYTES)
+        .zip(out.chunks_exact_mut(B::LEN))
+    {
+        B::from_bytes(b).decode(o);
+    }
+}
+
+fn decode_blocks_f32<B: Block>(bytes: &[u8], out: &mut [f32]) {
+    for (b, o) in bytes
+        .chunks_exact(B::BYTES)
+        .zip(out.chunks_exact_mut(B::LEN))
+    {
+        B::from_bytes(b).decode_f32(o);
+    }
+}
+
+fn encode_blocks<B: Block>(src: &[f32], out: &mut [u8]) {
+    for (s, o) in src.chunks_exact(B::LEN).zip(out.chunks_exact_mut(B::BYTES)) {
+        B::quantize(s).to_bytes(o);
+    }
+}
+
+/// Exact element values of the `n` elements stored in `bytes`, which must be exactly
+/// `dtype.row_bytes(n)` long.
+///
+/// Every format here decodes exactly into f64 (d·q + m has few enough bits), so these are the
+/// mathematical values, not rounded ones. i32 decodes to its integer value.
+pub fn dequantize(dtype: DType, bytes: &[u8], n: usize) -> Result<Vec<f64>> {
+    check_bytes(dtype, bytes.len(), n)?;
+    let mut out = vec![0.0; n];
+    dequantize_into(dtype, bytes, &mut out)?;
+    Ok(out)
+}
+
+/// [`dequantize`] into `out` (its length is the element count), without allocating.
+pub fn dequantize_into(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()> {
+    check_bytes(dtype, bytes.len(), out.len())?;
+    match dtype {
+        DType::F32 => scalars(bytes, out, |b| f64::from(f32::from_le_bytes(b))),
+        DType::F16 => scalars(bytes, out, |b| float::f16_to_f64(u16::from_le_bytes(b))),
+        DType::Bf16 => scalars(bytes, out, |b| {
+            f64::from(float::bf16_to_f32(u16::from_le_bytes(b)))
+        }),
+        DType::I32 => scalars(bytes, out, |b| f64::from(i32::from_le_bytes(b))),
+        DType::Q4_0 => decode_blocks::<BlockQ4_0>(bytes, out),
+        DType::Q4_1 => decode_blocks::<BlockQ4_1>(bytes, out),
+        DType::Q5_0 => decode_blocks::<BlockQ5_0>(bytes, out),
+        DType::Q5_1 => decode_blocks::<BlockQ5_1>(bytes, out),
+        DType::Q8_0 => decode_blocks::<BlockQ8_0>(bytes, out),
+        DType::Q8_1 => decode_blocks::<BlockQ8_1>(bytes, out),
+    }
+    Ok(())
+}
+
+/// Per element, the magnitudes an error bound scales with ([`Block::magnitude`]): |x| for
+/// scalar and scaled formats, |d·q| + |m| for q4_1 and q5_1.
+pub fn magnitude_into(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()> {
+    fn blocks<B: Block>(bytes: &[u8], out: &mut [f64]) {
+        for (b, o) in bytes
+            .chunks_exact(B::BYTES)
+            .zip(out.chunks_exact_mut(B::LEN))
+        {
+            B::from_bytes(b).magnitude(o);
+        }
+    }
+    match dtype {
+        DType::Q4_1 => {
+            check_bytes(dtype, bytes.len(), out.len())?;
+            blocks::<BlockQ4_1>(bytes, out)
+        }
+        DType::Q5_1 => {
+            check_bytes(dtype, bytes.len(), out.len())?;
+            blocks::<BlockQ5_1>(bytes, out)
+        }
+        _ => {
+            dequantize_into(dtype, bytes, out)?;
+            out.iter_mut().for_each(|x| *x = x.abs());
+        }
+    }
+    Ok(())
+}
+
+/// ggml's own f32 dequantization (`dequantize_row_<t>`): products and sums rounded to f32 in
+/// ggml's operation order (q4_1/q5_1 are `(f32)(q·d) + m`, rounded), for callers who want
+/// ggml's CPU numbers bit for bit.
+///
+/// f32/f16/bf16 decode exactly; i32 is converted with `as f32` (round to nearest); q8_1, which
+/// ggml does not dequantize, gives `q·d` (exact).
+pub fn dequantize_f32(dtype: DType, bytes: &[u8], n: usize) -> Result<Vec<f32>> {
+    check_bytes(dtype, bytes.len(), n)?;
+    let mut out = vec![0.0; n];
+    dequantize_f32_into(dtype, bytes, &mut out)?;
+    Ok(out)
+}
+
+/// [`dequantize_f32`] into `out` (its length is the element count), without allocating.
+pub fn dequantize_f32_into(dtype: DType, bytes: &[u8], out: &mut [f32]) -> Result<()> {
+    check_bytes(dtype, bytes.len(), out.len())?;
+    match dtype {
+        DType::F32 => scalars(bytes, out, f32::from_le_bytes),
+        DType::F16 => scalars(bytes, out, |b| float::f16_to_f32(u16::from_le_bytes(b))),
+        DType::Bf16 => scalars(bytes, out, |b| float::bf16_to_f32(u16::from_le_bytes(b))),
+        DType::I32 => scalars(bytes, out, |b| i32::from_le_bytes(b) as f32),
+        DType::Q4_0 => decode_blocks_f32::<BlockQ4_0>(bytes, out),
+        DType::Q4_1 => decode_blocks_f32::<BlockQ4_1>(bytes, out),
+        DType::Q5_0 => decode_blocks_f32::<BlockQ5_0>(bytes, out),
+        DType::Q5_1 => decode_blocks_f32::<BlockQ5_1>(bytes, out),
+        DType::Q8_0 => decode_blocks_f32::<BlockQ8_0>(bytes, out),
+        DType::Q8_1 => decode_blocks_f32::<BlockQ8_1>(bytes, out),
+    }
+    Ok(())
+}
+
+/// ggml's reference quantizers, bit-exact: `quantize_row_<t>_ref` for the block formats
+/// (their rounding formulas, `(int8_t)` truncations, `1/d = 0` when d = 0, q8_1's s = d·Σq),
+/// `ggml_fp32_to_fp16` (round to nearest even) for f16, `ggml_compute_fp32_to_bf16` for bf16,
+/// f32 as is and `v as i32` (truncating, saturating, NaN → 0) for i32.
+///
+/// Non-finite inputs to the block quantizers are undefined behaviour in C; they are handled as
+/// ggml's x86-64 builds do. [`Error::RaggedRow`] when `src.len()` is not a whole number of
+/// blocks.
+pub fn quantize(dtype: DType, src: &[f32]) -> Result<Vec<u8>> {
+    let mut out = vec![0; dtype.row_bytes(src.len())?];
+    quantize_into(dtype, src, &mut out)?;
+    Ok(out)
+}
+
+/// [`quantize`] into `out`, which must be exactly `dtype.row_bytes(src.len())` long.
+pub fn quantize_into(dtype: DType, src: &[f32], out: &mut [u8]) -> Result<()> {
+    check_bytes(dtype, out.len(), src.len())?;
+    match dtype {
+        DType::F32 => encode_scalars(src, out, f32::to_le_bytes),
+        DType::F16 => encode_scalars(src, out, |v| float::f32_to_f16(v).to_le_bytes()),
+        DType::Bf16 => encode_scalars(src, out, |v| float::f32_to_bf16(v).to_le_bytes()),
+        DType::I32 => encode_scalars(src, out, |v| (v as i32).to_le_bytes()),
+        DType::Q4_0 => encode_blocks::<BlockQ4_0>(src, out),
+        DType::Q4_1 => encode_blocks::<BlockQ4_1>(src, out),
+        DType::Q5_0 => encode_blocks::<BlockQ5_0>(src, out),
+        DType::Q5_1 => encode_blocks::<BlockQ5_1>(src, out),
+        DType::Q8_0 => encode_blocks::<BlockQ8_0>(src, out),
+        DType::Q8_1 => encode_blocks::<BlockQ8_1>(src, out),
+    }
+    Ok(())
+}

@@ -1,0 +1,116 @@
+#version 450
+
+// wkv7.comp: RWKV-7 WKV recurrence (GGML_OP_RWKV_WKV7), all f32.
+//
+// Bindings (set 0, float arrays): 0 r, 1 w, 2 k, 3 v, 4 a, 5 b (readonly, (S, H, T)),
+//   6 state_in (readonly, S*S*H*B), 7 dst (writeonly, (C, T + S*B)).
+// Push constants: uint B (sequences), T (tokens of all sequences), C (= S*H), H (heads).
+// Specialization constants: none declared; the host's constant 0 is ignored.
+// Defines: A_TYPE and FLOAT_TYPE are accepted and ignored (everything is float).
+// Dispatch: B*H workgroups in x; workgroup x handles sequence x / H, head x % H.
+//
+// Limits: head size S = C / H must be 1..MAX_HEAD_SIZE (128). The workgroup has
+// MAX_HEAD_SIZE invocations; invocation i owns state row i (value index) in registers
+// and invocations i >= S only take part in the barriers. Larger S gives undefined results.
+// T must be a multiple of B (tokens are split into B runs of T / B).
+//
+// Worked example (B = 2, T = 4, H = 2, S = 3, C = 6): workgroup 3 is sequence 1, head 1,
+// tokens 2 and 3. Token t reads inputs at t*6 + 3 + j and writes y_i to dst[t*6 + 3 + i];
+// row i of its state is state_in[1*6*3 + 1*3*3 + 3i + j] = state_in[27 + 3i + j] and the
+// final state goes to dst[4*6 + 27 + 3i + j], the last one (i = j = 2) at dst[59], the
+// end of the 6 * (4 + 3*2) = 60-element dst.
+
+#extension GL_EXT_control_flow_attributes : require
+
+#define MAX_HEAD_SIZE 128
+
+layout(local_size_x = MAX_HEAD_SIZE, local_size_y = 1, local_size_z = 1) in;
+
+layout(binding = 0) readonly buffer RBuf { float r[]; };
+layout(binding = 1) readonly buffer WBuf { float w[]; };
+layout(binding = 2) readonly buffer KBuf { float k[]; };
+layout(binding = 3) readonly buffer VBuf { float v[]; };
+layout(binding = 4) readonly buffer ABuf { float a[]; };
+layout(binding = 5) readonly buffer BBuf { float b[]; };
+layout(binding = 6) readonly buffer StateBuf { float state_in[]; };
+layout(binding = 7) writeonly buffer DstBuf { float dst[]; };
+
+layout(push_constant) uniform parameter {
+    uint B;
+    uint T;
+    uint C;
+    uint H;
+} p;
+
+// The current token's per-key vectors, read by every row.
+shared float r_tok[MAX_HEAD_SIZE];
+shared float w_tok[MAX_HEAD_SIZE];
+shared float k_tok[MAX_HEAD_SIZE];
+shared float a_tok[MAX_HEAD_SIZE];
+shared float b_tok[MAX_HEAD_SIZE];
+
+void main()
+{
+    const uint head_size = p.C / p.H;
+    const uint seq = gl_WorkGroupID.x / p.H;
+    const uint head = gl_WorkGroupID.x % p.H;
+    const uint i = gl_LocalInvocationID.x;
+    const bool owns_row = i < head_size;
+
+    const uint seq_len = p.T / p.B;
+    const uint first_token = seq * seq_len;
+    // Offset of state row i, both in state_in and (after T*C outputs) in dst.
+    const uint state_row = seq * p.C * head_size + head * head_size * head_size + i * head_size;
+
+    // Loops run to the constant MAX_HEAD_SIZE and break at head_size so that, once
+    // unrolled, every index into `state` is constant and the row can live in registers.
+    float state[MAX_HEAD_SIZE];
+    if (owns_row) {
+        [[unroll]] for (uint j = 0; j < MAX_HEAD_SIZE; ++j) {
+            if (j >= head_size) break;
+            state[j] = state_in[state_row + j];
+        }
+    }
+
+    for (uint t = first_token; t < first_token + seq_len; ++t) {
+        const uint token_base = t * p.C + head * head_size;
+        if (owns_row) {
+            r_tok[i] = r[token_base + i];
+            w_tok[i] = w[token_base + i];
+            k_tok[i] = k[token_base + i];
+            a_tok[i] = a[token_base + i];
+            b_tok[i] = b[token_base + i];
+        }
+        barrier();
+
+        if (owns_row) {
+            const float v_i = v[token_base + i];
+
+            // sa_i = sum_j a_j * St[i][j], over the old state.
+            float sa = 0.0;
+            [[unroll]] for (uint j = 0; j < MAX_HEAD_SIZE; ++j) {
+                if (j >= head_size) break;
+                sa = fma(a_tok[j], state[j], sa);
+            }
+
+            // St'[i][j] = St[i][j] w_j + v_i k_j + sa_i b_j;  y_i = sum_j r_j St'[i][j].
+            float y = 0.0;
+            [[unroll]] for (uint j = 0; j < MAX_HEAD_SIZE; ++j) {
+                if (j >= head_size) break;
+                state[j] = state[j] * w_tok[j] + v_i * k_tok[j] + sa * b_tok[j];
+                y = fma(r_tok[j], state[j], y);
+            }
+            dst[token_base + i] = y;
+        }
+        // The next token overwrites the shared vectors.
+        barrier();
+    }
+
+    if (owns_row) {
+        const uint state_out = p.T * p.C + state_row;
+        [[unroll]] for (uint j = 0; j < MAX_HEAD_SIZE; ++j) {
+            if (j >= head_size) break;
+            dst[state_out + j] = state[j];
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! Campaigns: for each selected variant, generate cases from its strategy, evaluate them, shrink
+//! the first failure to a minimal case with proptest's value trees, write it as a reproducer,
+//! and summarise (cases, passes, failures, skips with reasons, worst error/bound, time).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use vkdiff_gpu::{Gpu, ShaderTree};
+
+use crate::cases::{Case, Ctx, Outcome};
+use crate::kernels::{Kernel, Variant};
+use crate::repro::Reproducer;
+
+/// What to run and where results go.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Cases per variant.
+    pub cases: u32,
+    /// Master seed: each variant derives its own stream from it and its name.
+    pub seed: u64,
+    /// Most evaluations spent shrinking one failure.
+    pub shrink_budget: u32,
+    /// Where reproducers go (None: not written).
+    pub repro_dir: Option<PathBuf>,
+    /// Print a line per finished variant while running.
+    pub progress: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            cases: 200,
+            seed: 0x5EED,
+            shrink_budget: 400,
+            repro_dir: Some(PathBuf::from("vkdiff-out/repro")),
+            progress: false,
+        }
+    }
+}
+
+/// The first failure of a variant after shrinking.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    /// The minimal failing case found.
+    pub case: Case,
+    /// The case as first generated.
+    pub original: Case,
+    /// Evaluations spent shrinking.
+    pub shrink_steps: u32,
+    /// Which elements failed and by how much.
+    pub explanation: String,
+    /// The reproducer file, when written.
+    pub repro: Option<PathBuf>,
+}
+
+/// The summary of one variant.
+#[derive(Debug, Clone, Default)]
+pub struct VariantReport {
+    /// Kernel name.
+    pub kernel: String,
+    /// Variant name.
+    pub variant: String,
+    /// Device name.
+    pub device: String,
+    /// Cases generated.
+    pub cases: u32,
+    /// Cases that passed.
+    pub passed: u32,
+    /// Cases that failed.
+    pub failed: u32,
+    /// Cases that could not run (compile error, device lost, ...), with the first message.
+    pub errors: u32,
+    /// First error message.
+    pub first_error: Option<String>,
+    /// Skipped cases by reason.
+    pub skipped: BTreeMap<String, u32>,
+    /// Worst error/bound ratio among passing cases.
+    pub worst_ratio: f64,
+    /// The case with the worst ratio.
+    pub worst_case: Option<Case>,
+    /// Wall time in seconds.
+    pub seconds: f64,
+    /// The variant's shader is not in the tree.
+    pub missing: Option<String>,
+    /// The first failure, shrunk.
+    pub finding: Option<Finding>,
+}
+
+impl VariantReport {
+    /// True when nothing failed or errored.
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && self.errors == 0
+    }
+}
+
+/// A per-variant RNG derived from the master seed and the variant name.
+fn runner_for(seed: u64, variant: &str) -> TestRunner {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    for (i, b) in variant.bytes().enumerate() {
+        bytes[8 + i % 24] ^= b.rotate_left(i as u32 % 8);
+    }
+    TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
+    )
+}
+
+/// Runs one variant's campaign on `gpu` with shaders from `tree`.
+pub fn run_variant(
+    gpu: &mut Gpu,
+    tree: &mut ShaderTree,
+    kernel: &Kernel,
+    variant: &Variant,
+    settings: &Settings,
+) -> VariantReport {
+    let start = Instant::now();
+    let mut report = VariantReport {
+        kernel: kernel.name.into(),
+        variant: variant.name.clone(),
+        device: gpu.caps().name.clone(),
+        ..Default::default()
+    };
+    if let Some(reason) = (kernel.requires)(variant, gpu.caps()) {
+        report
+            .skipped
+            .insert(format!("device: {reason}"), settings.cases);
+        report.seconds = start.elapsed().as_secs_f64();
+        return report;
+    }
+    let strategy = (kernel.strategy)(variant);
+    let mut runner = runner_for(settings.seed, &variant.name);
+    for _ in 0..settings.cases {
+        let tree_value = match strategy.new_tree(&mut runner) {
+            Ok(t) => t,
+            Err(e) => {
+                report.errors += 1;
+                report
+                    .first_error
+                    .get_or_insert(format!("case generation: {e}"));
+                continue;
+            }
+        };
+        let case = tree_value.current();
+        report.cases += 1;
+        let outcome = case.evaluate(&mut Ctx { gpu, tree });
+        match outcome {
+            Outcome::Pass { verdict, .. } => {
+                report.passed += 1;
+                if verdict.worst_ratio >= report.worst_ratio {
+                    report.worst_ratio = verdict.worst_ratio;
+                    report.worst_case = Some(case);
+                }
+            }
+            Outcome::Fail { verdict } => {
+                report.failed += 1;
+                if report.finding.is_none() {
+                    report.finding = Some(shrink(
+                        gpu,
+                        tree,
+                        tree_value,
+                        case,
+                        verdict.explain(),
+                        settings,
+                    ));
+                }
+            }
+            Outcome::Skip(reason) => *report.skipped.entry(reason).or_default() += 1,
+            Outcome::Missing(what) => {
+                // Nothing else of this variant can run: say so once and stop.
+                report.missing = Some(what);
+                report.cases -= 1;
+                break;
+            }
+            Outcome::Error(msg) => {
+                report.errors += 1;
+                report.first_error.get_or_insert(msg);
+            }
+        }
+    }
+    if let (Some(f), Some(dir)) = (&mut report.finding, &settings.repro_dir) {
+        let r = Reproducer {
+            vkdiff_reproducer: crate::repro::FORMAT,
+            kernel: kernel.name.into(),
+            variant: variant.name.clone(),
+            device: report.device.clone(),
+            shaders: tree.dir().display().to_string(),
+            finding: f.explanation.clone(),
+            shrunk_from: format!("{} ({} shrink steps)", f.original, f.shrink_steps),
+            case: f.case.clone(),
+        };
+        match r.write(dir) {
+            Ok(p) => f.repro = Some(p),
+            Err(e) => f
+                .explanation
+                .push_str(&format!("(reproducer not written: {e})\n")),
+        }
+    }
+    report.seconds = start.elapsed().as_secs_f64();
+    report
+}
+
+/// proptest's shrinking loop, driven by hand so every evaluation stays visible: simplify while
+/// the case still fails, step back (complicate) when a simplification passes.
+fn shrink(
+    gpu: &mut Gpu,
+    tree: &mut ShaderTree,
+    mut value: Box<dyn ValueTree<Value = Case>>,
+    original: Case,
+    explanation: String,
+    settings: &Settings,
+) -> Finding {
+    let mut best = (original.clone(), explanation);
+    let mut steps = 0;
+    if value.simplify() {
+        while steps < settings.shrink_budget {
+            steps += 1;
+            let candidate = value.current();
+            let outcome = candidate.evaluate(&mut Ctx { gpu, tree });
+            let next = if let Outcome::Fail { verdict } = outcome {
+                best = (candidate, verdict.explain());
+                value.simplify()
+            } else {
+                value.complicate()
+            };
+            if !next {
+                break;
+            }
+        }
+    }
+    Finding {
+        case: best.0,
+        original,
+        shrink_steps: steps,
+        explanation: best.1,
+        repro: None,
+    }
+}
+
+/// The summary table, one row per variant.
+pub fn table(reports: &[VariantReport]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<12} {:<28} {:<22} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8}",
+        "op", "variant", "device", "cases", "pass", "fail", "skip", "worst", "time", "cases/s"
+    );
+    for r in reports {
+        let skipped: u32 = r.skipped.values().sum();
+        let device: String = r.device.chars().take(22).collect();
+        let worst = if r.passed > 0 {
+            format!("{:.3}", r.worst_ratio)
+        } else {
+            "-".into()
+        };
+        let rate = if r.seconds > 0.0 {
+            format!("{:.0}", r.cases as f64 / r.seconds)
+        } else {
+            "-".into()
+        };
+        let fail = if r.errors > 0 {
+            format!("{}+{}E", r.failed, r.errors)
+        } else {
+            r.failed.to_string()
+        };
+        let _ = writeln!(
+            s,
+            "{:<12} {:<28} {:<22} {:>6} {:>6} {:>6} {:>6} {:>8} {:>7.1}s {:>8}",
+            r.kernel, r.variant, device, r.cases, r.passed, fail, skipped, worst, r.seconds, rate
+        );
+    }
+    let _ = writeln!(
+        s,
+        "(worst = largest |got − want| / bound over passing elements; ≤ 1 passes)"
+    );
+    for r in reports {
+        if let Some(m) = &r.missing {
+            let _ = writeln!(s, "MISSING {}: {m}", r.variant);
+        }
+        for (reason, n) in &r.skipped {
+            let _ = writeln!(s, "skipped {} × {}: {reason}", n, r.variant);
+        }
+        if let Some(e) = &r.first_error {
+            let _ = writeln!(s, "ERROR {} ({} cases): {e}", r.variant, r.errors);
+        }
+        if let Some(f) = &r.finding {
+            let _ = writeln!(
+                s,
+                "FAIL {}: {}\n  shrunk from: {}\n{}",
+                r.variant,
+                f.case,
+                f.original,
+                indent(&f.explanation)
+            );
+            if let Some(p) = &f.repro {
+                let _ = writeln!(
+                    s,
+                    "  reproducer: {}\n  replay with: vkdiff replay {}",
+                    p.display(),
+                    p.display()
+                );
+            }
+        }
+    }
+    s
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("  {l}\n")).collect()
+}

@@ -1,0 +1,214 @@
+//! Deterministic input data: value distributions and raw quant blocks, regenerated bit for bit
+//! from (seed, stream) so a case needs no stored data.
+
+use half::f16;
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use vkdiff_reference::tensor::Tensor;
+use vkdiff_reference::DType;
+
+/// How float inputs are drawn. Every distribution yields at least one non-zero value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dist {
+    /// Standard normal: mixed signs, mostly |x| < 3.
+    Normal,
+    /// Uniform on [−1, 1).
+    Uniform,
+    /// Uniform on [0, 1): no sign cancellation.
+    Positive,
+    /// Normal × 1000: large magnitudes (still inside f16 range).
+    Large,
+    /// Three quarters exact zeros, the rest normal.
+    SparseZeros,
+}
+
+impl Dist {
+    /// Simplest first, so shrinking moves toward `Normal`.
+    pub fn strategy() -> impl Strategy<Value = Dist> {
+        prop_oneof![
+            Just(Dist::Normal),
+            Just(Dist::Uniform),
+            Just(Dist::Positive),
+            Just(Dist::Large),
+            Just(Dist::SparseZeros)
+        ]
+    }
+
+    fn draw(self, rng: &mut ChaCha8Rng) -> f32 {
+        match self {
+            Dist::Normal => normal(rng),
+            Dist::Uniform => rng.gen_range(-1.0..1.0),
+            Dist::Positive => rng.gen_range(0.0..1.0),
+            Dist::Large => 1000.0 * normal(rng),
+            Dist::SparseZeros => {
+                if rng.gen_bool(0.75) {
+                    0.0
+                } else {
+                    normal(rng)
+                }
+            }
+        }
+    }
+}
+
+/// The generator for one input tensor of a case: `stream` tells tensors of one case apart.
+pub fn rng(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    r.set_stream(stream);
+    r
+}
+
+fn normal(rng: &mut ChaCha8Rng) -> f32 {
+    // Box–Muller; 1 − u keeps the logarithm finite.
+    let (u, v): (f64, f64) = (rng.gen(), rng.gen());
+    ((-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
+}
+
+/// `n` values from `dist`, never all zero.
+pub fn values(dist: Dist, seed: u64, stream: u64, n: usize) -> Vec<f32> {
+    let mut r = rng(seed, stream);
+    let mut v: Vec<f32> = (0..n).map(|_| dist.draw(&mut r)).collect();
+    if v.iter().all(|&x| x == 0.0) {
+        v[n / 2] = 1.0;
+    }
+    v
+}
+
+/// How the scale fields of raw quant blocks are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scales {
+    /// |d| uniform in [2⁻¹⁰, 1), random sign.
+    Random,
+    /// A quarter of the blocks have d = 0 (and m = 0), the rest Random.
+    SomeZero,
+    /// Extremes of f16: the largest finite value, the smallest normal, and values near them.
+    Extreme,
+    /// f16 subnormals (exponent field 0).
+    Subnormal,
+    /// Each block picks one of the above.
+    Mixed,
+}
+
+/// Where a quantized tensor's blocks come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Blocks {
+    /// Float values from a distribution, quantized with ggml's reference quantizer.
+    Quantized(Dist),
+    /// Every bit random except the f16 scale fields, which follow [`Scales`]: blocks no
+    /// quantizer would produce, e.g. all 4-bit codes used with a subnormal scale.
+    Raw(Scales),
+}
+
+impl Blocks {
+    /// Quantized blocks first (simplest), then raw blocks.
+    pub fn strategy() -> impl Strategy<Value = Blocks> {
+        prop_oneof![
+            Dist::strategy().prop_map(Blocks::Quantized),
+            prop_oneof![
+                Just(Scales::Random),
+                Just(Scales::SomeZero),
+                Just(Scales::Extreme),
+                Just(Scales::Subnormal),
+                Just(Scales::Mixed)
+            ]
+            .prop_map(Blocks::Raw),
+        ]
+    }
+}
+
+fn scale(mode: Scales, rng: &mut ChaCha8Rng) -> f16 {
+    let sign = if rng.gen_bool(0.5) { -1.0f32 } else { 1.0 };
+    match mode {
+        Scales::Random => f16::from_f32(sign * rng.gen_range(1.0 / 1024.0..1.0)),
+        Scales::SomeZero => {
+            if rng.gen_bool(0.25) {
+                f16::ZERO
+            } else {
+                scale(Scales::Random, rng)
+            }
+        }
+        Scales::Extreme => {
+            let choices = [
+                f16::MAX,
+                f16::MIN_POSITIVE,
+                f16::from_f32(30000.0),
+                f16::from_bits(0x0401),
+            ];
+            f16::from_f32(sign * choices[rng.gen_range(0..choices.len())].to_f32())
+        }
+        Scales::Subnormal => {
+            f16::from_bits(rng.gen_range(1u16..0x400) | if sign < 0.0 { 0x8000 } else { 0 })
+        }
+        Scales::Mixed => {
+            let modes = [
+                Scales::Random,
+                Scales::SomeZero,
+                Scales::Extreme,
+                Scales::Subnormal,
+            ];
+            scale(modes[rng.gen_range(0..modes.len())], rng)
+        }
+    }
+}
+
+/// A densely packed tensor of type `dtype` and shape `ne`. Float types take their values from
+/// `blocks`' distribution (raw blocks fall back to Normal); block formats are quantized or raw.
+pub fn tensor(dtype: DType, ne: [usize; 4], blocks: Blocks, seed: u64, stream: u64) -> Tensor {
+    let n: usize = ne.iter().product();
+    match (blocks, dtype.is_quantized()) {
+        (Blocks::Raw(mode), true) => {
+            let mut r = rng(seed, stream);
+            let nblocks = n / dtype.block_len();
+            let mut bytes = vec![0u8; nblocks * dtype.block_bytes()];
+            r.fill(&mut bytes[..]);
+            for block in bytes.chunks_exact_mut(dtype.block_bytes()) {
+                for &off in dtype.f16_fields() {
+                    block[off..off + 2].copy_from_slice(&scale(mode, &mut r).to_le_bytes());
+                }
+            }
+            if bytes.iter().all(|&b| b == 0) {
+                bytes[dtype.f16_fields()[0]..][..2].copy_from_slice(&f16::ONE.to_le_bytes());
+                bytes[dtype.block_bytes() - 1] = 0x11;
+            }
+            Tensor::from_bytes(dtype, ne, bytes).expect("whole blocks")
+        }
+        (Blocks::Quantized(dist), _) => {
+            Tensor::from_f32(dtype, ne, &values(dist, seed, stream, n)).expect("whole blocks")
+        }
+        (Blocks::Raw(_), false) => {
+            Tensor::from_f32(dtype, ne, &values(Dist::Normal, seed, stream, n)).expect("float type")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regenerates_bit_for_bit_and_never_all_zero() {
+        assert_eq!(
+            values(Dist::Normal, 7, 1, 100),
+            values(Dist::Normal, 7, 1, 100)
+        );
+        assert_ne!(
+            values(Dist::Normal, 7, 1, 100),
+            values(Dist::Normal, 7, 2, 100)
+        );
+        assert!(values(Dist::SparseZeros, 3, 0, 1).iter().any(|&x| x != 0.0));
+        let t = tensor(
+            DType::Q4_1,
+            [32, 2, 1, 1],
+            Blocks::Raw(Scales::Subnormal),
+            1,
+            0,
+        );
+        let d = f16::from_le_bytes([t.data()[0], t.data()[1]]);
+        assert!(!d.is_normal() && d != f16::ZERO, "{d}");
+    }
+}

@@ -1,0 +1,230 @@
+//! MUL_MAT cases that upstream routes to the matrix-vector kernel: dst.ne1 = 1 (any batches,
+//! broadcast over dim 2), or 2..8 columns without batches (NUM_COLS > 1).
+
+use std::fmt;
+
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+use vkdiff_gpu::runners;
+use vkdiff_reference::ops::mul_mat;
+use vkdiff_reference::tensor::Tensor;
+use vkdiff_reference::DType;
+
+use super::data::{tensor, Blocks, Dist};
+use super::{Case, Ctx, Outcome};
+use crate::compare::compare;
+use crate::kernels::{Kernel, Variant, VariantParams};
+use crate::tolerance;
+
+/// A types the mat-vec kernel takes, in table order.
+pub const A_TYPES: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::Bf16,
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+];
+
+/// One MUL_MAT through the mat-vec kernel: dst (M, N, ne02·r2, ne03) = A (K, M, ne02, ne03) × B.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MulMatVecCase {
+    /// A's type.
+    pub a_type: DType,
+    /// B's type (f32 or f16).
+    pub b_type: DType,
+    /// Inner dimension (ne00 = ne10).
+    pub k: usize,
+    /// Rows of A = dst.ne0.
+    pub m: usize,
+    /// Columns of B = dst.ne1.
+    pub n: usize,
+    /// A's dim-2 batches.
+    pub ne02: usize,
+    /// Broadcast factor over dim 2: ne12 = ne02·r2.
+    pub r2: usize,
+    /// Dim-3 batches of A and B (Vulkan requires ne03 = ne13).
+    pub ne03: usize,
+    /// Extra elements between B's rows (0: contiguous). The host copies B to contiguous first.
+    pub b_row_pad: usize,
+    /// A's data.
+    pub a_blocks: Blocks,
+    /// B's data.
+    pub b_dist: Dist,
+    /// Data seed.
+    pub seed: u64,
+}
+
+/// The row in the kernel table.
+pub const KERNEL: Kernel = Kernel {
+    name: "mul_mat_vec",
+    shader: "mul_mat_vec.comp",
+    summary: "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0, B f32/f16",
+    error_model: "γ(⌈K/BLOCK_SIZE⌉ + ⌈log₂ BLOCK_SIZE⌉ + 3 [+1 with a min])·Σ|a·b| (tolerance::mul_mat_vec_bounds)",
+    variants,
+    strategy: |v| match v.params {
+        VariantParams::MulMatVec { a, b } => strategy(a, b).prop_map(Case::MulMatVec).boxed(),
+        _ => unreachable!("mul_mat_vec variant"),
+    },
+    requires: |_, _| None,
+};
+
+fn variants() -> Vec<Variant> {
+    let mut v = Vec::new();
+    for &a in A_TYPES {
+        for b in [DType::F32, DType::F16] {
+            // bf16 × f16 is rejected by upstream's supports_op: no such variant is ever selected.
+            if a == DType::Bf16 && b == DType::F16 {
+                continue;
+            }
+            v.push(Variant::new(
+                "mul_mat_vec",
+                &runners::mul_mat_vec::variant(a, b).name,
+                VariantParams::MulMatVec { a, b },
+            ));
+        }
+    }
+    v
+}
+
+/// Sizes around every block and workgroup edge, small first; rare huge M exercises the
+/// 64-slice z dispatch used past maxComputeWorkGroupCount.
+pub fn strategy(a: DType, b: DType) -> impl Strategy<Value = MulMatVecCase> {
+    let block = a.block_len();
+    let k = if block > 1 {
+        prop_oneof![4 => 1usize..=4, 3 => 5usize..=16, 1 => 17usize..=130]
+            .prop_map(move |n| n * block)
+            .boxed()
+    } else {
+        prop_oneof![4 => 1usize..=64, 3 => 65usize..=520, 1 => 521usize..=4200].boxed()
+    };
+    let m = prop_oneof![8 => 1usize..=16, 6 => 17usize..=130, 2 => 131usize..=1100, 1 => 65530usize..=66000];
+    let n = prop_oneof![3 => Just(1usize), 1 => 2usize..=8];
+    let batches = (1usize..=2, 1usize..=3, 1usize..=2);
+    let pad = prop_oneof![3 => Just(0usize), 1 => 1usize..=5];
+    (
+        k,
+        m,
+        n,
+        batches,
+        pad,
+        Blocks::strategy(),
+        Dist::strategy(),
+        any::<u64>(),
+    )
+        .prop_map(
+            move |(k, m, n, (ne02, r2, ne03), b_row_pad, a_blocks, b_dist, seed)| {
+                // Several columns go to the mat-vec kernel only without batches (§4.3); with batches they
+                // are a matrix-matrix case. The huge-M rows stay narrow to keep the case cheap.
+                let (ne02, r2, ne03) = if n > 1 { (1, 1, 1) } else { (ne02, r2, ne03) };
+                let k = if m > 60000 { k.min(64.max(block)) } else { k };
+                MulMatVecCase {
+                    a_type: a,
+                    b_type: b,
+                    k,
+                    m,
+                    n,
+                    ne02,
+                    r2,
+                    ne03,
+                    b_row_pad,
+                    a_blocks,
+                    b_dist,
+                    seed,
+                }
+            },
+        )
+}
+
+impl fmt::Display for MulMatVecCase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}×{} K={} M={} N={} batches {}·{}×{} pad {} A {:?} B {:?} seed {}",
+            self.a_type,
+            self.b_type,
+            self.k,
+            self.m,
+            self.n,
+            self.ne02,
+            self.r2,
+            self.ne03,
+            self.b_row_pad,
+            self.a_blocks,
+            self.b_dist,
+            self.seed
+        )
+    }
+}
+
+impl MulMatVecCase {
+    /// The upstream variant name.
+    pub fn variant(&self) -> String {
+        runners::mul_mat_vec::variant(self.a_type, self.b_type).name
+    }
+
+    /// A and B, regenerated from the seed. B's rows are `b_row_pad` elements apart beyond K.
+    pub fn inputs(&self) -> Result<(Tensor, Tensor), String> {
+        let ne12 = self.ne02 * self.r2;
+        let a = tensor(
+            self.a_type,
+            [self.k, self.m, self.ne02, self.ne03],
+            self.a_blocks,
+            self.seed,
+            0,
+        );
+        let b_dense = tensor(
+            self.b_type,
+            [self.k + self.b_row_pad, self.n, ne12, self.ne03],
+            Blocks::Quantized(self.b_dist),
+            self.seed,
+            1,
+        );
+        // View the first K elements of each padded row (a ggml view with nb1 > ne0·nb0).
+        let b = Tensor::new(
+            self.b_type,
+            [self.k, self.n, ne12, self.ne03],
+            b_dense.nb(),
+            b_dense.data().to_vec(),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok((a, b))
+    }
+
+    /// Runs and judges the case.
+    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        let (a, b) = match self.inputs() {
+            Ok(x) => x,
+            Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
+        };
+        if let Err(reason) = runners::mul_mat_vec::precondition(&a, &b) {
+            return Outcome::Skip(format!("precondition: {reason}"));
+        }
+        let (want, magnitude) = match (mul_mat::mul_mat(&a, &b), mul_mat::mul_mat_magnitude(&a, &b))
+        {
+            (Ok(w), Ok(m)) => (w, m),
+            (Err(e), _) | (_, Err(e)) => {
+                return Outcome::Skip(format!("ggml rejects the shapes: {e}"))
+            }
+        };
+        let run = match runners::mul_mat_vec::run(ctx.gpu, ctx.tree, &a, &b) {
+            Ok(r) => r,
+            Err(e) => return Outcome::from_gpu_error(e),
+        };
+        let block_size =
+            runners::mul_mat_vec::spec_constants(ctx.gpu.caps(), self.a_type, self.n as u32)[0];
+        let has_min = matches!(self.a_type, DType::Q4_1 | DType::Q5_1);
+        let bounds = tolerance::mul_mat_vec_bounds(&magnitude.values, self.k, block_size, has_min);
+        let mut verdict = compare(
+            &run.values,
+            &want.values,
+            &bounds,
+            |i| want.index_of(i),
+            |_| "",
+        );
+        verdict.overrun = run.overrun;
+        Outcome::from_verdict(verdict, run.gpu_ns)
+    }
+}

@@ -1,0 +1,189 @@
+//! RWKV_WKV7 cases. ggml accepts any head size S = C/H, so S is drawn widely (64 most often, as
+//! in real models); a shader that only handles some sizes fails on the others: a finding.
+
+use std::fmt;
+
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+use vkdiff_gpu::runners;
+use vkdiff_reference::ops::wkv7::{wkv7, Wkv7Inputs};
+use vkdiff_reference::tensor::Tensor;
+use vkdiff_reference::DType;
+
+use super::data::{rng, values, Dist};
+use super::{Case, Ctx, Outcome};
+use crate::compare::compare;
+use crate::kernels::{Kernel, Variant};
+use crate::tolerance;
+
+/// One RWKV_WKV7 evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Wkv7Case {
+    /// Head size S.
+    pub head_size: usize,
+    /// Heads H.
+    pub heads: usize,
+    /// Tokens per sequence (T = tokens_per_seq · seqs).
+    pub tokens_per_seq: usize,
+    /// Sequences B.
+    pub seqs: usize,
+    /// Distribution of r, k, v and the initial state.
+    pub dist: Dist,
+    /// a and b drawn freely from `dist` instead of RWKV-7's structure (a = −κ̂, b = κ̂·α with a
+    /// unit vector κ̂ and α ∈ (0, 1), which keeps the state bounded): stresses growth.
+    pub free_ab: bool,
+    /// Data seed.
+    pub seed: u64,
+}
+
+/// The row in the kernel table.
+pub const KERNEL: Kernel = Kernel {
+    name: "wkv7",
+    shader: "wkv7.comp",
+    summary: "RWKV-7 recurrence (GGML_OP_RWKV_WKV7), f32",
+    error_model: "first-order running error of the recurrence: γ(S) per dot, γ(3) per state update, carried through |w| and |b| (tolerance::wkv7_bounds)",
+    variants: || vec![Variant::new("wkv7", "rwkv_wkv7_f32", crate::kernels::VariantParams::Wkv7)],
+    strategy: |_| strategy().prop_map(Case::Wkv7).boxed(),
+    requires: |_, _| None,
+};
+
+/// Head sizes: 64 (the real one) most, then any size up to 128, small ones first for shrinking.
+pub fn strategy() -> impl Strategy<Value = Wkv7Case> {
+    let head_size = prop_oneof![3 => Just(64usize), 2 => 1usize..=16, 2 => 17usize..=128];
+    (
+        head_size,
+        1usize..=3,
+        1usize..=12,
+        1usize..=3,
+        Dist::strategy(),
+        prop::bool::weighted(0.2),
+        any::<u64>(),
+    )
+        .prop_map(
+            |(head_size, heads, tokens, seqs, dist, free_ab, seed)| Wkv7Case {
+                head_size,
+                heads,
+                // Free a/b can grow the state geometrically: keep those sequences short.
+                tokens_per_seq: if free_ab { tokens.min(3) } else { tokens },
+                seqs,
+                dist,
+                free_ab,
+                seed,
+            },
+        )
+}
+
+impl fmt::Display for Wkv7Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "S={} H={} T={}×{} seqs {:?}{} seed {}",
+            self.head_size,
+            self.heads,
+            self.tokens_per_seq,
+            self.seqs,
+            self.dist,
+            if self.free_ab { " free a/b" } else { "" },
+            self.seed
+        )
+    }
+}
+
+impl Wkv7Case {
+    /// Upstream's only variant.
+    pub fn variant(&self) -> String {
+        "rwkv_wkv7_f32".into()
+    }
+
+    /// The seven input tensors, regenerated from the seed.
+    pub fn inputs(&self) -> [Tensor; 7] {
+        let (s, h, t) = (self.head_size, self.heads, self.tokens_per_seq * self.seqs);
+        let n = s * h * t;
+        let mk = |v: Vec<f32>, ne| Tensor::from_f32(DType::F32, ne, &v).expect("f32");
+        let x = |stream| values(self.dist, self.seed, stream, n);
+        // Decay in (0, 1): w = exp(−exp(z)), z normal.
+        let w: Vec<f32> = values(Dist::Normal, self.seed, 1, n)
+            .iter()
+            .map(|z| (-(z * 0.5).exp()).exp())
+            .collect();
+        let (a, b) = if self.free_ab {
+            (x(4), x(5))
+        } else {
+            self.structured_ab()
+        };
+        let state = values(self.dist, self.seed, 6, s * s * h * self.seqs);
+        let ne = [s, h, t, 1];
+        [
+            mk(x(0), ne),
+            mk(w, ne),
+            mk(x(2), ne),
+            mk(x(3), ne),
+            mk(a, ne),
+            mk(b, ne),
+            mk(state, [s * s * h, self.seqs, 1, 1]),
+        ]
+    }
+
+    /// RWKV-7's own a and b: per token and head, a unit vector κ̂, a = −κ̂, b = κ̂ ⊙ α.
+    fn structured_ab(&self) -> (Vec<f32>, Vec<f32>) {
+        use rand::Rng;
+        let s = self.head_size;
+        let n = s * self.heads * self.tokens_per_seq * self.seqs;
+        let kappa = values(Dist::Normal, self.seed, 4, n);
+        let mut alpha_rng = rng(self.seed, 5);
+        let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
+        for (i, chunk) in kappa.chunks_exact(s).enumerate() {
+            let norm = chunk.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+            for (j, &kj) in chunk.iter().enumerate() {
+                let unit = kj / norm;
+                a[i * s + j] = -unit;
+                b[i * s + j] = unit * alpha_rng.gen_range(0.0..1.0f32);
+            }
+        }
+        (a, b)
+    }
+
+    /// Runs and judges the case.
+    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        let [r, w, k, v, a, b, state] = self.inputs();
+        let inputs = Wkv7Inputs {
+            r: &r,
+            w: &w,
+            k: &k,
+            v: &v,
+            a: &a,
+            b: &b,
+            state: &state,
+        };
+        let want = match wkv7(&inputs) {
+            Ok(o) => o,
+            Err(e) => return Outcome::Skip(format!("ggml rejects the shapes: {e}")),
+        };
+        let run = match runners::wkv7::run(ctx.gpu, ctx.tree, &inputs) {
+            Ok(r) => r,
+            Err(e) => return Outcome::from_gpu_error(e),
+        };
+        let exact = |t: &Tensor| t.rows().expect("f32");
+        let all = [&r, &w, &k, &v, &a, &b, &state].map(exact);
+        let (s, h, t) = (self.head_size, self.heads, self.tokens_per_seq * self.seqs);
+        let bounds = tolerance::wkv7_bounds(
+            s,
+            h,
+            t,
+            self.seqs,
+            [
+                &all[0], &all[1], &all[2], &all[3], &all[4], &all[5], &all[6],
+            ],
+        );
+        let y_len = s * h * t;
+        let mut verdict = compare(
+            &run.values,
+            &want.values,
+            &bounds,
+            |i| want.index_of(i),
+            |i| if i < y_len { "y" } else { "state" },
+        );
+        verdict.overrun = run.overrun;
+        Outcome::from_verdict(verdict, run.gpu_ns)
+    }
+}

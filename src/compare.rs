@@ -1,0 +1,199 @@
+//! Judging a kernel's output element by element against the exact reference and its bounds.
+//!
+//! Rules, per element: an element still holding the poison pattern was never written; a NaN or
+//! infinity matches only the same non-finite expectation (NaN ~ NaN, +∞ ~ +∞); a finite
+//! expectation passes when |got − want| ≤ bound. The ratio |got − want| / bound (0 when equal) is
+//! the headroom figure: ≤ 1 passes, and the worst ratio of a passing run says how close it came.
+
+use std::fmt;
+
+use serde::Serialize;
+use vkdiff_gpu::context::POISON_F32;
+
+/// Why one element failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mismatch {
+    /// Still the poison pattern: the kernel never wrote it.
+    Unwritten,
+    /// Finite expectation, error above the bound.
+    OutOfBound,
+    /// NaN or ±∞ where a finite value (or another non-finite value) was expected.
+    NonFinite,
+}
+
+/// One failing element.
+#[derive(Debug, Clone, Serialize)]
+pub struct ElementFailure {
+    /// ggml index (i0, i1, i2, i3) in dst.
+    pub index: [usize; 4],
+    /// What the kernel wrote.
+    pub got: f32,
+    /// The exact value.
+    pub want: f64,
+    /// The allowed error.
+    pub bound: f64,
+    /// |got − want| / bound (∞ for non-finite or unwritten).
+    pub ratio: f64,
+    /// Kind of failure.
+    pub kind: Mismatch,
+    /// Which part of dst the element is in (e.g. "y" or "state" for wkv7), when that matters.
+    pub region: &'static str,
+}
+
+impl fmt::Display for ElementFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [i0, i1, i2, i3] = self.index;
+        let region = if self.region.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.region)
+        };
+        match self.kind {
+            Mismatch::Unwritten => write!(f, "dst[{i0},{i1},{i2},{i3}]{region}: never written (still poison), want {:e}", self.want),
+            _ => write!(
+                f,
+                "dst[{i0},{i1},{i2},{i3}]{region}: got {:e}, want {:e}, |err| {:.3e} > bound {:.3e} (ratio {:.3})",
+                self.got,
+                self.want,
+                (self.got as f64 - self.want).abs(),
+                self.bound,
+                self.ratio
+            ),
+        }
+    }
+}
+
+/// The verdict on one output tensor.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Verdict {
+    /// Elements compared.
+    pub elements: usize,
+    /// Worst |got − want| / bound among elements that passed (the headroom).
+    pub worst_ratio: f64,
+    /// Number of failing elements.
+    pub failed: usize,
+    /// The first few failing elements, in order.
+    pub failures: Vec<ElementFailure>,
+    /// The kernel wrote past the end of dst.
+    pub overrun: bool,
+}
+
+/// How many failing elements a verdict keeps for its report.
+pub const SHOWN_FAILURES: usize = 5;
+
+impl Verdict {
+    /// True when every element passed and nothing was written out of bounds.
+    pub fn passed(&self) -> bool {
+        self.failed == 0 && !self.overrun
+    }
+
+    /// A short explanation: the first failures and how many more.
+    pub fn explain(&self) -> String {
+        let mut s = String::new();
+        if self.overrun {
+            s.push_str("the kernel wrote past the end of dst (guard bytes overwritten)\n");
+        }
+        for f in &self.failures {
+            s.push_str(&format!("{f}\n"));
+        }
+        if self.failed > self.failures.len() {
+            s.push_str(&format!(
+                "... and {} more of {} elements\n",
+                self.failed - self.failures.len(),
+                self.elements
+            ));
+        }
+        s
+    }
+}
+
+/// Compares `got` with `want` under `bounds`; `index_of` maps a flat position to the ggml index
+/// and `region_of` names the part of dst it belongs to.
+pub fn compare(
+    got: &[f32],
+    want: &[f64],
+    bounds: &[f64],
+    index_of: impl Fn(usize) -> [usize; 4],
+    region_of: impl Fn(usize) -> &'static str,
+) -> Verdict {
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "dst length mismatch between kernel and reference"
+    );
+    let mut v = Verdict {
+        elements: got.len(),
+        ..Default::default()
+    };
+    for (i, ((&g, &w), &b)) in got.iter().zip(want).zip(bounds).enumerate() {
+        let kind = if g.to_bits() == POISON_F32 {
+            Some(Mismatch::Unwritten)
+        } else if !w.is_finite() || !g.is_finite() {
+            let same = (w.is_nan() && g.is_nan()) || (w.is_infinite() && g as f64 == w);
+            (!same).then_some(Mismatch::NonFinite)
+        } else {
+            let err = (g as f64 - w).abs();
+            let ratio = if err == 0.0 { 0.0 } else { err / b };
+            if ratio <= 1.0 {
+                v.worst_ratio = v.worst_ratio.max(ratio);
+                None
+            } else {
+                Some(Mismatch::OutOfBound)
+            }
+        };
+        if let Some(kind) = kind {
+            v.failed += 1;
+            if v.failures.len() < SHOWN_FAILURES {
+                let ratio = if kind == Mismatch::OutOfBound {
+                    (g as f64 - w).abs() / b
+                } else {
+                    f64::INFINITY
+                };
+                v.failures.push(ElementFailure {
+                    index: index_of(i),
+                    got: g,
+                    want: w,
+                    bound: b,
+                    ratio,
+                    kind,
+                    region: region_of(i),
+                });
+            }
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flat(i: usize) -> [usize; 4] {
+        [i, 0, 0, 0]
+    }
+
+    #[test]
+    fn judges_each_element() {
+        let poison = f32::from_bits(POISON_F32);
+        let got = [1.0, 2.5, poison, f32::NAN, f32::INFINITY, 7.0];
+        let want = [1.0, 2.0, 3.0, f64::NAN, f64::INFINITY, 6.0];
+        let bounds = [0.1, 1.0, 1.0, 1.0, 1.0, 0.5];
+        let v = compare(&got, &want, &bounds, flat, |_| "");
+        assert_eq!(v.failed, 2);
+        assert_eq!(v.failures[0].kind, Mismatch::Unwritten);
+        assert_eq!(v.failures[0].index, [2, 0, 0, 0]);
+        assert_eq!(v.failures[1].kind, Mismatch::OutOfBound);
+        assert!((v.failures[1].ratio - 2.0).abs() < 1e-12);
+        assert!((v.worst_ratio - 0.5).abs() < 1e-12);
+        assert!(!v.passed());
+    }
+
+    #[test]
+    fn nan_where_finite_expected_fails() {
+        let v = compare(&[f32::NAN], &[1.0], &[1e9], flat, |_| "");
+        assert_eq!(v.failures[0].kind, Mismatch::NonFinite);
+        let v = compare(&[f32::NEG_INFINITY], &[f64::INFINITY], &[1.0], flat, |_| "");
+        assert_eq!(v.failed, 1);
+    }
+}

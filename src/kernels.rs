@@ -1,0 +1,94 @@
+//! The kernel table: the single list every front end reads. `vkdiff list`, `vkdiff run`, the
+//! test suite and the fuzz targets all iterate [`KERNELS`]; adding a kernel means one row here
+//! plus one file per layer (reference op, shader, runner, case module) with the same stem.
+
+use proptest::strategy::BoxedStrategy;
+use vkdiff_gpu::DeviceCaps;
+use vkdiff_reference::DType;
+
+use crate::cases::{self, Case};
+
+/// A kernel family.
+pub struct Kernel {
+    /// Name used by `--op` and in reports (the case module's stem).
+    pub name: &'static str,
+    /// Main shader file.
+    pub shader: &'static str,
+    /// One line on what it computes.
+    pub summary: &'static str,
+    /// One line on its error model (details in [`crate::tolerance`]).
+    pub error_model: &'static str,
+    /// Every variant upstream compiles and selects.
+    pub variants: fn() -> Vec<Variant>,
+    /// Case generator for a variant.
+    pub strategy: fn(&Variant) -> BoxedStrategy<Case>,
+    /// Why this device cannot run the variant (a missing feature), or None.
+    pub requires: fn(&Variant, &DeviceCaps) -> Option<String>,
+}
+
+/// What distinguishes the variants of a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VariantParams {
+    /// The one wkv7 variant.
+    Wkv7,
+    /// Mat-vec over A type `a` and B type `b`.
+    MulMatVec {
+        /// A's type.
+        a: DType,
+        /// B's type.
+        b: DType,
+    },
+}
+
+/// One compiled variant of a kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// The kernel's name.
+    pub kernel: &'static str,
+    /// Upstream's SPIR-V name, e.g. `mul_mat_vec_q4_0_f32_f32`.
+    pub name: String,
+    /// Its parameters.
+    pub params: VariantParams,
+}
+
+impl Variant {
+    /// A variant of `kernel` named `name`.
+    pub fn new(kernel: &'static str, name: &str, params: VariantParams) -> Self {
+        Variant {
+            kernel,
+            name: name.to_string(),
+            params,
+        }
+    }
+}
+
+/// Every kernel vkdiff tests.
+pub const KERNELS: &[Kernel] = &[cases::wkv7::KERNEL, cases::mul_mat_vec::KERNEL];
+
+/// The kernel named `name`.
+pub fn kernel(name: &str) -> Option<&'static Kernel> {
+    KERNELS.iter().find(|k| k.name == name)
+}
+
+/// Every (kernel, variant) pair selected by `ops` (kernel names; empty = all) and `filter` (a
+/// substring of the variant name).
+pub fn select(
+    ops: &[String],
+    filter: Option<&str>,
+) -> Result<Vec<(&'static Kernel, Variant)>, String> {
+    for op in ops {
+        if kernel(op).is_none() {
+            let names: Vec<_> = KERNELS.iter().map(|k| k.name).collect();
+            return Err(format!(
+                "unknown op {op:?}; kernels are: {}",
+                names.join(", ")
+            ));
+        }
+    }
+    Ok(KERNELS
+        .iter()
+        .filter(|k| ops.is_empty() || ops.iter().any(|o| o == k.name))
+        .flat_map(|k| (k.variants)().into_iter().map(move |v| (k, v)))
+        .filter(|(_, v)| filter.is_none_or(|f| v.name.contains(f)))
+        .collect())
+}

@@ -1,0 +1,31 @@
+//! vkdiff: proves ggml-vulkan compute shaders right by running them against an exact CPU
+//! reference.
+//!
+//! - [`kernels`]: the table of kernels and variants every front end iterates.
+//! - [`cases`]: one case model per kernel (shapes, types, seeded data, proptest strategies).
+//! - [`tolerance`]: the error models behind every per-element bound.
+//! - [`compare`]: per-element verdicts.
+//! - [`campaign`]: running, shrinking, reporting; [`repro`]: reproducer files.
+#![deny(missing_docs)]
+
+pub mod campaign;
+pub mod cases;
+pub mod compare;
+pub mod kernels;
+pub mod repro;
+pub mod tolerance;
+
+use std::path::PathBuf;
+
+/// Our own shader tree: `$VKDIFF_SHADERS`, else `shaders/` of this checkout, else `./shaders`.
+pub fn default_shader_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("VKDIFF_SHADERS") {
+        return PathBuf::from(d);
+    }
+    let built = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/shaders"));
+    if built.is_dir() {
+        built
+    } else {
+        PathBuf::from("shaders")
+    }
+}
