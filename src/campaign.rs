@@ -26,8 +26,6 @@ pub struct Settings {
     pub shrink_budget: u32,
     /// Where reproducers go (None: not written).
     pub repro_dir: Option<PathBuf>,
-    /// Print a line per finished variant while running.
-    pub progress: bool,
 }
 
 impl Default for Settings {
@@ -37,7 +35,6 @@ impl Default for Settings {
             seed: 0x5EED,
             shrink_budget: 400,
             repro_dir: Some(PathBuf::from("vkdiff-out/repro")),
-            progress: false,
         }
     }
 }

@@ -116,7 +116,6 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 seed,
                 shrink_budget,
                 repro_dir: Some(out.join("repro")),
-                progress: true,
             };
             let mut reports = Vec::new();
             for (kernel, v) in &selected {

@@ -416,6 +416,11 @@ impl Gpu {
     }
 }
 
+// SAFETY: the raw pointers are mappings of memory owned by this Gpu; every use goes through
+// `&mut Gpu`, so moving the whole context to another thread is sound (Vulkan handles are
+// thread-agnostic when externally synchronised).
+unsafe impl Send for Gpu {}
+
 impl Drop for Gpu {
     fn drop(&mut self) {
         let d = &self.device.raw;

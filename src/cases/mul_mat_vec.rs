@@ -100,7 +100,7 @@ pub fn strategy(a: DType, b: DType) -> impl Strategy<Value = MulMatVecCase> {
     } else {
         prop_oneof![4 => 1usize..=64, 3 => 65usize..=520, 1 => 521usize..=4200].boxed()
     };
-    let m = prop_oneof![8 => 1usize..=16, 6 => 17usize..=130, 2 => 131usize..=1100, 1 => 65530usize..=66000];
+    let m = prop_oneof![40 => 1usize..=16, 30 => 17usize..=130, 10 => 131usize..=1100, 1 => 65530usize..=66000];
     let n = prop_oneof![3 => Just(1usize), 1 => 2usize..=8];
     let batches = (1usize..=2, 1usize..=3, 1usize..=2);
     let pad = prop_oneof![3 => Just(0usize), 1 => 1usize..=5];

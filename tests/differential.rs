@@ -1,0 +1,80 @@
+//! The differential suite: every kernel × variant against the reference on the default device
+//! (lavapipe on CI), 200 random cases each. One named test per variant, e.g.
+//! `cargo test --release --test differential mul_mat_vec::q4_0_f32`.
+
+mod common;
+
+use vkdiff::campaign::{run_variant, table, Settings};
+use vkdiff::kernels::KERNELS;
+use vkdiff_gpu::ShaderTree;
+
+/// Cases per variant.
+const CASES: u32 = 200;
+
+fn check_variant(name: &str) {
+    let (kernel, variant) = common::variant(name);
+    let settings = Settings {
+        cases: CASES,
+        repro_dir: Some(std::env::temp_dir().join("vkdiff-repro")),
+        ..Settings::default()
+    };
+    let report = common::with_gpu(|gpu| {
+        let mut tree = ShaderTree::new(vkdiff::default_shader_dir());
+        run_variant(gpu, &mut tree, kernel, &variant, &settings)
+    });
+    let summary = table(std::slice::from_ref(&report));
+    println!("{summary}");
+    assert!(report.ok(), "{name} failed:\n{summary}");
+    assert!(
+        report.missing.is_none(),
+        "{name}: shader missing:\n{summary}"
+    );
+    assert_eq!(
+        report.passed, CASES,
+        "{name}: not every case ran and passed:\n{summary}"
+    );
+}
+
+macro_rules! variant_tests {
+    ($kernel:ident { $($test:ident => $name:literal),* $(,)? }) => {
+        mod $kernel {
+            /// The variants this module tests, checked against the table below.
+            pub const NAMES: &[&str] = &[$($name),*];
+            $(#[test] fn $test() { super::check_variant($name) })*
+        }
+    };
+}
+
+variant_tests!(wkv7 { f32 => "rwkv_wkv7_f32" });
+variant_tests!(mul_mat_vec {
+    f32_f32 => "mul_mat_vec_f32_f32_f32",
+    f32_f16 => "mul_mat_vec_f32_f16_f32",
+    f16_f32 => "mul_mat_vec_f16_f32_f32",
+    f16_f16 => "mul_mat_vec_f16_f16_f32",
+    bf16_f32 => "mul_mat_vec_bf16_f32_f32",
+    q4_0_f32 => "mul_mat_vec_q4_0_f32_f32",
+    q4_0_f16 => "mul_mat_vec_q4_0_f16_f32",
+    q4_1_f32 => "mul_mat_vec_q4_1_f32_f32",
+    q4_1_f16 => "mul_mat_vec_q4_1_f16_f32",
+    q5_0_f32 => "mul_mat_vec_q5_0_f32_f32",
+    q5_0_f16 => "mul_mat_vec_q5_0_f16_f32",
+    q5_1_f32 => "mul_mat_vec_q5_1_f32_f32",
+    q5_1_f16 => "mul_mat_vec_q5_1_f16_f32",
+    q8_0_f32 => "mul_mat_vec_q8_0_f32_f32",
+    q8_0_f16 => "mul_mat_vec_q8_0_f16_f32",
+});
+
+/// The named tests above must cover the kernel table exactly.
+#[test]
+fn every_variant_in_the_table_has_a_test() {
+    let tested: Vec<&str> = [wkv7::NAMES, mul_mat_vec::NAMES].concat();
+    for k in KERNELS {
+        for v in (k.variants)() {
+            assert!(
+                tested.contains(&v.name.as_str()),
+                "variant {} has no test in tests/differential.rs",
+                v.name
+            );
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! The suite must be able to fail: a copy of our shaders with one deliberate bug is run through
+//! the same campaign, which must report the bug, shrink it to a minimal case and write a
+//! reproducer that fails on the broken tree and passes on the real one.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use vkdiff::campaign::{run_variant, Settings};
+use vkdiff::cases::{Case, Ctx, Outcome};
+use vkdiff::repro::Reproducer;
+use vkdiff_gpu::ShaderTree;
+
+/// A copy of our shader tree with exactly one occurrence of `from` in `file` replaced by `to`.
+fn mutant(name: &str, file: &str, from: &str, to: &str) -> PathBuf {
+    let dir = common::scratch(name);
+    for entry in std::fs::read_dir(vkdiff::default_shader_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+    }
+    let target = dir.join(file);
+    let src = std::fs::read_to_string(&target).unwrap();
+    assert_eq!(
+        src.matches(from).count(),
+        1,
+        "mutation site {from:?} must occur once in {file}; update this test with the shader"
+    );
+    std::fs::write(&target, src.replacen(from, to, 1)).unwrap();
+    dir
+}
+
+fn evaluate(case: &Case, tree: &Path) -> Outcome {
+    common::with_gpu(|gpu| {
+        case.evaluate(&mut Ctx {
+            gpu,
+            tree: &mut ShaderTree::with_cache(tree, None),
+        })
+    })
+}
+
+/// Runs `variant` on the mutant tree and returns the shrunk failing case.
+fn caught(variant: &str, tree: &Path) -> (Case, Reproducer) {
+    let (kernel, v) = common::variant(variant);
+    let settings = Settings {
+        cases: 60,
+        repro_dir: Some(common::scratch(&format!("repro-{variant}"))),
+        ..Settings::default()
+    };
+    let report = common::with_gpu(|gpu| {
+        run_variant(
+            gpu,
+            &mut ShaderTree::with_cache(tree, None),
+            kernel,
+            &v,
+            &settings,
+        )
+    });
+    assert!(
+        report.failed > 0,
+        "the bug in {} went unnoticed over {} cases",
+        tree.display(),
+        report.cases
+    );
+    let finding = report.finding.expect("a failure is shrunk into a finding");
+    assert!(
+        finding.explanation.contains("bound"),
+        "the finding explains the bound: {}",
+        finding.explanation
+    );
+    let repro = Reproducer::read(finding.repro.as_ref().expect("reproducer written")).unwrap();
+    assert_eq!(repro.case, finding.case);
+    assert!(
+        evaluate(&repro.case, tree).is_failure(),
+        "the reproducer fails again on the broken tree"
+    );
+    assert!(
+        matches!(
+            evaluate(&repro.case, &vkdiff::default_shader_dir()),
+            Outcome::Pass { .. }
+        ),
+        "and passes on ours"
+    );
+    (finding.case, repro)
+}
+
+#[test]
+fn mat_vec_dropping_the_last_k_element_is_caught_and_shrunk_to_k_1() {
+    let tree = mutant(
+        "matvec-offbyone",
+        "mul_mat_vec.comp",
+        "k < p.ncols",
+        "k + 1 < p.ncols",
+    );
+    let (case, _) = caught("mul_mat_vec_f32_f32_f32", &tree);
+    let Case::MulMatVec(c) = case else {
+        panic!("mat-vec case")
+    };
+    // Minimal: a single dot product of one element, which the bug drops.
+    assert_eq!(
+        (c.k, c.m, c.n, c.ne02 * c.r2 * c.ne03),
+        (1, 1, 1, 1),
+        "shrunk to {c}"
+    );
+}
