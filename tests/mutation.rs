@@ -13,11 +13,7 @@ use vkdiff_gpu::ShaderTree;
 
 /// A copy of our shader tree with exactly one occurrence of `from` in `file` replaced by `to`.
 fn mutant(name: &str, file: &str, from: &str, to: &str) -> PathBuf {
-    let dir = common::scratch(name);
-    for entry in std::fs::read_dir(vkdiff::default_shader_dir()).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
-    }
+    let dir = common::shader_copy(name);
     let target = dir.join(file);
     let src = std::fs::read_to_string(&target).unwrap();
     assert_eq!(

@@ -204,6 +204,18 @@ impl Gpu {
         self.mode
     }
 
+    /// Switches how buffers reach the device. Staged works everywhere (buffers made for direct
+    /// mode are host visible, which staged mode does not mind), so tests use this to run the
+    /// discrete-GPU path on lavapipe; `VKDIFF_STAGING=1` does the same from the start.
+    pub fn set_memory_mode(&mut self, mode: MemoryMode) {
+        if mode == MemoryMode::Direct && self.mode == MemoryMode::Staged {
+            // Buffers created for staging may not be host visible: start over.
+            let old: Vec<_> = self.buffers.drain(..).collect();
+            old.into_iter().for_each(|b| self.free(b));
+        }
+        self.mode = mode;
+    }
+
     /// The pipeline for `desc`, compiled from `tree` and created on first use, cached after.
     pub fn pipeline(&mut self, tree: &mut ShaderTree, desc: &PipelineDesc) -> Result<Pipeline> {
         let spirv = tree.spirv(desc.variant)?;

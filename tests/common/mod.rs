@@ -37,3 +37,15 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// A scratch copy of our shader tree's files, for mutants and broken shaders.
+pub fn shader_copy(name: &str) -> std::path::PathBuf {
+    let dir = scratch(name);
+    for entry in std::fs::read_dir(vkdiff::default_shader_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    dir
+}

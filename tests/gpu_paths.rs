@@ -1,0 +1,76 @@
+//! GPU-side paths a default lavapipe run would not take: the staged memory path used on
+//! discrete GPUs, and a shader that does not compile.
+
+mod common;
+
+use vkdiff::campaign::{run_variant, Settings};
+use vkdiff::cases::{Case, Ctx, Outcome};
+use vkdiff_gpu::context::MemoryMode;
+use vkdiff_gpu::ShaderTree;
+
+#[test]
+fn staged_uploads_and_readback_give_the_same_verdicts() {
+    let settings = Settings {
+        cases: 25,
+        repro_dir: None,
+        ..Settings::default()
+    };
+    for name in ["mul_mat_vec_q4_1_f16_f32", "mul_mat_vec_f32_f32_f32"] {
+        let (kernel, variant) = common::variant(name);
+        let report = common::with_gpu(|gpu| {
+            gpu.set_memory_mode(MemoryMode::Staged);
+            let r = run_variant(
+                gpu,
+                &mut ShaderTree::new(vkdiff::default_shader_dir()),
+                kernel,
+                &variant,
+                &settings,
+            );
+            gpu.set_memory_mode(MemoryMode::Direct);
+            r
+        });
+        assert!(
+            report.ok() && report.passed == 25,
+            "{name} staged: {}",
+            vkdiff::campaign::table(&[report])
+        );
+    }
+}
+
+#[test]
+fn a_shader_that_does_not_compile_is_an_error_naming_file_line_and_variant() {
+    let dir = common::shader_copy("broken-shader");
+    let file = dir.join("mul_mat_vec.comp");
+    let src = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        src.replacen(
+            "void main()",
+            "void main() { this is not glsl; }\nvoid main2()",
+            1,
+        ),
+    )
+    .unwrap();
+    let case: Case = serde_json::from_str(
+        r#"{"op":"mul_mat_vec","a_type":"q8_0","b_type":"f32","k":32,"m":3,"n":1,"ne02":1,"r2":1,"ne03":1,
+            "b_row_pad":0,"a_blocks":{"quantized":"normal"},"b_dist":"normal","seed":1}"#,
+    )
+    .unwrap();
+    let outcome = common::with_gpu(|gpu| {
+        case.evaluate(&mut Ctx {
+            gpu,
+            tree: &mut ShaderTree::with_cache(&dir, None),
+        })
+    });
+    let Outcome::Error(msg) = outcome else {
+        panic!("expected a compile error, got {outcome:?}")
+    };
+    assert!(
+        msg.contains("mul_mat_vec_q8_0_f32_f32"),
+        "names the variant: {msg}"
+    );
+    assert!(
+        msg.contains("mul_mat_vec.comp:"),
+        "names file and line: {msg}"
+    );
+}
