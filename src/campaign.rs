@@ -275,6 +275,9 @@ pub fn table(reports: &[VariantReport]) -> String {
         "(worst = largest |got − want| / bound over passing elements; ≤ 1 passes)"
     );
     for r in reports {
+        if let (Some(c), true) = (&r.worst_case, r.worst_ratio > 0.0) {
+            let _ = writeln!(s, "worst {} ({:.3}): {c}", r.variant, r.worst_ratio);
+        }
         if let Some(m) = &r.missing {
             let _ = writeln!(s, "MISSING {}: {m}", r.variant);
         }

@@ -10,10 +10,12 @@ use std::fmt;
 use serde::Serialize;
 use vkdiff_gpu::context::POISON_F32;
 
-/// Why one element failed.
+/// How one element was judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mismatch {
+    /// Within its bound (reported for the worst passing element).
+    Within,
     /// Still the poison pattern: the kernel never wrote it.
     Unwritten,
     /// Finite expectation, error above the bound.
@@ -22,7 +24,7 @@ pub enum Mismatch {
     NonFinite,
 }
 
-/// One failing element.
+/// One judged element: a failure, or the worst passing element.
 #[derive(Debug, Clone, Serialize)]
 pub struct ElementFailure {
     /// ggml index (i0, i1, i2, i3) in dst.
@@ -51,12 +53,13 @@ impl fmt::Display for ElementFailure {
         };
         match self.kind {
             Mismatch::Unwritten => write!(f, "dst[{i0},{i1},{i2},{i3}]{region}: never written (still poison), want {:e}", self.want),
-            _ => write!(
+            kind => write!(
                 f,
-                "dst[{i0},{i1},{i2},{i3}]{region}: got {:e}, want {:e}, |err| {:.3e} > bound {:.3e} (ratio {:.3})",
+                "dst[{i0},{i1},{i2},{i3}]{region}: got {:e}, want {:e}, |err| {:.3e} {} bound {:.3e} (ratio {:.3})",
                 self.got,
                 self.want,
                 (self.got as f64 - self.want).abs(),
+                if kind == Mismatch::Within { "≤" } else { ">" },
                 self.bound,
                 self.ratio
             ),
@@ -71,6 +74,8 @@ pub struct Verdict {
     pub elements: usize,
     /// Worst |got − want| / bound among elements that passed (the headroom).
     pub worst_ratio: f64,
+    /// The element with that ratio.
+    pub worst: Option<ElementFailure>,
     /// Number of failing elements.
     pub failed: usize,
     /// The first few failing elements, in order.
@@ -136,7 +141,18 @@ pub fn compare(
             let err = (g as f64 - w).abs();
             let ratio = if err == 0.0 { 0.0 } else { err / b };
             if ratio <= 1.0 {
-                v.worst_ratio = v.worst_ratio.max(ratio);
+                if ratio > v.worst_ratio {
+                    v.worst_ratio = ratio;
+                    v.worst = Some(ElementFailure {
+                        index: index_of(i),
+                        got: g,
+                        want: w,
+                        bound: b,
+                        ratio,
+                        kind: Mismatch::Within,
+                        region: region_of(i),
+                    });
+                }
                 None
             } else {
                 Some(Mismatch::OutOfBound)

@@ -162,6 +162,9 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                         "PASS: {} elements, worst error/bound {:.3}",
                         verdict.elements, verdict.worst_ratio
                     );
+                    if let Some(w) = &verdict.worst {
+                        println!("worst element: {w}");
+                    }
                     Ok(ExitCode::SUCCESS)
                 }
                 Outcome::Fail { verdict } => {
