@@ -18,6 +18,8 @@
 //   one per invocation: tid 5 -> block 4 + 1, chunk 1 = qs bytes 4..7, i.e. elements
 //   36..39 (low nibbles) and 52..55 (high nibbles) of the row; it reads B column j at
 //   64 + 64 j + {36..39, 52..55}. Results land in D[3 + 3 j + 2] for j = 0, 1.
+//   (The host only uses NUM_COLS > 1 with a single batch; both are combined here just
+//   to show every term of the addressing.)
 
 #include "mul_mat_vec_base.comp"
 #include "dequant_funcs.comp"

@@ -9,9 +9,9 @@
 // Defines: A_TYPE and FLOAT_TYPE are accepted and ignored (everything is float).
 // Dispatch: B*H workgroups in x; workgroup x handles sequence x / H, head x % H.
 //
-// Limits: head size S = C / H must be 1..MAX_HEAD_SIZE (128). The workgroup has
-// MAX_HEAD_SIZE invocations; invocation i owns state row i (value index) in registers
-// and invocations i >= S only take part in the barriers. Larger S gives undefined results.
+// Limits: head size S = C / H must be 1..MAX_HEAD_SIZE (128); larger S gives undefined
+// results. The workgroup has MAX_HEAD_SIZE invocations; invocation i owns state row i
+// (value index) in a private array, invocations i >= S only take part in the barriers.
 // T must be a multiple of B (tokens are split into B runs of T / B).
 //
 // Worked example (B = 2, T = 4, H = 2, S = 3, C = 6): workgroup 3 is sequence 1, head 1,
@@ -19,8 +19,6 @@
 // row i of its state is state_in[1*6*3 + 1*3*3 + 3i + j] = state_in[27 + 3i + j] and the
 // final state goes to dst[4*6 + 27 + 3i + j], the last one (i = j = 2) at dst[59], the
 // end of the 6 * (4 + 3*2) = 60-element dst.
-
-#extension GL_EXT_control_flow_attributes : require
 
 #define MAX_HEAD_SIZE 128
 
@@ -59,15 +57,15 @@ void main()
 
     const uint seq_len = p.T / p.B;
     const uint first_token = seq * seq_len;
-    // Offset of state row i, both in state_in and (after T*C outputs) in dst.
+    // Offset of state row i, both in state_in and (after the T*C outputs) in dst.
     const uint state_row = seq * p.C * head_size + head * head_size * head_size + i * head_size;
 
-    // Loops run to the constant MAX_HEAD_SIZE and break at head_size so that, once
-    // unrolled, every index into `state` is constant and the row can live in registers.
+    // Loops over j stop at the runtime head_size. Unrolling them to MAX_HEAD_SIZE with an
+    // early exit (to keep the row in registers) was miscompiled by lavapipe 22.3 for
+    // S >= 80 and measured no faster on an H100.
     float state[MAX_HEAD_SIZE];
     if (owns_row) {
-        [[unroll]] for (uint j = 0; j < MAX_HEAD_SIZE; ++j) {
-            if (j >= head_size) break;
+        for (uint j = 0; j < head_size; ++j) {
             state[j] = state_in[state_row + j];
         }
     }
@@ -88,15 +86,13 @@ void main()
 
             // sa_i = sum_j a_j * St[i][j], over the old state.
             float sa = 0.0;
-            [[unroll]] for (uint j = 0; j < MAX_HEAD_SIZE; ++j) {
-                if (j >= head_size) break;
+            for (uint j = 0; j < head_size; ++j) {
                 sa = fma(a_tok[j], state[j], sa);
             }
 
             // St'[i][j] = St[i][j] w_j + v_i k_j + sa_i b_j;  y_i = sum_j r_j St'[i][j].
             float y = 0.0;
-            [[unroll]] for (uint j = 0; j < MAX_HEAD_SIZE; ++j) {
-                if (j >= head_size) break;
+            for (uint j = 0; j < head_size; ++j) {
                 state[j] = state[j] * w_tok[j] + v_i * k_tok[j] + sa * b_tok[j];
                 y = fma(r_tok[j], state[j], y);
             }
@@ -108,8 +104,7 @@ void main()
 
     if (owns_row) {
         const uint state_out = p.T * p.C + state_row;
-        [[unroll]] for (uint j = 0; j < MAX_HEAD_SIZE; ++j) {
-            if (j >= head_size) break;
+        for (uint j = 0; j < head_size; ++j) {
             dst[state_out + j] = state[j];
         }
     }
