@@ -98,3 +98,23 @@ fn mat_vec_dropping_the_last_k_element_is_caught_and_shrunk_to_k_1() {
         "shrunk to {c}"
     );
 }
+
+#[test]
+fn wkv7_with_a_sign_flip_in_the_state_update_is_caught_and_shrunk() {
+    let tree = mutant(
+        "wkv7-sign",
+        "wkv7.comp",
+        "+ sa * b_tok[j]",
+        "- sa * b_tok[j]",
+    );
+    let (case, _) = caught("rwkv_wkv7_f32", &tree);
+    let Case::Wkv7(c) = case else {
+        panic!("wkv7 case")
+    };
+    // One head of size 1 and one token already show it (st' = st·w + v·k − sa·b).
+    assert_eq!(
+        (c.head_size, c.heads, c.tokens_per_seq, c.seqs),
+        (1, 1, 1, 1),
+        "shrunk to {c}"
+    );
+}

@@ -47,9 +47,10 @@ pub const KERNEL: Kernel = Kernel {
     requires: |_, _| None,
 };
 
-/// Head sizes: 64 (the real one) most, then any size up to 128, small ones first for shrinking.
+/// Head sizes: 64 (the real one) most often, and any size up to 128.
 pub fn strategy() -> impl Strategy<Value = Wkv7Case> {
-    let head_size = prop_oneof![3 => Just(64usize), 2 => 1usize..=16, 2 => 17usize..=128];
+    // Arms simplest first: shrinking moves toward earlier arms, so a failure reaches S = 1.
+    let head_size = prop_oneof![2 => 1usize..=16, 3 => Just(64usize), 2 => 17usize..=128];
     (
         head_size,
         1usize..=3,
