@@ -15,6 +15,6 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 if ! command -v cargo >/dev/null; then
-    echo "ci/install.sh: cargo not found; install a Rust toolchain (1.80 or newer) with rustup" >&2
+    echo "ci/install.sh: cargo not found; install a Rust toolchain (1.82 or newer) with rustup" >&2
     exit 1
 fi

@@ -9,11 +9,11 @@ use std::time::Instant;
 
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-use vkdiff_gpu::{Gpu, ShaderTree};
 
-use crate::cases::{Case, Ctx, Outcome};
+use crate::cases::{Case, Outcome};
 use crate::kernels::{Kernel, Variant};
 use crate::repro::Reproducer;
+use crate::worker::Evaluator;
 
 /// What to run and where results go.
 #[derive(Debug, Clone)]
@@ -63,6 +63,8 @@ pub struct VariantReport {
     pub variant: String,
     /// Device name.
     pub device: String,
+    /// The device configuration, when a campaign sweeps several (e.g. LP_NATIVE_VECTOR_WIDTH=128).
+    pub config: String,
     /// Cases generated.
     pub cases: u32,
     /// Cases that passed.
@@ -107,10 +109,9 @@ fn runner_for(seed: u64, variant: &str) -> TestRunner {
     )
 }
 
-/// Runs one variant's campaign on `gpu` with shaders from `tree`.
+/// Runs one variant's campaign through `eval`.
 pub fn run_variant(
-    gpu: &mut Gpu,
-    tree: &mut ShaderTree,
+    eval: &mut dyn Evaluator,
     kernel: &Kernel,
     variant: &Variant,
     settings: &Settings,
@@ -119,10 +120,10 @@ pub fn run_variant(
     let mut report = VariantReport {
         kernel: kernel.name.into(),
         variant: variant.name.clone(),
-        device: gpu.caps().name.clone(),
+        device: eval.caps().name.clone(),
         ..Default::default()
     };
-    if let Some(reason) = (kernel.requires)(variant, gpu.caps()) {
+    if let Some(reason) = (kernel.requires)(variant, eval.caps()) {
         report
             .skipped
             .insert(format!("device: {reason}"), settings.cases);
@@ -144,8 +145,7 @@ pub fn run_variant(
         };
         let case = tree_value.current();
         report.cases += 1;
-        let outcome = case.evaluate(&mut Ctx { gpu, tree });
-        match outcome {
+        match eval.evaluate(&case) {
             Outcome::Pass { verdict, .. } => {
                 report.passed += 1;
                 if verdict.worst_ratio >= report.worst_ratio {
@@ -153,17 +153,11 @@ pub fn run_variant(
                     report.worst_case = Some(case);
                 }
             }
-            Outcome::Fail { verdict } => {
+            outcome if outcome.is_failure() => {
                 report.failed += 1;
                 if report.finding.is_none() {
-                    report.finding = Some(shrink(
-                        gpu,
-                        tree,
-                        tree_value,
-                        case,
-                        verdict.explain(),
-                        settings,
-                    ));
+                    report.finding =
+                        Some(shrink(eval, tree_value, case, outcome.explain(), settings));
                 }
             }
             Outcome::Skip(reason) => *report.skipped.entry(reason).or_default() += 1,
@@ -173,10 +167,14 @@ pub fn run_variant(
                 report.cases -= 1;
                 break;
             }
-            Outcome::Error(msg) => {
+            Outcome::Error(msg) | Outcome::DeviceLost(msg) => {
                 report.errors += 1;
                 report.first_error.get_or_insert(msg);
             }
+            Outcome::Fail { .. }
+            | Outcome::Crash(_)
+            | Outcome::Nondeterministic(_)
+            | Outcome::Validation(_) => unreachable!("failures handled above"),
         }
     }
     if let (Some(f), Some(dir)) = (&mut report.finding, &settings.repro_dir) {
@@ -185,16 +183,17 @@ pub fn run_variant(
             kernel: kernel.name.into(),
             variant: variant.name.clone(),
             device: report.device.clone(),
-            shaders: tree.dir().display().to_string(),
+            shaders: eval.shaders(),
             finding: f.explanation.clone(),
             shrunk_from: format!("{} ({} shrink steps)", f.original, f.shrink_steps),
             case: f.case.clone(),
         };
         match r.write(dir) {
             Ok(p) => f.repro = Some(p),
-            Err(e) => f
-                .explanation
-                .push_str(&format!("(reproducer not written: {e})\n")),
+            Err(e) => f.explanation.push_str(&format!(
+                "(reproducer not written to {}: {e})\n",
+                dir.display()
+            )),
         }
     }
     report.seconds = start.elapsed().as_secs_f64();
@@ -204,8 +203,7 @@ pub fn run_variant(
 /// proptest's shrinking loop, driven by hand so every evaluation stays visible: simplify while
 /// the case still fails, step back (complicate) when a simplification passes.
 fn shrink(
-    gpu: &mut Gpu,
-    tree: &mut ShaderTree,
+    eval: &mut dyn Evaluator,
     mut value: Box<dyn ValueTree<Value = Case>>,
     original: Case,
     explanation: String,
@@ -217,9 +215,9 @@ fn shrink(
         while steps < settings.shrink_budget {
             steps += 1;
             let candidate = value.current();
-            let outcome = candidate.evaluate(&mut Ctx { gpu, tree });
-            let next = if let Outcome::Fail { verdict } = outcome {
-                best = (candidate, verdict.explain());
+            let outcome = eval.evaluate(&candidate);
+            let next = if outcome.is_failure() {
+                best = (candidate, outcome.explain());
                 value.simplify()
             } else {
                 value.complicate()
@@ -241,10 +239,12 @@ fn shrink(
 /// The summary table, one row per variant.
 pub fn table(reports: &[VariantReport]) -> String {
     let mut s = String::new();
+    // The config column appears only when a campaign swept device configurations.
+    let config_width = reports.iter().map(|r| r.config.len()).max().unwrap_or(0);
     let _ = writeln!(
         s,
-        "{:<12} {:<28} {:<22} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8}",
-        "op", "variant", "device", "cases", "pass", "fail", "skip", "worst", "time", "cases/s"
+        "{:<12} {:<28} {:<22} {:<config_width$} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8}",
+        "op", "variant", "device", "", "cases", "pass", "fail", "skip", "worst", "time", "cases/s"
     );
     for r in reports {
         let skipped: u32 = r.skipped.values().sum();
@@ -266,8 +266,18 @@ pub fn table(reports: &[VariantReport]) -> String {
         };
         let _ = writeln!(
             s,
-            "{:<12} {:<28} {:<22} {:>6} {:>6} {:>6} {:>6} {:>8} {:>7.1}s {:>8}",
-            r.kernel, r.variant, device, r.cases, r.passed, fail, skipped, worst, r.seconds, rate
+            "{:<12} {:<28} {:<22} {:<config_width$} {:>6} {:>6} {:>6} {:>6} {:>8} {:>7.1}s {:>8}",
+            r.kernel,
+            r.variant,
+            device,
+            r.config,
+            r.cases,
+            r.passed,
+            fail,
+            skipped,
+            worst,
+            r.seconds,
+            rate
         );
     }
     let _ = writeln!(

@@ -7,11 +7,11 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vkdiff_gpu::context::POISON_F32;
 
 /// How one element was judged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mismatch {
     /// Within its bound (reported for the worst passing element).
@@ -25,7 +25,7 @@ pub enum Mismatch {
 }
 
 /// One judged element: a failure, or the worst passing element.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ElementFailure {
     /// ggml index (i0, i1, i2, i3) in dst.
     pub index: [usize; 4],
@@ -40,7 +40,7 @@ pub struct ElementFailure {
     /// Kind of failure.
     pub kind: Mismatch,
     /// Which part of dst the element is in (e.g. "y" or "state" for wkv7), when that matters.
-    pub region: &'static str,
+    pub region: String,
 }
 
 impl fmt::Display for ElementFailure {
@@ -68,7 +68,7 @@ impl fmt::Display for ElementFailure {
 }
 
 /// The verdict on one output tensor.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Verdict {
     /// Elements compared.
     pub elements: usize,
@@ -150,7 +150,7 @@ pub fn compare(
                         bound: b,
                         ratio,
                         kind: Mismatch::Within,
-                        region: region_of(i),
+                        region: region_of(i).to_string(),
                     });
                 }
                 None
@@ -173,7 +173,7 @@ pub fn compare(
                     bound: b,
                     ratio,
                     kind,
-                    region: region_of(i),
+                    region: region_of(i).to_string(),
                 });
             }
         }

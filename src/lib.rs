@@ -6,6 +6,7 @@
 //! - [`tolerance`]: the error models behind every per-element bound.
 //! - [`compare`]: per-element verdicts.
 //! - [`campaign`]: running, shrinking, reporting; [`repro`]: reproducer files.
+//! - [`worker`]: where cases are evaluated (in process, or in a restartable worker process).
 #![deny(missing_docs)]
 
 pub mod campaign;
@@ -14,6 +15,7 @@ pub mod compare;
 pub mod kernels;
 pub mod repro;
 pub mod tolerance;
+pub mod worker;
 
 use std::path::PathBuf;
 

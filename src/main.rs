@@ -4,10 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use vkdiff::campaign::{self, Settings};
+use vkdiff::campaign::{self, Settings, VariantReport};
 use vkdiff::cases::{Ctx, Outcome};
-use vkdiff::kernels::{self, KERNELS};
+use vkdiff::kernels::{self, Kernel, Variant, KERNELS};
 use vkdiff::repro::Reproducer;
+use vkdiff::worker::{self, Evaluator, InProcess, Worker};
 use vkdiff_gpu::device::Instance;
 use vkdiff_gpu::{Gpu, ShaderTree};
 
@@ -30,6 +31,21 @@ struct Target {
     /// Shader tree to test: ours by default, or a ggml `vulkan-shaders` folder.
     #[arg(long)]
     shaders: Option<PathBuf>,
+    /// Run under the Khronos validation layer with synchronization validation (same as
+    /// VKDIFF_VALIDATE=1; VKDIFF_VALIDATE=gpu adds GPU-assisted validation): any message fails
+    /// the case and is quoted.
+    #[arg(long)]
+    validate: bool,
+}
+
+impl Target {
+    /// Applies `--validate` to this process and the workers it starts.
+    fn apply(&self) {
+        if self.validate && std::env::var_os("VKDIFF_VALIDATE").is_none() {
+            // Set before any thread or worker exists.
+            std::env::set_var("VKDIFF_VALIDATE", "1");
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -56,6 +72,17 @@ enum Command {
         /// Most evaluations spent shrinking one failure.
         #[arg(long, default_value_t = 400)]
         shrink_budget: u32,
+        /// Run each kernel once instead of twice (the second run must give bitwise-identical
+        /// output, which catches races).
+        #[arg(long)]
+        no_repeat: bool,
+        /// Evaluate in this process instead of a worker process (a driver crash then ends the run).
+        #[arg(long)]
+        in_process: bool,
+        /// Repeat the campaign for each lavapipe LP_NATIVE_VECTOR_WIDTH, e.g. 128,256,512
+        /// (subgroup sizes 4, 8, 16): kernels must be right at every subgroup size.
+        #[arg(long, value_delimiter = ',')]
+        lavapipe_widths: Vec<u32>,
     },
     /// Re-run a reproducer file and explain the result.
     Replay {
@@ -68,18 +95,27 @@ enum Command {
     Devices,
     /// List kernels, variants and error models.
     List,
+    /// Evaluate cases sent by a campaign (internal: the worker process).
+    #[command(hide = true)]
+    Worker {
+        #[command(flatten)]
+        target: Target,
+        /// Run each kernel once.
+        #[arg(long)]
+        no_repeat: bool,
+    },
 }
 
-fn open(target: &Target) -> Result<(Gpu, ShaderTree), String> {
-    let gpu = Gpu::open(target.device.as_deref()).map_err(|e| e.to_string())?;
+fn shader_dir(target: &Target) -> Result<PathBuf, String> {
     let dir = target
         .shaders
         .clone()
         .unwrap_or_else(vkdiff::default_shader_dir);
-    if !dir.is_dir() {
-        return Err(format!("shader folder {} does not exist", dir.display()));
+    if dir.is_dir() {
+        Ok(dir)
+    } else {
+        Err(format!("shader folder {} does not exist", dir.display()))
     }
-    Ok((gpu, ShaderTree::new(dir)))
 }
 
 fn main() -> ExitCode {
@@ -89,6 +125,90 @@ fn main() -> ExitCode {
             eprintln!("vkdiff: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// How `run` evaluates: where, and under which extra environment.
+struct RunPlan {
+    target: Target,
+    shaders: PathBuf,
+    repeat: bool,
+    in_process: bool,
+}
+
+impl RunPlan {
+    /// Runs every selected variant under the environment `env` (empty: as is).
+    fn run(
+        &self,
+        selected: &[(&'static Kernel, Variant)],
+        settings: &Settings,
+        env: &[(String, String)],
+        reports: &mut Vec<VariantReport>,
+    ) -> Result<(), String> {
+        let label: String = env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut each = |eval: &mut dyn Evaluator| {
+            let caps = eval.caps();
+            let validation = if std::env::var_os("VKDIFF_VALIDATE").is_some() {
+                ", validation on"
+            } else {
+                ""
+            };
+            println!(
+                "device: {} ({}, subgroup size {}{validation}) {label}, shaders: {}",
+                caps.name,
+                caps.class(),
+                caps.subgroup_size,
+                self.shaders.display()
+            );
+            for (kernel, v) in selected {
+                let mut r = campaign::run_variant(eval, kernel, v, settings);
+                r.config = label.clone();
+                eprintln!(
+                    "{:<12} {:<28} {} cases, {} failed, {:.1}s {label}",
+                    r.kernel,
+                    r.variant,
+                    r.cases,
+                    r.failed + r.errors,
+                    r.seconds
+                );
+                reports.push(r);
+            }
+        };
+        if self.in_process {
+            if !env.is_empty() {
+                return Err("--lavapipe-widths needs worker processes (drop --in-process)".into());
+            }
+            let mut gpu = Gpu::open(self.target.device.as_deref()).map_err(|e| e.to_string())?;
+            let mut tree = ShaderTree::new(&self.shaders);
+            each(&mut InProcess {
+                gpu: &mut gpu,
+                tree: &mut tree,
+                repeat: self.repeat,
+            });
+            return Ok(());
+        }
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?;
+        let mut args = vec!["--shaders".to_string(), self.shaders.display().to_string()];
+        if let Some(d) = &self.target.device {
+            args.extend(["--device".to_string(), d.clone()]);
+        }
+        if !self.repeat {
+            args.push("--no-repeat".into());
+        }
+        let mut w = Worker::new(exe, args, env.to_vec(), self.shaders.display().to_string())?;
+        each(&mut w);
+        if w.starts > 1 {
+            println!(
+                "worker restarted {} times after crashes or lost devices {label}",
+                w.starts - 1
+            );
+        }
+        Ok(())
     }
 }
 
@@ -102,33 +222,35 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             variant,
             out,
             shrink_budget,
+            no_repeat,
+            in_process,
+            lavapipe_widths,
         } => {
+            target.apply();
             let selected = kernels::select(&ops, variant.as_deref())?;
-            let (mut gpu, mut tree) = open(&target)?;
-            println!(
-                "device: {} ({}), shaders: {}",
-                gpu.caps().name,
-                gpu.caps().class(),
-                tree.dir().display()
-            );
             let settings = Settings {
                 cases,
                 seed,
                 shrink_budget,
                 repro_dir: Some(out.join("repro")),
             };
+            let plan = RunPlan {
+                shaders: shader_dir(&target)?,
+                target,
+                repeat: !no_repeat,
+                in_process,
+            };
             let mut reports = Vec::new();
-            for (kernel, v) in &selected {
-                let r = campaign::run_variant(&mut gpu, &mut tree, kernel, v, &settings);
-                eprintln!(
-                    "{:<12} {:<28} {} cases, {} failed, {:.1}s",
-                    r.kernel,
-                    r.variant,
-                    r.cases,
-                    r.failed + r.errors,
-                    r.seconds
-                );
-                reports.push(r);
+            if lavapipe_widths.is_empty() {
+                plan.run(&selected, &settings, &[], &mut reports)?;
+            }
+            for w in lavapipe_widths {
+                plan.run(
+                    &selected,
+                    &settings,
+                    &[("LP_NATIVE_VECTOR_WIDTH".into(), w.to_string())],
+                    &mut reports,
+                )?;
             }
             print!("{}", campaign::table(&reports));
             let total: u32 = reports.iter().map(|r| r.cases).sum();
@@ -143,9 +265,16 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 ExitCode::FAILURE
             })
         }
+        Command::Worker { target, no_repeat } => {
+            worker::serve(target.device.as_deref(), shader_dir(&target)?, !no_repeat)
+                .map_err(|e| format!("worker: {e}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Replay { file, target } => {
+            target.apply();
             let repro = Reproducer::read(&file)?;
-            let (mut gpu, mut tree) = open(&target)?;
+            let mut gpu = Gpu::open(target.device.as_deref()).map_err(|e| e.to_string())?;
+            let mut tree = ShaderTree::new(shader_dir(&target)?);
             println!(
                 "replaying {} on {} with {}",
                 repro.variant,
@@ -156,6 +285,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             match repro.case.evaluate(&mut Ctx {
                 gpu: &mut gpu,
                 tree: &mut tree,
+                repeat: true,
             }) {
                 Outcome::Pass { verdict, .. } => {
                     println!(
@@ -167,18 +297,11 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     }
                     Ok(ExitCode::SUCCESS)
                 }
-                Outcome::Fail { verdict } => {
-                    println!(
-                        "FAIL: {} of {} elements\n{}",
-                        verdict.failed,
-                        verdict.elements,
-                        verdict.explain()
-                    );
+                outcome if outcome.is_failure() => {
+                    print!("FAIL: {}", outcome.explain());
                     Ok(ExitCode::FAILURE)
                 }
-                Outcome::Skip(r) => Err(format!("skipped: {r}")),
-                Outcome::Missing(r) => Err(format!("missing: {r}")),
-                Outcome::Error(r) => Err(format!("error: {r}")),
+                other => Err(other.explain().trim_end().to_string()),
             }
         }
         Command::Devices => {

@@ -6,6 +6,7 @@ mod common;
 
 use vkdiff::campaign::{run_variant, table, Settings};
 use vkdiff::kernels::KERNELS;
+use vkdiff::worker::InProcess;
 use vkdiff_gpu::ShaderTree;
 
 /// Cases per variant.
@@ -20,7 +21,16 @@ fn check_variant(name: &str) {
     };
     let report = common::with_gpu(|gpu| {
         let mut tree = ShaderTree::new(vkdiff::default_shader_dir());
-        run_variant(gpu, &mut tree, kernel, &variant, &settings)
+        run_variant(
+            &mut InProcess {
+                gpu,
+                tree: &mut tree,
+                repeat: true,
+            },
+            kernel,
+            &variant,
+            &settings,
+        )
     });
     let summary = table(std::slice::from_ref(&report));
     println!("{summary}");

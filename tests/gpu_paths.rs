@@ -5,6 +5,7 @@ mod common;
 
 use vkdiff::campaign::{run_variant, Settings};
 use vkdiff::cases::{Case, Ctx, Outcome};
+use vkdiff::worker::InProcess;
 use vkdiff_gpu::context::MemoryMode;
 use vkdiff_gpu::ShaderTree;
 
@@ -20,8 +21,11 @@ fn staged_uploads_and_readback_give_the_same_verdicts() {
         let report = common::with_gpu(|gpu| {
             gpu.set_memory_mode(MemoryMode::Staged);
             let r = run_variant(
-                gpu,
-                &mut ShaderTree::new(vkdiff::default_shader_dir()),
+                &mut InProcess {
+                    gpu,
+                    tree: &mut ShaderTree::new(vkdiff::default_shader_dir()),
+                    repeat: true,
+                },
                 kernel,
                 &variant,
                 &settings,
@@ -60,6 +64,7 @@ fn a_shader_that_does_not_compile_is_an_error_naming_file_line_and_variant() {
         case.evaluate(&mut Ctx {
             gpu,
             tree: &mut ShaderTree::with_cache(&dir, None),
+            repeat: true,
         })
     });
     let Outcome::Error(msg) = outcome else {

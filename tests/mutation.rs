@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use vkdiff::campaign::{run_variant, Settings};
 use vkdiff::cases::{Case, Ctx, Outcome};
 use vkdiff::repro::Reproducer;
+use vkdiff::worker::InProcess;
 use vkdiff_gpu::ShaderTree;
 
 /// A copy of our shader tree with exactly one occurrence of `from` in `file` replaced by `to`.
@@ -30,6 +31,7 @@ fn evaluate(case: &Case, tree: &Path) -> Outcome {
         case.evaluate(&mut Ctx {
             gpu,
             tree: &mut ShaderTree::with_cache(tree, None),
+            repeat: true,
         })
     })
 }
@@ -44,8 +46,11 @@ fn caught(variant: &str, tree: &Path) -> (Case, Reproducer) {
     };
     let report = common::with_gpu(|gpu| {
         run_variant(
-            gpu,
-            &mut ShaderTree::with_cache(tree, None),
+            &mut InProcess {
+                gpu,
+                tree: &mut ShaderTree::with_cache(tree, None),
+                repeat: true,
+            },
             kernel,
             &v,
             &settings,

@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// One cooperative-matrix shape the driver reports (VK_KHR_cooperative_matrix).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CoopmatShape {
     /// Rows of A and C.
     pub m: u32,
@@ -21,7 +21,7 @@ pub struct CoopmatShape {
 }
 
 /// The device facts vkdiff needs, printed by `vkdiff devices`.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct DeviceCaps {
     /// Device name as the driver reports it.
     pub name: String,

@@ -93,9 +93,10 @@ pub struct Gpu {
     query_pool: vk::QueryPool,
     mode: MemoryMode,
     timeout: Duration,
+    jobs_run: u64,
     /// The logical device (and its capabilities).
     pub device: Device,
-    _instance: Instance,
+    instance: Instance,
 }
 
 impl Gpu {
@@ -189,14 +190,20 @@ impl Gpu {
             query_pool,
             mode,
             timeout,
+            jobs_run: 0,
             device,
-            _instance: instance,
+            instance,
         })
     }
 
     /// The device's capabilities.
     pub fn caps(&self) -> &DeviceCaps {
         &self.device.caps
+    }
+
+    /// True when the Khronos validation layer checks every call (`VKDIFF_VALIDATE`).
+    pub fn validating(&self) -> bool {
+        self.instance.validating()
     }
 
     /// How buffers reach the device.
@@ -231,6 +238,12 @@ impl Gpu {
             return Ok(*p);
         }
         let p = self.create_pipeline(&spirv, desc)?;
+        // A pipeline the layer objects to is not used (drivers may crash on it).
+        let messages = self.instance.take_messages();
+        if !messages.is_empty() {
+            unsafe { self.device.raw.destroy_pipeline(p.raw, None) };
+            return Err(GpuError::Validation(messages));
+        }
         self.pipelines.insert(key, p);
         Ok(p)
     }
@@ -500,6 +513,8 @@ pub struct JobOutput {
     pub overruns: Vec<BufferId>,
     /// GPU time of the dispatches, from timestamps, when the device has them.
     pub gpu_ns: Option<f64>,
+    /// Validation-layer messages raised since the previous job (empty without validation).
+    pub validation: Vec<String>,
 }
 
 impl JobOutput {
@@ -591,6 +606,16 @@ impl Job<'_> {
             buffers,
             dispatches,
         } = self;
+        let limit = gpu.device.caps.max_storage_buffer_range as usize;
+        if let Some(b) = buffers.iter().find(|b| b.bytes > limit) {
+            return Err(GpuError::OutOfMemory {
+                what: format!(
+                    "a {}-byte buffer exceeds maxStorageBufferRange ({limit} bytes)",
+                    b.bytes
+                ),
+            });
+        }
+        inject_device_loss(gpu)?;
         let staged = gpu.mode == MemoryMode::Staged;
         for (i, b) in buffers.iter().enumerate() {
             gpu.ensure_buffer(i, b.padded(), false)?;
@@ -807,12 +832,32 @@ impl Job<'_> {
             .ok()?;
             Some(ts[1].saturating_sub(ts[0]) as f64 * period as f64)
         });
+        let validation = gpu.instance.take_messages();
         Ok(JobOutput {
             outputs,
             overruns,
             gpu_ns,
+            validation,
         })
     }
+}
+
+/// `VKDIFF_INJECT_DEVICE_LOST=N` makes every Nth job of this process report a lost device: the
+/// stand-in, in tests, for a GPU reset in the middle of a campaign.
+fn inject_device_loss(gpu: &mut Gpu) -> Result<()> {
+    let Some(every) = std::env::var("VKDIFF_INJECT_DEVICE_LOST")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    else {
+        return Ok(());
+    };
+    gpu.jobs_run += 1;
+    if every > 0 && gpu.jobs_run % every == 0 {
+        return Err(GpuError::DeviceLost {
+            during: "a job (injected by VKDIFF_INJECT_DEVICE_LOST)".into(),
+        });
+    }
+    Ok(())
 }
 
 fn barrier(

@@ -5,6 +5,7 @@
 //! backend would give them.
 
 use std::ffi::{c_void, CStr};
+use std::sync::{Arc, Mutex};
 
 use ash::vk;
 
@@ -139,6 +140,56 @@ pub struct Adapter {
 pub struct Instance {
     pub(crate) entry: ash::Entry,
     pub(crate) raw: ash::Instance,
+    validation: Option<Validation>,
+}
+
+/// Validation messages collected by the debug messenger, drained by whoever runs a job.
+pub type Messages = Arc<Mutex<Vec<String>>>;
+
+struct Validation {
+    loader: ash::ext::debug_utils::Instance,
+    messenger: vk::DebugUtilsMessengerEXT,
+    /// Owned by the messenger's user-data pointer; freed after the messenger is destroyed.
+    messages: *const Mutex<Vec<String>>,
+}
+
+/// Messages of validation layers older than an extension we use: they do not know its feature
+/// struct and call chaining it an error. Named, so that exactly this is ignored (VUIDs as in the
+/// layer; sTypes of VK_KHR_cooperative_matrix, VK_NV_cooperative_matrix2, VK_KHR_shader_bfloat16).
+const LAYER_OLDER_THAN_EXTENSION: (&str, [&str; 3]) = (
+    "VUID-VkDeviceCreateInfo-pNext-pNext",
+    ["(1000506000)", "(1000593000)", "(1000141000)"],
+);
+
+unsafe extern "system" fn on_message(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    user: *mut c_void,
+) -> vk::Bool32 {
+    if !severity.intersects(
+        vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+            | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+    ) {
+        return vk::FALSE;
+    }
+    // SAFETY: the layer passes valid callback data; `user` is the Mutex leaked in Instance::new.
+    let text = unsafe { (*data).message_as_c_str() }
+        .map(|m| m.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (vuid, stypes) = LAYER_OLDER_THAN_EXTENSION;
+    if text.contains(vuid) && stypes.iter().any(|t| text.contains(t)) {
+        return vk::FALSE;
+    }
+    // Also to stderr at once: if the driver then crashes, the message survives in the log
+    // (campaign workers keep their last stderr lines for the crash report).
+    eprintln!("vkdiff: validation: {text}");
+    let messages = unsafe { &*(user as *const Mutex<Vec<String>>) };
+    messages
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(format!("{severity:?}: {text}"));
+    vk::FALSE
 }
 
 impl Instance {
@@ -155,11 +206,69 @@ impl Instance {
             .api_version(api);
         let layers = validation_layers(&entry);
         let layer_ptrs: Vec<_> = layers.iter().map(|l| l.as_ptr()).collect();
-        let ci = vk::InstanceCreateInfo::default()
+        let validating = !layers.is_empty();
+        let mut enables = vec![vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        if std::env::var("VKDIFF_VALIDATE").as_deref() == Ok("gpu") {
+            enables.push(vk::ValidationFeatureEnableEXT::GPU_ASSISTED);
+        }
+        let mut features =
+            vk::ValidationFeaturesEXT::default().enabled_validation_features(&enables);
+        let exts = [ash::ext::debug_utils::NAME.as_ptr()];
+        let mut ci = vk::InstanceCreateInfo::default()
             .application_info(&app)
             .enabled_layer_names(&layer_ptrs);
+        if validating {
+            ci = ci.enabled_extension_names(&exts).push_next(&mut features);
+        }
         let raw = unsafe { entry.create_instance(&ci, None) }.during("vkCreateInstance")?;
-        Ok(Instance { entry, raw })
+        let validation = if validating {
+            let loader = ash::ext::debug_utils::Instance::new(&entry, &raw);
+            let messages = Arc::into_raw(Messages::default());
+            let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(
+                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+                        | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+                )
+                .message_type(
+                    vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                        | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                        | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+                )
+                .pfn_user_callback(Some(on_message))
+                .user_data(messages as *mut c_void);
+            let messenger = unsafe { loader.create_debug_utils_messenger(&info, None) }
+                .during("vkCreateDebugUtilsMessengerEXT")?;
+            Some(Validation {
+                loader,
+                messenger,
+                messages,
+            })
+        } else {
+            None
+        };
+        Ok(Instance {
+            entry,
+            raw,
+            validation,
+        })
+    }
+
+    /// Takes the validation messages collected so far (always empty without validation).
+    pub fn take_messages(&self) -> Vec<String> {
+        match &self.validation {
+            // SAFETY: the pointer stays valid until Drop destroys the messenger.
+            Some(v) => std::mem::take(
+                &mut *unsafe { &*v.messages }
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()),
+            ),
+            None => vec![],
+        }
+    }
+
+    /// True when the Khronos validation layer is active.
+    pub fn validating(&self) -> bool {
+        self.validation.is_some()
     }
 
     /// Every physical device with its capabilities, in enumeration order.
@@ -353,6 +462,12 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        if let Some(v) = self.validation.take() {
+            unsafe {
+                v.loader.destroy_debug_utils_messenger(v.messenger, None);
+                drop(Arc::from_raw(v.messages));
+            }
+        }
         unsafe { self.raw.destroy_instance(None) };
     }
 }
@@ -371,10 +486,14 @@ fn component_name(t: vk::ComponentTypeKHR) -> String {
     }
 }
 
-/// Khronos validation, when `VKDIFF_VALIDATE=1` asks for it and the layer is installed.
+/// Khronos validation with synchronization validation, when `VKDIFF_VALIDATE` is `1` (or
+/// `gpu`: also GPU-assisted validation) and the layer is installed.
 fn validation_layers(entry: &ash::Entry) -> Vec<&'static CStr> {
     const LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
-    if std::env::var("VKDIFF_VALIDATE").as_deref() != Ok("1") {
+    if !matches!(
+        std::env::var("VKDIFF_VALIDATE").as_deref(),
+        Ok("1") | Ok("gpu")
+    ) {
         return vec![];
     }
     let available = unsafe { entry.enumerate_instance_layer_properties() }.unwrap_or_default();

@@ -54,6 +54,9 @@ pub enum GpuError {
         /// The result code.
         code: vk::Result,
     },
+    /// The validation layer reported these messages (with `VKDIFF_VALIDATE`).
+    #[error("validation layer: {}", .0.join("; "))]
+    Validation(Vec<String>),
     /// Reading or writing the SPIR-V cache failed (never fatal: the shader is compiled anyway).
     #[error("io: {0}")]
     Io(String),

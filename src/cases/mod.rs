@@ -13,9 +13,34 @@ pub mod wkv7;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use vkdiff_gpu::runners::KernelRun;
 use vkdiff_gpu::{Gpu, GpuError, ShaderTree};
 
 use crate::compare::Verdict;
+
+/// The most elements one generated tensor may have (1 GiB of f32): beyond this a case is
+/// rejected as invalid rather than allowed to exhaust host memory.
+pub const MAX_ELEMENTS: usize = 1 << 28;
+
+/// Checks that every named size is at least 1 and their product at most [`MAX_ELEMENTS`].
+pub fn check_sizes(what: &str, sizes: &[(&str, usize)]) -> Result<(), String> {
+    if let Some((name, _)) = sizes.iter().find(|(_, v)| *v == 0) {
+        return Err(format!("{what}: {name} must be at least 1"));
+    }
+    match sizes
+        .iter()
+        .try_fold(1usize, |acc, (_, v)| acc.checked_mul(*v))
+    {
+        Some(total) if total <= MAX_ELEMENTS => Ok(()),
+        _ => {
+            let dims: Vec<String> = sizes.iter().map(|(n, v)| format!("{n}={v}")).collect();
+            Err(format!(
+                "{what}: {} elements exceed vkdiff's limit of {MAX_ELEMENTS}",
+                dims.join("·")
+            ))
+        }
+    }
+}
 
 /// A case of any kernel. The `op` tag names the kernel in reproducer files.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,8 +69,20 @@ impl Case {
         }
     }
 
+    /// Checks that the case describes inputs ggml could hold and vkdiff can generate; the
+    /// error names the field and the rule (a hand-edited or fuzzed reproducer can break them).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Case::Wkv7(c) => c.validate(),
+            Case::MulMatVec(c) => c.validate(),
+        }
+    }
+
     /// Runs the case on the device and judges it.
     pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        if let Err(e) = self.validate() {
+            return Outcome::Error(format!("invalid case: {e}"));
+        }
         match self {
             Case::Wkv7(c) => c.evaluate(ctx),
             Case::MulMatVec(c) => c.evaluate(ctx),
@@ -68,10 +105,52 @@ pub struct Ctx<'a> {
     pub gpu: &'a mut Gpu,
     /// Where the shaders come from.
     pub tree: &'a mut ShaderTree,
+    /// Run each kernel twice and require bitwise-identical results (catches races).
+    pub repeat: bool,
+}
+
+impl Ctx<'_> {
+    /// Runs a kernel through `run` (twice when `repeat` is set) and returns its output, or the
+    /// outcome that ends the case: a GPU error, or two runs that disagree (`dst_ne` names the
+    /// differing elements by their ggml index).
+    #[allow(clippy::result_large_err)] // one outcome per case: its size does not matter
+    pub fn run(
+        &mut self,
+        dst_ne: [usize; 4],
+        mut run: impl FnMut(&mut Gpu, &mut ShaderTree) -> vkdiff_gpu::Result<KernelRun>,
+    ) -> Result<KernelRun, Outcome> {
+        let first = run(self.gpu, self.tree).map_err(Outcome::from_gpu_error)?;
+        if !first.validation.is_empty() {
+            return Err(Outcome::Validation(first.validation));
+        }
+        if self.repeat {
+            let second = run(self.gpu, self.tree).map_err(Outcome::from_gpu_error)?;
+            let differ: Vec<usize> = (0..first.values.len())
+                .filter(|&i| first.values[i].to_bits() != second.values[i].to_bits())
+                .collect();
+            if let Some(&i) = differ.first() {
+                let [n0, n1, n2, _] = dst_ne;
+                let idx = [
+                    i % n0,
+                    (i / n0) % n1,
+                    (i / (n0 * n1)) % n2,
+                    i / (n0 * n1 * n2),
+                ];
+                return Err(Outcome::Nondeterministic(format!(
+                    "{} of {} elements differ between two runs of the same inputs; first dst{idx:?}: {:e} then {:e}",
+                    differ.len(),
+                    first.values.len(),
+                    first.values[i],
+                    second.values[i]
+                )));
+            }
+        }
+        Ok(first)
+    }
 }
 
 /// The result of one case.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Outcome {
     /// Every element within its bound.
     Pass {
@@ -89,14 +168,44 @@ pub enum Outcome {
     Skip(String),
     /// The shader tree lacks the variant's file.
     Missing(String),
-    /// The case could not be run: compile error, device lost, out of memory, Vulkan error.
+    /// The case could not be run: compile error, Vulkan error, invalid case.
     Error(String),
+    /// The device was lost while running the case; it must be recreated.
+    DeviceLost(String),
+    /// The process evaluating the case died (a driver crash inside the shader, say).
+    Crash(String),
+    /// The validation layer reported these messages while the case ran.
+    Validation(Vec<String>),
+    /// Two runs of the same inputs gave different bits: a race or uninitialised read.
+    Nondeterministic(String),
 }
 
 impl Outcome {
-    /// True for [`Outcome::Fail`].
+    /// True for findings about the shader: wrong elements, a crash, nondeterminism. These are
+    /// shrunk and written as reproducers.
     pub fn is_failure(&self) -> bool {
-        matches!(self, Outcome::Fail { .. })
+        matches!(
+            self,
+            Outcome::Fail { .. }
+                | Outcome::Crash(_)
+                | Outcome::Nondeterministic(_)
+                | Outcome::Validation(_)
+        )
+    }
+
+    /// What a failure found, in words (the verdict's elements, or the crash or race message).
+    pub fn explain(&self) -> String {
+        match self {
+            Outcome::Fail { verdict } => verdict.explain(),
+            Outcome::Crash(m) => format!("crash: {m}\n"),
+            Outcome::Nondeterministic(m) => format!("nondeterministic: {m}\n"),
+            Outcome::Validation(m) => format!("validation layer: {}\n", m.join("\n  ")),
+            Outcome::Pass { .. } => "passed\n".into(),
+            Outcome::Skip(m) => format!("skipped: {m}\n"),
+            Outcome::Missing(m) => format!("missing: {m}\n"),
+            Outcome::Error(m) => format!("error: {m}\n"),
+            Outcome::DeviceLost(m) => format!("{m}\n"),
+        }
     }
 
     /// Turns a GPU error into the outcome it stands for.
@@ -107,6 +216,8 @@ impl Outcome {
             GpuError::OutOfMemory { what } => {
                 Outcome::Skip(format!("too large for this device: {what}"))
             }
+            GpuError::DeviceLost { .. } => Outcome::DeviceLost(e.to_string()),
+            GpuError::Validation(messages) => Outcome::Validation(messages),
             e => Outcome::Error(e.to_string()),
         }
     }

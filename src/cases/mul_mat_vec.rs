@@ -165,6 +165,44 @@ impl MulMatVecCase {
         runners::mul_mat_vec::variant(self.a_type, self.b_type).name
     }
 
+    /// See [`Case::validate`](super::Case::validate).
+    pub fn validate(&self) -> Result<(), String> {
+        if !A_TYPES.contains(&self.a_type) {
+            return Err(format!("mat-vec A may not be {}", self.a_type));
+        }
+        if !matches!(self.b_type, DType::F32 | DType::F16) {
+            return Err(format!("mat-vec B must be f32 or f16, not {}", self.b_type));
+        }
+        if self.k % self.a_type.block_len() != 0 {
+            return Err(format!(
+                "K = {} is not a multiple of {}'s block size {}",
+                self.k,
+                self.a_type,
+                self.a_type.block_len()
+            ));
+        }
+        super::check_sizes(
+            "A",
+            &[
+                ("K", self.k),
+                ("M", self.m),
+                ("ne02", self.ne02),
+                ("ne03", self.ne03),
+            ],
+        )?;
+        let padded = self.k.saturating_add(self.b_row_pad);
+        super::check_sizes(
+            "B",
+            &[
+                ("K + pad", padded),
+                ("N", self.n),
+                ("ne02", self.ne02),
+                ("r2", self.r2),
+                ("ne03", self.ne03),
+            ],
+        )
+    }
+
     /// A and B, regenerated from the seed. B's rows are `b_row_pad` elements apart beyond K.
     pub fn inputs(&self) -> Result<(Tensor, Tensor), String> {
         let ne12 = self.ne02 * self.r2;
@@ -209,9 +247,11 @@ impl MulMatVecCase {
                 return Outcome::Skip(format!("ggml rejects the shapes: {e}"))
             }
         };
-        let run = match runners::mul_mat_vec::run(ctx.gpu, ctx.tree, &a, &b) {
+        let run = match ctx.run(want.ne, |gpu, tree| {
+            runners::mul_mat_vec::run(gpu, tree, &a, &b)
+        }) {
             Ok(r) => r,
-            Err(e) => return Outcome::from_gpu_error(e),
+            Err(outcome) => return outcome,
         };
         let block_size =
             runners::mul_mat_vec::spec_constants(ctx.gpu.caps(), self.a_type, self.n as u32)[0];

@@ -96,6 +96,21 @@ impl Wkv7Case {
         "rwkv_wkv7_f32".into()
     }
 
+    /// See [`Case::validate`](super::Case::validate).
+    pub fn validate(&self) -> Result<(), String> {
+        let (s, h, t, b) = (self.head_size, self.heads, self.tokens_per_seq, self.seqs);
+        super::check_sizes(
+            "r/w/k/v/a/b",
+            &[
+                ("S", s),
+                ("H", h),
+                ("tokens per sequence", t),
+                ("sequences", b),
+            ],
+        )?;
+        super::check_sizes("state", &[("S", s), ("S", s), ("H", h), ("sequences", b)])
+    }
+
     /// The seven input tensors, regenerated from the seed.
     pub fn inputs(&self) -> [Tensor; 7] {
         let (s, h, t) = (self.head_size, self.heads, self.tokens_per_seq * self.seqs);
@@ -160,9 +175,9 @@ impl Wkv7Case {
             Ok(o) => o,
             Err(e) => return Outcome::Skip(format!("ggml rejects the shapes: {e}")),
         };
-        let run = match runners::wkv7::run(ctx.gpu, ctx.tree, &inputs) {
+        let run = match ctx.run(want.ne, |gpu, tree| runners::wkv7::run(gpu, tree, &inputs)) {
             Ok(r) => r,
-            Err(e) => return Outcome::from_gpu_error(e),
+            Err(outcome) => return outcome,
         };
         let exact = |t: &Tensor| t.rows().expect("f32");
         let all = [&r, &w, &k, &v, &a, &b, &state].map(exact);

@@ -17,6 +17,8 @@ pub struct KernelRun {
     pub gpu_ns: Option<f64>,
     /// Upstream-style name of the variant that ran.
     pub variant: String,
+    /// Validation-layer messages raised while it ran.
+    pub validation: Vec<String>,
 }
 
 /// The host's `elements`/`wg_denoms` rule (§1.3): workgroups = ⌈elements / denoms⌉ per axis.

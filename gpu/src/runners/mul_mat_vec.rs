@@ -132,5 +132,6 @@ pub fn run(gpu: &mut Gpu, tree: &mut ShaderTree, a: &Tensor, b: &Tensor) -> Resu
         overrun: !out.overruns.is_empty(),
         gpu_ns: out.gpu_ns,
         variant: variant.name,
+        validation: out.validation,
     })
 }

@@ -64,5 +64,6 @@ pub fn run(gpu: &mut Gpu, tree: &mut ShaderTree, inputs: &Wkv7Inputs) -> Result<
         overrun: !out.overruns.is_empty(),
         gpu_ns: out.gpu_ns,
         variant: variant.name,
+        validation: out.validation,
     })
 }

@@ -1,0 +1,319 @@
+//! Where cases are evaluated. Campaigns from the CLI evaluate in a worker process
+//! (`vkdiff worker`), so a driver that crashes or hangs inside a case takes down only the worker:
+//! the crash becomes that case's outcome (with a reproducer) and a fresh worker carries on. Tests
+//! and fuzz targets evaluate in process.
+//!
+//! Protocol over the worker's stdin/stdout: frames of a little-endian u32 length and a bincode
+//! payload. The parent sends [`Request`]s; the worker answers each with one [`Response`], after
+//! a first `Response::Ready` naming the device.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use vkdiff_gpu::{DeviceCaps, Gpu, ShaderTree};
+
+use crate::cases::{Case, Ctx, Outcome};
+
+/// Something that turns a case into an outcome.
+pub trait Evaluator {
+    /// Runs and judges `case`.
+    fn evaluate(&mut self, case: &Case) -> Outcome;
+    /// The device's capabilities (its name for reports, features for skips).
+    fn caps(&self) -> &DeviceCaps;
+    /// The shader tree, for reports and reproducers.
+    fn shaders(&self) -> String;
+}
+
+/// Evaluation on a device owned by the caller.
+pub struct InProcess<'a> {
+    /// The device.
+    pub gpu: &'a mut Gpu,
+    /// The shaders.
+    pub tree: &'a mut ShaderTree,
+    /// Run every kernel twice and require bitwise-identical outputs.
+    pub repeat: bool,
+}
+
+impl Evaluator for InProcess<'_> {
+    fn evaluate(&mut self, case: &Case) -> Outcome {
+        case.evaluate(&mut Ctx {
+            gpu: self.gpu,
+            tree: self.tree,
+            repeat: self.repeat,
+        })
+    }
+
+    fn caps(&self) -> &DeviceCaps {
+        self.gpu.caps()
+    }
+
+    fn shaders(&self) -> String {
+        self.tree.dir().display().to_string()
+    }
+}
+
+/// A request to the worker.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Request {
+    /// Evaluate this case (JSON, since cases use internally tagged enums).
+    Evaluate(String),
+}
+
+/// A worker's answer.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Response {
+    /// Sent once at start: the device is open.
+    Ready {
+        /// The device's capabilities.
+        caps: DeviceCaps,
+    },
+    /// The device could not be opened.
+    Failed(String),
+    /// The outcome of the last request.
+    Outcome(Outcome),
+}
+
+fn write_frame(w: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
+    let bytes = bincode::serialize(value).map_err(std::io::Error::other)?;
+    w.write_all(&(bytes.len() as u32).to_le_bytes())?;
+    w.write_all(&bytes)?;
+    w.flush()
+}
+
+fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std::io::Result<T> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let mut bytes = vec![0u8; u32::from_le_bytes(len) as usize];
+    r.read_exact(&mut bytes)?;
+    bincode::deserialize(&bytes).map_err(std::io::Error::other)
+}
+
+/// The worker's side: opens the device, then answers requests until stdin closes.
+pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::Result<()> {
+    let (mut input, mut output) = (std::io::stdin().lock(), std::io::stdout().lock());
+    let mut gpu = match Gpu::open(device) {
+        Ok(g) => g,
+        Err(e) => return write_frame(&mut output, &Response::Failed(e.to_string())),
+    };
+    write_frame(
+        &mut output,
+        &Response::Ready {
+            caps: gpu.caps().clone(),
+        },
+    )?;
+    let mut tree = ShaderTree::new(shaders);
+    loop {
+        let request: Request = match read_frame(&mut input) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let Request::Evaluate(json) = request;
+        let outcome = match serde_json::from_str::<Case>(&json) {
+            Ok(case) => {
+                fault_injection(&case);
+                case.evaluate(&mut Ctx {
+                    gpu: &mut gpu,
+                    tree: &mut tree,
+                    repeat,
+                })
+            }
+            Err(e) => Outcome::Error(format!("worker could not read the case: {e}")),
+        };
+        let lost = matches!(outcome, Outcome::DeviceLost(_));
+        write_frame(&mut output, &Response::Outcome(outcome))?;
+        if lost {
+            // The device is unusable: exit, and the parent starts a worker with a new one.
+            return Ok(());
+        }
+    }
+}
+
+/// `VKDIFF_INJECT_CRASH=<text>` aborts the worker on a case whose description contains the
+/// text: the stand-in, in tests, for a driver that segfaults inside a shader.
+fn fault_injection(case: &Case) {
+    if let Ok(needle) = std::env::var("VKDIFF_INJECT_CRASH") {
+        if !needle.is_empty() && case.to_string().contains(&needle) {
+            std::process::abort();
+        }
+    }
+}
+
+struct Running {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    /// The worker's last stderr lines (driver and validation messages), for crash reports.
+    last_words: Arc<Mutex<VecDeque<String>>>,
+}
+
+/// How many stderr lines of a worker a crash report quotes.
+const LAST_WORDS: usize = 12;
+
+/// Forwards the worker's stderr to ours, keeping the last lines.
+fn keep_last_words(stderr: std::process::ChildStderr) -> Arc<Mutex<VecDeque<String>>> {
+    let lines = Arc::new(Mutex::new(VecDeque::new()));
+    let keep = lines.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            eprintln!("{line}");
+            let mut k = keep.lock().unwrap_or_else(|p| p.into_inner());
+            if k.len() == LAST_WORDS {
+                k.pop_front();
+            }
+            k.push_back(line);
+        }
+    });
+    lines
+}
+
+/// The parent's side: a worker process started on demand and restarted after a crash or a lost
+/// device.
+pub struct Worker {
+    exe: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    shaders: String,
+    caps: DeviceCaps,
+    running: Option<Running>,
+    /// How many workers were started (1 + restarts).
+    pub starts: u32,
+}
+
+impl Worker {
+    /// A worker running `exe worker <args>` with extra environment `env` (e.g.
+    /// LP_NATIVE_VECTOR_WIDTH for a lavapipe configuration). Starts it once to learn the device.
+    pub fn new(
+        exe: PathBuf,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        shaders: String,
+    ) -> Result<Self, String> {
+        let mut w = Worker {
+            exe,
+            args,
+            env,
+            shaders,
+            caps: DeviceCaps::default(),
+            running: None,
+            starts: 0,
+        };
+        w.start()?;
+        Ok(w)
+    }
+
+    fn start(&mut self) -> Result<(), String> {
+        let mut child = Command::new(&self.exe)
+            .arg("worker")
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start worker {}: {e}", self.exe.display()))?;
+        let (stdin, mut stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+        let last_words = keep_last_words(child.stderr.take().unwrap());
+        self.starts += 1;
+        match read_frame::<Response>(&mut stdout) {
+            Ok(Response::Ready { caps }) => self.caps = caps,
+            Ok(Response::Failed(e)) => return Err(e),
+            Ok(other) => return Err(format!("worker said {other:?} instead of Ready")),
+            Err(e) => {
+                return Err(format!(
+                    "worker died while opening the device: {e} ({})",
+                    child.wait().map(|s| s.to_string()).unwrap_or_default()
+                ))
+            }
+        }
+        self.running = Some(Running {
+            child,
+            stdin,
+            stdout,
+            last_words,
+        });
+        Ok(())
+    }
+
+    fn ask(&mut self, case: &Case) -> std::io::Result<Outcome> {
+        let r = self.running.as_mut().expect("started");
+        let json = serde_json::to_string(case).map_err(std::io::Error::other)?;
+        write_frame(&mut r.stdin, &Request::Evaluate(json))?;
+        match read_frame::<Response>(&mut r.stdout)? {
+            Response::Outcome(o) => Ok(o),
+            other => Err(std::io::Error::other(format!("unexpected {other:?}"))),
+        }
+    }
+}
+
+impl Evaluator for Worker {
+    fn evaluate(&mut self, case: &Case) -> Outcome {
+        if self.running.is_none() {
+            if let Err(e) = self.start() {
+                return Outcome::Error(format!("cannot restart the worker: {e}"));
+            }
+        }
+        match self.ask(case) {
+            Ok(outcome) => {
+                if matches!(outcome, Outcome::DeviceLost(_)) {
+                    // The worker exits after a lost device; reap it so the next case restarts.
+                    if let Some(mut r) = self.running.take() {
+                        let _ = r.child.wait();
+                    }
+                }
+                outcome
+            }
+            Err(_) => {
+                let mut r = self.running.take().expect("started");
+                drop(r.stdin);
+                let status = r
+                    .child
+                    .wait()
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|e| e.to_string());
+                // Let the stderr thread catch up with what the worker printed before dying.
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                let words: Vec<String> = r
+                    .last_words
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .iter()
+                    .cloned()
+                    .collect();
+                let tail = if words.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its last words:\n    {}", words.join("\n    "))
+                };
+                Outcome::Crash(format!(
+                    "the worker process died inside this case ({status}){tail}"
+                ))
+            }
+        }
+    }
+
+    fn caps(&self) -> &DeviceCaps {
+        &self.caps
+    }
+
+    fn shaders(&self) -> String {
+        self.shaders.clone()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Some(r) = self.running.take() {
+            drop(r.stdin);
+            let mut child = r.child;
+            let _ = child.wait();
+        }
+    }
+}
