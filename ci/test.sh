@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install.sh
 source ci/env.sh
+# Every GPU call runs under the Khronos validation layer (with synchronization validation):
+# any message fails its case. Override with VKDIFF_VALIDATE=0.
+export VKDIFF_VALIDATE="${VKDIFF_VALIDATE:-1}"
 start=$(date +%s)
 cargo test --release --workspace "$@"
 echo "ci/test.sh: done in $(( $(date +%s) - start ))s"

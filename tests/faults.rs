@@ -251,7 +251,7 @@ fn lavapipe_vector_widths_change_the_subgroup_size_and_label_the_rows() {
     if text.contains("llvmpipe") {
         // 128-bit vectors hold 4 floats, 512-bit ones 16: lavapipe's subgroup size follows.
         assert!(
-            text.contains("subgroup size 4)") && text.contains("subgroup size 16)"),
+            text.contains("subgroup size 4") && text.contains("subgroup size 16"),
             "{text}"
         );
     }
@@ -298,4 +298,24 @@ fn a_validation_message_fails_the_case_and_is_quoted() {
         text.contains("validation layer: ") && text.contains("Binding 9"),
         "{text}"
     );
+}
+
+#[test]
+fn two_runs_that_disagree_are_reported_as_nondeterminism() {
+    let (code, text) = vkdiff(
+        &["run", "-o", "wkv7", "--cases", "5"],
+        &[("VKDIFF_INJECT_NONDETERMINISM", "1")],
+    );
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("nondeterministic: 1 of"), "{text}");
+    assert!(
+        text.contains("elements differ between two runs of the same inputs; first dst[0, 0, 0, 0]"),
+        "{text}"
+    );
+    // And without the second run nothing can be noticed.
+    let (code, text) = vkdiff(
+        &["run", "-o", "wkv7", "--cases", "5", "--no-repeat"],
+        &[("VKDIFF_INJECT_NONDETERMINISM", "1")],
+    );
+    assert_eq!(code, 0, "{text}");
 }

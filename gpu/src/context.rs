@@ -832,6 +832,7 @@ impl Job<'_> {
             .ok()?;
             Some(ts[1].saturating_sub(ts[0]) as f64 * period as f64)
         });
+        inject_nondeterminism(gpu, &mut outputs);
         let validation = gpu.instance.take_messages();
         Ok(JobOutput {
             outputs,
@@ -858,6 +859,20 @@ fn inject_device_loss(gpu: &mut Gpu) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// `VKDIFF_INJECT_NONDETERMINISM=1` flips the lowest bit of the first output element of every
+/// second job: the stand-in, in tests, for a race that changes one element between two runs.
+fn inject_nondeterminism(gpu: &mut Gpu, outputs: &mut HashMap<BufferId, Vec<u8>>) {
+    if std::env::var("VKDIFF_INJECT_NONDETERMINISM").as_deref() != Ok("1") {
+        return;
+    }
+    gpu.jobs_run += 1;
+    if gpu.jobs_run % 2 == 0 {
+        if let Some(bytes) = outputs.values_mut().next() {
+            bytes[0] ^= 1;
+        }
+    }
 }
 
 fn barrier(
