@@ -6,11 +6,13 @@
 //! - [`tolerance`]: the error models behind every per-element bound.
 //! - [`compare`]: per-element verdicts.
 //! - [`campaign`]: running, shrinking, reporting; [`repro`]: reproducer files.
+//! - [`cli`]: the command line (parsing apart from running).
 //! - [`worker`]: where cases are evaluated (in process, or in a restartable worker process).
 #![deny(missing_docs)]
 
 pub mod campaign;
 pub mod cases;
+pub mod cli;
 pub mod compare;
 pub mod kernels;
 pub mod repro;

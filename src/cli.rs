@@ -1,0 +1,335 @@
+//! The vkdiff command line: `run` (the differential campaign), `replay`, `devices`, `list`.
+//! Parsing is separate from running so tests and fuzz targets can drive the real parser.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use vkdiff_gpu::device::Instance;
+use vkdiff_gpu::{Gpu, ShaderTree};
+
+use crate::campaign::{self, Settings, VariantReport};
+use crate::cases::{Ctx, Outcome};
+use crate::kernels::{self, Kernel, Variant, KERNELS};
+use crate::repro::Reproducer;
+use crate::worker::{self, Evaluator, InProcess, Worker};
+
+/// The parsed command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "vkdiff",
+    version,
+    about = "Differential tester for ggml-vulkan compute shaders against an exact CPU reference"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Which device and shader tree a command uses.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Target {
+    /// Vulkan device: index or name substring (default: $VKDIFF_DEVICE, else the first discrete GPU, else the first device).
+    #[arg(long)]
+    device: Option<String>,
+    /// Shader tree to test: ours by default, or a ggml `vulkan-shaders` folder.
+    #[arg(long)]
+    shaders: Option<PathBuf>,
+    /// Run under the Khronos validation layer with synchronization validation (same as
+    /// VKDIFF_VALIDATE=1; VKDIFF_VALIDATE=gpu adds GPU-assisted validation): any message fails
+    /// the case and is quoted.
+    #[arg(long)]
+    validate: bool,
+}
+
+impl Target {
+    /// Applies `--validate` to this process and the workers it starts.
+    fn apply(&self) {
+        if self.validate && std::env::var_os("VKDIFF_VALIDATE").is_none() {
+            // Set before any thread or worker exists.
+            std::env::set_var("VKDIFF_VALIDATE", "1");
+        }
+    }
+}
+
+/// The subcommands. (Field docs are clap's help texts; flattened fields have none.)
+#[allow(missing_docs)]
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the differential campaign: every kernel × variant on one device.
+    Run {
+        #[command(flatten)]
+        target: Target,
+        /// Cases per variant.
+        #[arg(long, default_value_t = 200)]
+        cases: u32,
+        /// Master seed (each variant derives its own cases from it).
+        #[arg(long, default_value_t = 0x5EED)]
+        seed: u64,
+        /// Only these kernels (repeatable), e.g. -o wkv7.
+        #[arg(short = 'o', long = "op")]
+        ops: Vec<String>,
+        /// Only variants whose name contains this, e.g. q4_0.
+        #[arg(long)]
+        variant: Option<String>,
+        /// Output folder for reproducers.
+        #[arg(long, default_value = "vkdiff-out")]
+        out: PathBuf,
+        /// Most evaluations spent shrinking one failure.
+        #[arg(long, default_value_t = 400)]
+        shrink_budget: u32,
+        /// Run each kernel once instead of twice (the second run must give bitwise-identical
+        /// output, which catches races).
+        #[arg(long)]
+        no_repeat: bool,
+        /// Evaluate in this process instead of a worker process (a driver crash then ends the run).
+        #[arg(long)]
+        in_process: bool,
+        /// Repeat the campaign for each lavapipe LP_NATIVE_VECTOR_WIDTH, e.g. 128,256,512
+        /// (subgroup sizes 4, 8, 16): kernels must be right at every subgroup size.
+        #[arg(long, value_delimiter = ',')]
+        lavapipe_widths: Vec<u32>,
+    },
+    /// Re-run a reproducer file and explain the result.
+    Replay {
+        /// The reproducer (JSON) written by a failing run.
+        file: PathBuf,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// List Vulkan devices with the capabilities that select kernel variants.
+    Devices,
+    /// List kernels, variants and error models.
+    List,
+    /// Evaluate cases sent by a campaign (internal: the worker process).
+    #[command(hide = true)]
+    Worker {
+        #[command(flatten)]
+        target: Target,
+        /// Run each kernel once.
+        #[arg(long)]
+        no_repeat: bool,
+    },
+}
+
+fn shader_dir(target: &Target) -> Result<PathBuf, String> {
+    let dir = target
+        .shaders
+        .clone()
+        .unwrap_or_else(crate::default_shader_dir);
+    if dir.is_dir() {
+        Ok(dir)
+    } else {
+        Err(format!("shader folder {} does not exist", dir.display()))
+    }
+}
+
+/// Parses a command line (the first item is the program name); errors carry clap's message,
+/// including `--help` and `--version` output.
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    Cli::try_parse_from(args)
+}
+
+/// How `run` evaluates: where, and under which extra environment.
+struct RunPlan {
+    target: Target,
+    shaders: PathBuf,
+    repeat: bool,
+    in_process: bool,
+}
+
+impl RunPlan {
+    /// Runs every selected variant under the environment `env` (empty: as is).
+    fn run(
+        &self,
+        selected: &[(&'static Kernel, Variant)],
+        settings: &Settings,
+        env: &[(String, String)],
+        reports: &mut Vec<VariantReport>,
+    ) -> Result<(), String> {
+        let label: String = env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut each = |eval: &mut dyn Evaluator| {
+            let caps = eval.caps();
+            let validation = if std::env::var_os("VKDIFF_VALIDATE").is_some() {
+                ", validation on"
+            } else {
+                ""
+            };
+            println!(
+                "device: {} ({}, subgroup size {}{validation}) {label}, shaders: {}",
+                caps.name,
+                caps.class(),
+                caps.subgroup_size,
+                self.shaders.display()
+            );
+            for (kernel, v) in selected {
+                let mut r = campaign::run_variant(eval, kernel, v, settings);
+                r.config = label.clone();
+                eprintln!(
+                    "{:<12} {:<28} {} cases, {} failed, {:.1}s {label}",
+                    r.kernel,
+                    r.variant,
+                    r.cases,
+                    r.failed + r.errors,
+                    r.seconds
+                );
+                reports.push(r);
+            }
+        };
+        if self.in_process {
+            if !env.is_empty() {
+                return Err("--lavapipe-widths needs worker processes (drop --in-process)".into());
+            }
+            let mut gpu = Gpu::open(self.target.device.as_deref()).map_err(|e| e.to_string())?;
+            let mut tree = ShaderTree::new(&self.shaders);
+            each(&mut InProcess {
+                gpu: &mut gpu,
+                tree: &mut tree,
+                repeat: self.repeat,
+            });
+            return Ok(());
+        }
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?;
+        let mut args = vec!["--shaders".to_string(), self.shaders.display().to_string()];
+        if let Some(d) = &self.target.device {
+            args.extend(["--device".to_string(), d.clone()]);
+        }
+        if !self.repeat {
+            args.push("--no-repeat".into());
+        }
+        let mut w = Worker::new(exe, args, env.to_vec(), self.shaders.display().to_string())?;
+        each(&mut w);
+        if w.starts > 1 {
+            println!(
+                "worker restarted {} times after crashes or lost devices {label}",
+                w.starts - 1
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Runs a parsed command; the error is a message for the user (exit status 2).
+pub fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.command {
+        Command::Run {
+            target,
+            cases,
+            seed,
+            ops,
+            variant,
+            out,
+            shrink_budget,
+            no_repeat,
+            in_process,
+            lavapipe_widths,
+        } => {
+            target.apply();
+            let selected = kernels::select(&ops, variant.as_deref())?;
+            let settings = Settings {
+                cases,
+                seed,
+                shrink_budget,
+                repro_dir: Some(out.join("repro")),
+            };
+            let plan = RunPlan {
+                shaders: shader_dir(&target)?,
+                target,
+                repeat: !no_repeat,
+                in_process,
+            };
+            let mut reports = Vec::new();
+            if lavapipe_widths.is_empty() {
+                plan.run(&selected, &settings, &[], &mut reports)?;
+            }
+            for w in lavapipe_widths {
+                plan.run(
+                    &selected,
+                    &settings,
+                    &[("LP_NATIVE_VECTOR_WIDTH".into(), w.to_string())],
+                    &mut reports,
+                )?;
+            }
+            print!("{}", campaign::table(&reports));
+            let total: u32 = reports.iter().map(|r| r.cases).sum();
+            let secs: f64 = reports.iter().map(|r| r.seconds).sum();
+            println!(
+                "{total} cases in {secs:.1}s ({:.0} cases/s)",
+                total as f64 / secs.max(1e-9)
+            );
+            Ok(if reports.iter().all(|r| r.ok()) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::Worker { target, no_repeat } => {
+            worker::serve(target.device.as_deref(), shader_dir(&target)?, !no_repeat)
+                .map_err(|e| format!("worker: {e}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Replay { file, target } => {
+            target.apply();
+            let repro = Reproducer::read(&file)?;
+            let mut gpu = Gpu::open(target.device.as_deref()).map_err(|e| e.to_string())?;
+            let mut tree = ShaderTree::new(shader_dir(&target)?);
+            println!(
+                "replaying {} on {} with {}",
+                repro.variant,
+                gpu.caps().name,
+                tree.dir().display()
+            );
+            println!("case: {}", repro.case);
+            match repro.case.evaluate(&mut Ctx {
+                gpu: &mut gpu,
+                tree: &mut tree,
+                repeat: true,
+            }) {
+                Outcome::Pass { verdict, .. } => {
+                    println!(
+                        "PASS: {} elements, worst error/bound {:.3}",
+                        verdict.elements, verdict.worst_ratio
+                    );
+                    if let Some(w) = &verdict.worst {
+                        println!("worst element: {w}");
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                outcome if outcome.is_failure() => {
+                    print!("FAIL: {}", outcome.explain());
+                    Ok(ExitCode::FAILURE)
+                }
+                other => Err(other.explain().trim_end().to_string()),
+            }
+        }
+        Command::Devices => {
+            let instance = Instance::new().map_err(|e| e.to_string())?;
+            for a in instance.adapters().map_err(|e| e.to_string())? {
+                println!("[{}] {}", a.index, a.caps);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::List => {
+            for k in KERNELS {
+                println!(
+                    "{} ({}): {}\n  error model: {}",
+                    k.name, k.shader, k.summary, k.error_model
+                );
+                for v in (k.variants)() {
+                    println!("  - {}", v.name);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
