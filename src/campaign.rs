@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
 
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -26,6 +28,56 @@ pub struct Settings {
     pub shrink_budget: u32,
     /// Where reproducers go (None: not written).
     pub repro_dir: Option<PathBuf>,
+    /// Stop generating cases after this long (the case count is then an upper bound).
+    pub time_budget: Option<Duration>,
+}
+
+/// One evaluated campaign case, as the JSON report records it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CaseRecord {
+    /// Kernel name.
+    pub kernel: String,
+    /// Variant name.
+    pub variant: String,
+    /// Device configuration (empty when not swept).
+    pub config: String,
+    /// The case, described.
+    pub case: String,
+    /// "pass", "fail", "skip", "error", "device_lost", "crash", "nondeterministic",
+    /// "validation" or "missing".
+    pub outcome: String,
+    /// Worst error/bound ratio of a passing case.
+    pub ratio: Option<f64>,
+    /// GPU time of the kernel in ns.
+    pub gpu_ns: Option<f64>,
+    /// The skip reason or error message.
+    pub detail: Option<String>,
+}
+
+impl CaseRecord {
+    fn new(kernel: &str, variant: &str, case: &Case, outcome: &Outcome) -> Self {
+        let (kind, ratio, gpu_ns, detail) = match outcome {
+            Outcome::Pass { verdict, gpu_ns } => ("pass", Some(verdict.worst_ratio), *gpu_ns, None),
+            Outcome::Fail { verdict } => ("fail", None, None, Some(verdict.explain())),
+            Outcome::Skip(m) => ("skip", None, None, Some(m.clone())),
+            Outcome::Missing(m) => ("missing", None, None, Some(m.clone())),
+            Outcome::Error(m) => ("error", None, None, Some(m.clone())),
+            Outcome::DeviceLost(m) => ("device_lost", None, None, Some(m.clone())),
+            Outcome::Crash(m) => ("crash", None, None, Some(m.clone())),
+            Outcome::Nondeterministic(m) => ("nondeterministic", None, None, Some(m.clone())),
+            Outcome::Validation(m) => ("validation", None, None, Some(m.join("\n"))),
+        };
+        CaseRecord {
+            kernel: kernel.into(),
+            variant: variant.into(),
+            config: String::new(),
+            case: case.to_string(),
+            outcome: kind.into(),
+            ratio,
+            gpu_ns,
+            detail,
+        }
+    }
 }
 
 impl Default for Settings {
@@ -35,12 +87,13 @@ impl Default for Settings {
             seed: 0x5EED,
             shrink_budget: 400,
             repro_dir: Some(PathBuf::from("vkdiff-out/repro")),
+            time_budget: None,
         }
     }
 }
 
 /// The first failure of a variant after shrinking.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Finding {
     /// The minimal failing case found.
     pub case: Case,
@@ -55,7 +108,7 @@ pub struct Finding {
 }
 
 /// The summary of one variant.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct VariantReport {
     /// Kernel name.
     pub kernel: String,
@@ -116,6 +169,18 @@ pub fn run_variant(
     variant: &Variant,
     settings: &Settings,
 ) -> VariantReport {
+    run_variant_observed(eval, kernel, variant, settings, &mut |_| {})
+}
+
+/// [`run_variant`], calling `observe` with every case as soon as it is judged (for streaming
+/// reports and progress).
+pub fn run_variant_observed(
+    eval: &mut dyn Evaluator,
+    kernel: &Kernel,
+    variant: &Variant,
+    settings: &Settings,
+    observe: &mut dyn FnMut(&CaseRecord),
+) -> VariantReport {
     let start = Instant::now();
     let mut report = VariantReport {
         kernel: kernel.name.into(),
@@ -133,6 +198,9 @@ pub fn run_variant(
     let strategy = (kernel.strategy)(variant);
     let mut runner = runner_for(settings.seed, &variant.name);
     for _ in 0..settings.cases {
+        if settings.time_budget.is_some_and(|b| start.elapsed() >= b) {
+            break;
+        }
         let tree_value = match strategy.new_tree(&mut runner) {
             Ok(t) => t,
             Err(e) => {
@@ -145,7 +213,14 @@ pub fn run_variant(
         };
         let case = tree_value.current();
         report.cases += 1;
-        match eval.evaluate(&case) {
+        let outcome = eval.evaluate(&case);
+        observe(&CaseRecord::new(
+            kernel.name,
+            &variant.name,
+            &case,
+            &outcome,
+        ));
+        match outcome {
             Outcome::Pass { verdict, .. } => {
                 report.passed += 1;
                 if verdict.worst_ratio >= report.worst_ratio {

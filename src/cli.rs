@@ -4,14 +4,16 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use vkdiff_gpu::device::Instance;
 use vkdiff_gpu::{Gpu, ShaderTree};
 
-use crate::campaign::{self, Settings, VariantReport};
+use crate::campaign::{self, CaseRecord, Settings, VariantReport};
 use crate::cases::{Ctx, Outcome};
 use crate::kernels::{self, Kernel, Variant, KERNELS};
+use crate::report::{self, JsonReport, Line};
 use crate::repro::Reproducer;
 use crate::worker::{self, Evaluator, InProcess, Worker};
 
@@ -61,9 +63,15 @@ pub enum Command {
     Run {
         #[command(flatten)]
         target: Target,
-        /// Cases per variant.
-        #[arg(long, default_value_t = 200)]
-        cases: u32,
+        /// Cases per variant (default 200; with --time, no limit but the time).
+        #[arg(long)]
+        cases: Option<u32>,
+        /// Time budget for the whole campaign, shared evenly by the variants: 90, 90s, 10m, 1h.
+        #[arg(long)]
+        time: Option<String>,
+        /// Run only shard i of n (variants i, i+n, …), e.g. 0/2 on one machine and 1/2 on another.
+        #[arg(long)]
+        shard: Option<String>,
         /// Master seed (each variant derives its own cases from it).
         #[arg(long, default_value_t = 0x5EED)]
         seed: u64,
@@ -73,7 +81,8 @@ pub enum Command {
         /// Only variants whose name contains this, e.g. q4_0.
         #[arg(long)]
         variant: Option<String>,
-        /// Output folder for reproducers.
+        /// Output folder: reproducers (repro/), report.jsonl (written as results arrive) and
+        /// report.html.
         #[arg(long, default_value = "vkdiff-out")]
         out: PathBuf,
         /// Most evaluations spent shrinking one failure.
@@ -102,6 +111,14 @@ pub enum Command {
     Devices,
     /// List kernels, variants and error models.
     List,
+    /// Build the HTML report from a report.jsonl (also one cut short by a crash).
+    Report {
+        /// The report.jsonl a run wrote.
+        file: PathBuf,
+        /// Where to write the HTML (default: next to FILE, .html).
+        #[arg(long)]
+        html: Option<PathBuf>,
+    },
     /// Evaluate cases sent by a campaign (internal: the worker process).
     #[command(hide = true)]
     Worker {
@@ -151,6 +168,7 @@ impl RunPlan {
         settings: &Settings,
         env: &[(String, String)],
         reports: &mut Vec<VariantReport>,
+        json: &mut Option<JsonReport>,
     ) -> Result<(), String> {
         let label: String = env
             .iter()
@@ -171,9 +189,37 @@ impl RunPlan {
                 caps.subgroup_size,
                 self.shaders.display()
             );
+            let start = Line::Start {
+                device: caps.name.clone(),
+                config: label.clone(),
+                shaders: self.shaders.display().to_string(),
+                seed: settings.seed,
+                version: env!("CARGO_PKG_VERSION").into(),
+            };
+            record(json, &start);
             for (kernel, v) in selected {
-                let mut r = campaign::run_variant(eval, kernel, v, settings);
+                let bar = indicatif::ProgressBar::new(settings.cases as u64).with_style(
+                    indicatif::ProgressStyle::with_template(
+                        "{prefix:<40} {bar:30} {pos}/{len} {msg}",
+                    )
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                bar.set_prefix(v.name.clone());
+                let mut failed = 0u32;
+                let mut observe = |c: &CaseRecord| {
+                    let mut c = c.clone();
+                    c.config = label.clone();
+                    record(json, &Line::Case(c.clone()));
+                    if !matches!(c.outcome.as_str(), "pass" | "skip") {
+                        failed += 1;
+                        bar.set_message(format!("{failed} not passed"));
+                    }
+                    bar.inc(1);
+                };
+                let mut r = campaign::run_variant_observed(eval, kernel, v, settings, &mut observe);
+                bar.finish_and_clear();
                 r.config = label.clone();
+                record(json, &Line::Variant(r.clone()));
                 eprintln!(
                     "{:<12} {:<28} {} cases, {} failed, {:.1}s {label}",
                     r.kernel,
@@ -219,6 +265,64 @@ impl RunPlan {
     }
 }
 
+/// Appends a line to the JSON report; a report that cannot be written is said once and dropped,
+/// never fatal to the campaign.
+fn record(json: &mut Option<JsonReport>, line: &Line) {
+    if let Some(j) = json {
+        if let Err(e) = j.write(line) {
+            eprintln!("vkdiff: report not written any more: {e}");
+            *json = None;
+        }
+    }
+}
+
+/// Writes the HTML report next to the JSON one (a failure is said, not fatal).
+fn write_html(json: &std::path::Path, html: &std::path::Path) {
+    match report::read(json)
+        .and_then(|lines| std::fs::write(html, report::html(&lines)).map_err(|e| e.to_string()))
+    {
+        Ok(()) => println!("report: {} and {}", json.display(), html.display()),
+        Err(e) => eprintln!("vkdiff: HTML report not written: {e}"),
+    }
+}
+
+/// Parses a duration: plain seconds or a number with s, m or h.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = match s.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 90, 90s, 10m, 1h)"))?;
+    let scale = match unit {
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use s, m or h)")),
+    };
+    if !(n.is_finite() && n >= 0.0) {
+        return Err(format!("{s:?} is not a duration"));
+    }
+    Ok(Duration::from_secs_f64(n * scale))
+}
+
+/// Parses a shard `i/n` (0 ≤ i < n).
+fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let err = || format!("{s:?} is not a shard i/n with 0 ≤ i < n");
+    let (i, n) = s.split_once('/').ok_or_else(err)?;
+    let (i, n): (usize, usize) = (
+        i.trim().parse().map_err(|_| err())?,
+        n.trim().parse().map_err(|_| err())?,
+    );
+    if i < n {
+        Ok((i, n))
+    } else {
+        Err(err())
+    }
+}
+
 /// Runs a parsed command; the error is a message for the user (exit status 2).
 pub fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
@@ -233,14 +337,47 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             no_repeat,
             in_process,
             lavapipe_widths,
+            time,
+            shard,
         } => {
             target.apply();
-            let selected = kernels::select(&ops, variant.as_deref())?;
+            let mut selected = kernels::select(&ops, variant.as_deref())?;
+            if let Some(shard) = shard {
+                // Variant i of the selection runs on shard i mod n: several machines, one campaign.
+                let (i, n) = parse_shard(&shard)?;
+                selected = selected
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(k, _)| k % n == i)
+                    .map(|(_, v)| v)
+                    .collect();
+            }
+            let configs: Vec<Vec<(String, String)>> = if lavapipe_widths.is_empty() {
+                vec![vec![]]
+            } else {
+                lavapipe_widths
+                    .iter()
+                    .map(|w| vec![("LP_NATIVE_VECTOR_WIDTH".to_string(), w.to_string())])
+                    .collect()
+            };
+            // A time budget is shared evenly by every variant of every configuration; the case
+            // count then only caps each variant.
+            let runs = (selected.len() * configs.len()).max(1) as u32;
+            let time_budget = time
+                .as_deref()
+                .map(parse_duration)
+                .transpose()?
+                .map(|t| t / runs);
+            let cases = match (time_budget, cases) {
+                (Some(_), None) => u32::MAX,
+                (_, c) => c.unwrap_or(200),
+            };
             let settings = Settings {
                 cases,
                 seed,
                 shrink_budget,
                 repro_dir: Some(out.join("repro")),
+                time_budget,
             };
             let plan = RunPlan {
                 shaders: shader_dir(&target)?,
@@ -248,17 +385,20 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 repeat: !no_repeat,
                 in_process,
             };
+            let json_path = out.join("report.jsonl");
+            let mut json = match JsonReport::create(&json_path) {
+                Ok(j) => Some(j),
+                Err(e) => {
+                    eprintln!(
+                        "vkdiff: cannot write {}: {e}; running without a report",
+                        json_path.display()
+                    );
+                    None
+                }
+            };
             let mut reports = Vec::new();
-            if lavapipe_widths.is_empty() {
-                plan.run(&selected, &settings, &[], &mut reports)?;
-            }
-            for w in lavapipe_widths {
-                plan.run(
-                    &selected,
-                    &settings,
-                    &[("LP_NATIVE_VECTOR_WIDTH".into(), w.to_string())],
-                    &mut reports,
-                )?;
+            for env in &configs {
+                plan.run(&selected, &settings, env, &mut reports, &mut json)?;
             }
             print!("{}", campaign::table(&reports));
             let total: u32 = reports.iter().map(|r| r.cases).sum();
@@ -267,11 +407,22 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 "{total} cases in {secs:.1}s ({:.0} cases/s)",
                 total as f64 / secs.max(1e-9)
             );
+            if json.is_some() {
+                write_html(&json_path, &out.join("report.html"));
+            }
             Ok(if reports.iter().all(|r| r.ok()) {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
             })
+        }
+        Command::Report { file, html } => {
+            let lines = report::read(&file)?;
+            let html = html.unwrap_or_else(|| file.with_extension("html"));
+            std::fs::write(&html, report::html(&lines))
+                .map_err(|e| format!("{}: {e}", html.display()))?;
+            println!("wrote {}", html.display());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Worker { target, no_repeat } => {
             worker::serve(target.device.as_deref(), shader_dir(&target)?, !no_repeat)

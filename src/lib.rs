@@ -5,7 +5,8 @@
 //! - [`cases`]: one case model per kernel (shapes, types, seeded data, proptest strategies).
 //! - [`tolerance`]: the error models behind every per-element bound.
 //! - [`compare`]: per-element verdicts.
-//! - [`campaign`]: running, shrinking, reporting; [`repro`]: reproducer files.
+//! - [`campaign`]: running, shrinking, summarising; [`repro`]: reproducer files;
+//!   [`report`]: the streamed JSON report and the HTML page.
 //! - [`cli`]: the command line (parsing apart from running).
 //! - [`worker`]: where cases are evaluated (in process, or in a restartable worker process).
 #![deny(missing_docs)]
@@ -15,6 +16,7 @@ pub mod cases;
 pub mod cli;
 pub mod compare;
 pub mod kernels;
+pub mod report;
 pub mod repro;
 pub mod tolerance;
 pub mod worker;
