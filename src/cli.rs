@@ -7,9 +7,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use vkdiff_gpu::context::BenchMode;
 use vkdiff_gpu::device::Instance;
 use vkdiff_gpu::{Gpu, ShaderTree};
 
+use crate::bench;
 use crate::campaign::{self, CaseRecord, Settings, VariantReport};
 use crate::cases::{Ctx, Outcome};
 use crate::kernels::{self, Kernel, Variant, KERNELS};
@@ -106,6 +108,30 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         target: Target,
+    },
+    /// Time kernels on realistic LLM shapes (GPU timestamps, median after warm-up, rotated
+    /// inputs) against ceilings measured on the device; optionally against a second tree.
+    Bench {
+        #[command(flatten)]
+        target: Target,
+        /// A second shader tree (e.g. upstream's) timed on the same cases, shown as a ratio.
+        #[arg(long)]
+        against: Option<PathBuf>,
+        /// Only these kernels (repeatable).
+        #[arg(short = 'o', long = "op")]
+        ops: Vec<String>,
+        /// Only variants whose name contains this.
+        #[arg(long)]
+        variant: Option<String>,
+        /// Timed repetitions per case (the median is reported).
+        #[arg(long, default_value_t = 20)]
+        repeats: u32,
+        /// Untimed repetitions first.
+        #[arg(long, default_value_t = 3)]
+        warmup: u32,
+        /// Copies of each input, used in turn so caches do not flatter.
+        #[arg(long, default_value_t = 4)]
+        rotations: u32,
     },
     /// List Vulkan devices with the capabilities that select kernel variants.
     Devices,
@@ -411,6 +437,72 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 write_html(&json_path, &out.join("report.html"));
             }
             Ok(if reports.iter().all(|r| r.ok()) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::Bench {
+            target,
+            against,
+            ops,
+            variant,
+            repeats,
+            warmup,
+            rotations,
+        } => {
+            target.apply();
+            kernels::select(&ops, None)?;
+            let mut gpu = Gpu::open(target.device.as_deref()).map_err(|e| e.to_string())?;
+            let mut tree = ShaderTree::new(shader_dir(&target)?);
+            let mut other = against.map(ShaderTree::new);
+            println!(
+                "device: {} ({}), shaders: {}{}",
+                gpu.caps().name,
+                gpu.caps().class(),
+                tree.dir().display(),
+                other
+                    .as_ref()
+                    .map(|o| format!(", against {}", o.dir().display()))
+                    .unwrap_or_default()
+            );
+            let ceilings =
+                bench::ceilings(&mut gpu, &mut ShaderTree::new(crate::default_shader_dir()));
+            let mode = BenchMode {
+                warmup,
+                repeats,
+                rotations,
+            };
+            let mut rows = Vec::new();
+            for b in bench::cases() {
+                let name = b.case.variant();
+                if !(ops.is_empty() || ops.iter().any(|o| o == b.kernel))
+                    || variant.as_deref().is_some_and(|f| !name.contains(f))
+                {
+                    continue;
+                }
+                let t = bench::time(&mut gpu, &mut tree, &b.case, mode);
+                let o = other
+                    .as_mut()
+                    .map(|o| bench::time(&mut gpu, o, &b.case, mode));
+                eprintln!(
+                    "{:<28} {:<28} {}",
+                    name,
+                    b.label,
+                    t.ns.map(|n| format!("{:.1} µs", n / 1e3))
+                        .unwrap_or_else(|| t.status.clone())
+                );
+                rows.push((b, name, t, o));
+            }
+            print!(
+                "{}",
+                bench::table(
+                    &rows,
+                    &ceilings,
+                    other.as_ref().map(|o| o.dir().to_str().unwrap_or("other"))
+                )
+            );
+            Ok(if rows.iter().all(|r| r.2.status == "ok") {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE

@@ -7,10 +7,12 @@
 //! - [`compare`]: per-element verdicts.
 //! - [`campaign`]: running, shrinking, summarising; [`repro`]: reproducer files;
 //!   [`report`]: the streamed JSON report and the HTML page.
+//! - [`bench`]: timing on realistic shapes against measured device ceilings.
 //! - [`cli`]: the command line (parsing apart from running).
 //! - [`worker`]: where cases are evaluated (in process, or in a restartable worker process).
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod campaign;
 pub mod cases;
 pub mod cli;

@@ -14,6 +14,22 @@ use crate::DeviceCaps;
 
 /// Upstream's descriptor set layout: set 0, bindings 0..7, all storage buffers (§1.2).
 pub const MAX_BINDINGS: u32 = 8;
+/// Most timed repetitions one bench job records (two timestamps each).
+pub const MAX_TIMED_REPEATS: u32 = 512;
+
+/// How a bench job runs its dispatches: `warmup` untimed repetitions, then `repeats` timed ones,
+/// each reading the next of `rotations` copies of every input, so no repetition finds its inputs
+/// in a cache the previous one warmed. The job's `gpu_ns` is then the median repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BenchMode {
+    /// Untimed repetitions first.
+    pub warmup: u32,
+    /// Timed repetitions (at most [`MAX_TIMED_REPEATS`]).
+    pub repeats: u32,
+    /// Copies of each input, used in turn.
+    pub rotations: u32,
+}
+
 /// Poison-filled bytes after each output, checked after the run to catch writes past the end.
 pub const GUARD_BYTES: usize = 256;
 /// Bit pattern written over every output before each dispatch: a quiet NaN with a payload no
@@ -94,6 +110,7 @@ pub struct Gpu {
     mode: MemoryMode,
     timeout: Duration,
     jobs_run: u64,
+    bench: Option<BenchMode>,
     /// The logical device (and its capabilities).
     pub device: Device,
     instance: Instance,
@@ -123,7 +140,8 @@ impl Gpu {
             )
         }
         .during("vkCreateDescriptorSetLayout")?;
-        const SETS: u32 = 64;
+        // Enough for a bench job: every dispatch of every repetition gets its own set.
+        const SETS: u32 = 4096;
         let sizes = [vk::DescriptorPoolSize {
             ty: vk::DescriptorType::STORAGE_BUFFER,
             descriptor_count: SETS * MAX_BINDINGS,
@@ -160,7 +178,7 @@ impl Gpu {
             d.create_query_pool(
                 &vk::QueryPoolCreateInfo::default()
                     .query_type(vk::QueryType::TIMESTAMP)
-                    .query_count(2),
+                    .query_count(2 * MAX_TIMED_REPEATS),
                 None,
             )
         }
@@ -191,6 +209,7 @@ impl Gpu {
             mode,
             timeout,
             jobs_run: 0,
+            bench: None,
             device,
             instance,
         })
@@ -204,6 +223,15 @@ impl Gpu {
     /// True when the Khronos validation layer checks every call (`VKDIFF_VALIDATE`).
     pub fn validating(&self) -> bool {
         self.instance.validating()
+    }
+
+    /// Makes every following job a timed benchmark (None: back to single runs).
+    pub fn set_bench(&mut self, bench: Option<BenchMode>) {
+        self.bench = bench.map(|b| BenchMode {
+            repeats: b.repeats.clamp(1, MAX_TIMED_REPEATS),
+            rotations: b.rotations.max(1),
+            ..b
+        });
     }
 
     /// How buffers reach the device.
@@ -603,9 +631,28 @@ impl Job<'_> {
     pub fn submit(self) -> Result<JobOutput> {
         let Job {
             gpu,
-            buffers,
+            mut buffers,
             dispatches,
         } = self;
+        let bench = gpu.bench.unwrap_or(BenchMode {
+            warmup: 0,
+            repeats: 1,
+            rotations: 1,
+        });
+        // copies[i]: buffer i and, in bench mode, the extra copies of an input used in turn.
+        let mut copies: Vec<Vec<usize>> = (0..buffers.len()).map(|i| vec![i]).collect();
+        for i in 0..copies.len() {
+            if let Contents::Input(data) = &buffers[i].contents {
+                let data = data.clone();
+                for _ in 1..bench.rotations {
+                    buffers.push(JobBuffer {
+                        bytes: data.len(),
+                        contents: Contents::Input(data.clone()),
+                    });
+                    copies[i].push(buffers.len() - 1);
+                }
+            }
+        }
         let limit = gpu.device.caps.max_storage_buffer_range as usize;
         if let Some(b) = buffers.iter().find(|b| b.bytes > limit) {
             return Err(GpuError::OutOfMemory {
@@ -663,7 +710,7 @@ impl Job<'_> {
                     .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
             )
             .during("vkBeginCommandBuffer")?;
-            d.cmd_reset_query_pool(cb, gpu.query_pool, 0, 2);
+            d.cmd_reset_query_pool(cb, gpu.query_pool, 0, 2 * bench.repeats);
             for (i, b) in buffers.iter().enumerate() {
                 let dst = gpu.buffers[i].buffer;
                 match b.contents {
@@ -687,75 +734,99 @@ impl Job<'_> {
                 vk::PipelineStageFlags::COMPUTE_SHADER,
                 vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
             );
-            d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, gpu.query_pool, 0);
-            for (n, cmd) in dispatches.iter().enumerate() {
-                if n > 0 {
+            for rep in 0..bench.warmup + bench.repeats {
+                let timed = rep.checked_sub(bench.warmup);
+                if rep > 0 {
                     barrier(
                         d,
                         cb,
                         vk::PipelineStageFlags::COMPUTE_SHADER,
-                        vk::AccessFlags::SHADER_WRITE,
+                        vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::SHADER_READ,
                         vk::PipelineStageFlags::COMPUTE_SHADER,
                         vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
                     );
                 }
-                let layouts = [gpu.dsl];
-                let set = d
-                    .allocate_descriptor_sets(
-                        &vk::DescriptorSetAllocateInfo::default()
-                            .descriptor_pool(gpu.descriptor_pool)
-                            .set_layouts(&layouts),
-                    )
-                    .during("vkAllocateDescriptorSets")?[0];
-                let infos: Vec<[vk::DescriptorBufferInfo; 1]> = cmd
-                    .bindings
-                    .iter()
-                    .map(|id| {
-                        [vk::DescriptorBufferInfo {
-                            buffer: gpu.buffers[id.0].buffer,
-                            offset: 0,
-                            range: buffers[id.0].bytes.max(4) as u64,
-                        }]
-                    })
-                    .collect();
-                let writes: Vec<_> = infos
-                    .iter()
-                    .enumerate()
-                    .map(|(b, info)| {
-                        vk::WriteDescriptorSet::default()
-                            .dst_set(set)
-                            .dst_binding(b as u32)
-                            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                            .buffer_info(info)
-                    })
-                    .collect();
-                d.update_descriptor_sets(&writes, &[]);
-                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, cmd.pipeline.raw);
-                d.cmd_bind_descriptor_sets(
-                    cb,
-                    vk::PipelineBindPoint::COMPUTE,
-                    cmd.pipeline.layout,
-                    0,
-                    &[set],
-                    &[],
-                );
-                if !cmd.push.is_empty() {
-                    d.cmd_push_constants(
+                if let Some(t) = timed {
+                    d.cmd_write_timestamp(
                         cb,
-                        cmd.pipeline.layout,
-                        vk::ShaderStageFlags::COMPUTE,
-                        0,
-                        &cmd.push,
+                        vk::PipelineStageFlags::TOP_OF_PIPE,
+                        gpu.query_pool,
+                        2 * t,
                     );
                 }
-                d.cmd_dispatch(cb, cmd.groups[0], cmd.groups[1], cmd.groups[2]);
+                for (n, cmd) in dispatches.iter().enumerate() {
+                    if n > 0 {
+                        barrier(
+                            d,
+                            cb,
+                            vk::PipelineStageFlags::COMPUTE_SHADER,
+                            vk::AccessFlags::SHADER_WRITE,
+                            vk::PipelineStageFlags::COMPUTE_SHADER,
+                            vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                        );
+                    }
+                    let layouts = [gpu.dsl];
+                    let set = d
+                        .allocate_descriptor_sets(
+                            &vk::DescriptorSetAllocateInfo::default()
+                                .descriptor_pool(gpu.descriptor_pool)
+                                .set_layouts(&layouts),
+                        )
+                        .during("vkAllocateDescriptorSets")?[0];
+                    let infos: Vec<[vk::DescriptorBufferInfo; 1]> = cmd
+                        .bindings
+                        .iter()
+                        .map(|id| {
+                            let copy = &copies[id.0];
+                            let b = copy[rep as usize % copy.len()];
+                            [vk::DescriptorBufferInfo {
+                                buffer: gpu.buffers[b].buffer,
+                                offset: 0,
+                                range: buffers[b].bytes.max(4) as u64,
+                            }]
+                        })
+                        .collect();
+                    let writes: Vec<_> = infos
+                        .iter()
+                        .enumerate()
+                        .map(|(b, info)| {
+                            vk::WriteDescriptorSet::default()
+                                .dst_set(set)
+                                .dst_binding(b as u32)
+                                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                                .buffer_info(info)
+                        })
+                        .collect();
+                    d.update_descriptor_sets(&writes, &[]);
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, cmd.pipeline.raw);
+                    d.cmd_bind_descriptor_sets(
+                        cb,
+                        vk::PipelineBindPoint::COMPUTE,
+                        cmd.pipeline.layout,
+                        0,
+                        &[set],
+                        &[],
+                    );
+                    if !cmd.push.is_empty() {
+                        d.cmd_push_constants(
+                            cb,
+                            cmd.pipeline.layout,
+                            vk::ShaderStageFlags::COMPUTE,
+                            0,
+                            &cmd.push,
+                        );
+                    }
+                    d.cmd_dispatch(cb, cmd.groups[0], cmd.groups[1], cmd.groups[2]);
+                }
+                if let Some(t) = timed {
+                    d.cmd_write_timestamp(
+                        cb,
+                        vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                        gpu.query_pool,
+                        2 * t + 1,
+                    );
+                }
             }
-            d.cmd_write_timestamp(
-                cb,
-                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                gpu.query_pool,
-                1,
-            );
             barrier(
                 d,
                 cb,
@@ -825,12 +896,17 @@ impl Job<'_> {
             }
         }
         let gpu_ns = gpu.device.caps.timestamp_period_ns.and_then(|period| {
-            let mut ts = [0u64; 2];
+            let mut ts = vec![0u64; 2 * bench.repeats as usize];
             unsafe {
                 d.get_query_pool_results(gpu.query_pool, 0, &mut ts, vk::QueryResultFlags::TYPE_64)
             }
             .ok()?;
-            Some(ts[1].saturating_sub(ts[0]) as f64 * period as f64)
+            let mut times: Vec<f64> = ts
+                .chunks_exact(2)
+                .map(|t| t[1].saturating_sub(t[0]) as f64 * period as f64)
+                .collect();
+            times.sort_by(f64::total_cmp);
+            Some(times[times.len() / 2])
         });
         inject_nondeterminism(gpu, &mut outputs);
         let validation = gpu.instance.take_messages();
