@@ -1,9 +1,11 @@
 //! The vkdiff command line: `run` (the differential campaign), `replay`, `devices`, `list`.
 //! Parsing is separate from running so tests and fuzz targets can drive the real parser.
 
+use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
@@ -74,6 +76,10 @@ pub enum Command {
         /// Run only shard i of n (variants i, i+n, …), e.g. 0/2 on one machine and 1/2 on another.
         #[arg(long)]
         shard: Option<String>,
+        /// Spread the variants over these devices (indices or name substrings), one worker
+        /// process each, e.g. --devices 0,1.
+        #[arg(long, value_delimiter = ',')]
+        devices: Vec<String>,
         /// Master seed (each variant derives its own cases from it).
         #[arg(long, default_value_t = 0x5EED)]
         seed: u64,
@@ -181,120 +187,193 @@ where
 /// How `run` evaluates: where, and under which extra environment.
 struct RunPlan {
     target: Target,
+    /// Devices to spread variants over, one worker each (empty: the target's one device).
+    devices: Vec<String>,
     shaders: PathBuf,
     repeat: bool,
     in_process: bool,
 }
 
+/// What every device's thread of a run shares.
+struct Shared<'a> {
+    queue: Mutex<VecDeque<(usize, &'a (&'static Kernel, Variant))>>,
+    reports: Mutex<Vec<(usize, VariantReport)>>,
+    json: &'a Mutex<Option<JsonReport>>,
+    bars: indicatif::MultiProgress,
+}
+
 impl RunPlan {
-    /// Runs every selected variant under the environment `env` (empty: as is).
+    /// Runs every selected variant under the environment `env` (empty: as is), spread over the
+    /// devices, and appends the reports in selection order.
     fn run(
         &self,
         selected: &[(&'static Kernel, Variant)],
         settings: &Settings,
         env: &[(String, String)],
         reports: &mut Vec<VariantReport>,
-        json: &mut Option<JsonReport>,
+        json: &Mutex<Option<JsonReport>>,
     ) -> Result<(), String> {
         let label: String = env
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(" ");
-        let mut each = |eval: &mut dyn Evaluator| {
-            let caps = eval.caps();
-            let validation = if std::env::var_os("VKDIFF_VALIDATE").is_some() {
-                ", validation on"
-            } else {
-                ""
-            };
-            println!(
-                "device: {} ({}, subgroup size {}{validation}) {label}, shaders: {}",
-                caps.name,
-                caps.class(),
-                caps.subgroup_size,
-                self.shaders.display()
-            );
-            let start = Line::Start {
-                device: caps.name.clone(),
-                config: label.clone(),
-                shaders: self.shaders.display().to_string(),
-                seed: settings.seed,
-                version: env!("CARGO_PKG_VERSION").into(),
-            };
-            record(json, &start);
-            for (kernel, v) in selected {
-                let bar = indicatif::ProgressBar::new(settings.cases as u64).with_style(
-                    indicatif::ProgressStyle::with_template(
-                        "{prefix:<40} {bar:30} {pos}/{len} {msg}",
-                    )
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-                );
-                bar.set_prefix(v.name.clone());
-                let mut failed = 0u32;
-                let mut observe = |c: &CaseRecord| {
-                    let mut c = c.clone();
-                    c.config = label.clone();
-                    record(json, &Line::Case(c.clone()));
-                    if !matches!(c.outcome.as_str(), "pass" | "skip") {
-                        failed += 1;
-                        bar.set_message(format!("{failed} not passed"));
-                    }
-                    bar.inc(1);
-                };
-                let mut r = campaign::run_variant_observed(eval, kernel, v, settings, &mut observe);
-                bar.finish_and_clear();
-                r.config = label.clone();
-                record(json, &Line::Variant(r.clone()));
-                eprintln!(
-                    "{:<12} {:<28} {} cases, {} failed, {:.1}s {label}",
-                    r.kernel,
-                    r.variant,
-                    r.cases,
-                    r.failed + r.errors,
-                    r.seconds
-                );
-                reports.push(r);
-            }
+        let shared = Shared {
+            queue: Mutex::new(selected.iter().enumerate().collect()),
+            reports: Mutex::new(Vec::new()),
+            json,
+            bars: indicatif::MultiProgress::new(),
         };
         if self.in_process {
-            if !env.is_empty() {
-                return Err("--lavapipe-widths needs worker processes (drop --in-process)".into());
+            if !env.is_empty() || self.devices.len() > 1 {
+                return Err("--lavapipe-widths and several --devices need worker processes (drop --in-process)".into());
             }
             let mut gpu = Gpu::open(self.target.device.as_deref()).map_err(|e| e.to_string())?;
             let mut tree = ShaderTree::new(&self.shaders);
-            each(&mut InProcess {
-                gpu: &mut gpu,
-                tree: &mut tree,
-                repeat: self.repeat,
+            self.drain(
+                &mut InProcess {
+                    gpu: &mut gpu,
+                    tree: &mut tree,
+                    repeat: self.repeat,
+                },
+                settings,
+                &label,
+                &shared,
+            );
+        } else {
+            let devices: Vec<Option<String>> = if self.devices.is_empty() {
+                vec![self.target.device.clone()]
+            } else {
+                self.devices.iter().cloned().map(Some).collect()
+            };
+            let errors: Vec<String> = std::thread::scope(|scope| {
+                let handles: Vec<_> = devices
+                    .iter()
+                    .map(|d| {
+                        scope.spawn(|| self.worker(d.as_deref(), env, settings, &label, &shared))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .filter_map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err("a device thread panicked".into()))
+                            .err()
+                    })
+                    .collect()
             });
-            return Ok(());
+            if let Some(e) = errors.first() {
+                if shared.reports.lock().unwrap().is_empty() {
+                    return Err(e.clone());
+                }
+                eprintln!("vkdiff: {e}");
+            }
         }
+        let mut done = shared.reports.into_inner().unwrap();
+        done.sort_by_key(|(i, _)| *i);
+        reports.extend(done.into_iter().map(|(_, r)| r));
+        Ok(())
+    }
+
+    /// One device's thread: a worker process on `device`, taking variants until none is left.
+    fn worker(
+        &self,
+        device: Option<&str>,
+        env: &[(String, String)],
+        settings: &Settings,
+        label: &str,
+        shared: &Shared,
+    ) -> Result<(), String> {
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?;
         let mut args = vec!["--shaders".to_string(), self.shaders.display().to_string()];
-        if let Some(d) = &self.target.device {
-            args.extend(["--device".to_string(), d.clone()]);
+        if let Some(d) = device {
+            args.extend(["--device".to_string(), d.to_string()]);
         }
         if !self.repeat {
             args.push("--no-repeat".into());
         }
-        let mut w = Worker::new(exe, args, env.to_vec(), self.shaders.display().to_string())?;
-        each(&mut w);
+        let mut w = Worker::new(exe, args, env.to_vec(), self.shaders.display().to_string())
+            .map_err(|e| format!("device {}: {e}", device.unwrap_or("default")))?;
+        self.drain(&mut w, settings, label, shared);
         if w.starts > 1 {
             println!(
-                "worker restarted {} times after crashes or lost devices {label}",
+                "worker on {} restarted {} times after crashes or lost devices {label}",
+                w.caps().name,
                 w.starts - 1
             );
         }
         Ok(())
     }
+
+    /// Runs variants from the shared queue through `eval` until it is empty.
+    fn drain(&self, eval: &mut dyn Evaluator, settings: &Settings, label: &str, shared: &Shared) {
+        let caps = eval.caps().clone();
+        let validation = if std::env::var_os("VKDIFF_VALIDATE").is_some() {
+            ", validation on"
+        } else {
+            ""
+        };
+        println!(
+            "device: {} ({}, subgroup size {}{validation}) {label}, shaders: {}",
+            caps.name,
+            caps.class(),
+            caps.subgroup_size,
+            self.shaders.display()
+        );
+        let start = Line::Start {
+            device: caps.name.clone(),
+            config: label.to_string(),
+            shaders: self.shaders.display().to_string(),
+            seed: settings.seed,
+            version: env!("CARGO_PKG_VERSION").into(),
+        };
+        record(shared.json, &start);
+        loop {
+            let Some((index, (kernel, v))) = shared.queue.lock().unwrap().pop_front() else {
+                break;
+            };
+            let style =
+                indicatif::ProgressStyle::with_template("{prefix:<40} {bar:30} {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            let bar = shared
+                .bars
+                .add(indicatif::ProgressBar::new(settings.cases as u64).with_style(style));
+            bar.set_prefix(v.name.clone());
+            let mut failed = 0u32;
+            let mut observe = |c: &CaseRecord| {
+                let mut c = c.clone();
+                c.config = label.to_string();
+                if !matches!(c.outcome.as_str(), "pass" | "skip") {
+                    failed += 1;
+                    bar.set_message(format!("{failed} not passed"));
+                }
+                record(shared.json, &Line::Case(c));
+                bar.inc(1);
+            };
+            let mut r = campaign::run_variant_observed(eval, kernel, v, settings, &mut observe);
+            bar.finish_and_clear();
+            r.config = label.to_string();
+            record(shared.json, &Line::Variant(r.clone()));
+            let _ = shared.bars.println(format!(
+                "{:<12} {:<28} {} cases, {} failed, {:.1}s on {} {label}",
+                r.kernel,
+                r.variant,
+                r.cases,
+                r.failed + r.errors,
+                r.seconds,
+                caps.name
+            ));
+            shared.reports.lock().unwrap().push((index, r));
+        }
+    }
 }
 
 /// Appends a line to the JSON report; a report that cannot be written is said once and dropped,
 /// never fatal to the campaign.
-fn record(json: &mut Option<JsonReport>, line: &Line) {
-    if let Some(j) = json {
+fn record(json: &Mutex<Option<JsonReport>>, line: &Line) {
+    let mut json = json.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(j) = json.as_mut() {
         if let Err(e) = j.write(line) {
             eprintln!("vkdiff: report not written any more: {e}");
             *json = None;
@@ -365,8 +444,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             lavapipe_widths,
             time,
             shard,
+            devices,
         } => {
             target.apply();
+            let started = std::time::Instant::now();
             let mut selected = kernels::select(&ops, variant.as_deref())?;
             if let Some(shard) = shard {
                 // Variant i of the selection runs on shard i mod n: several machines, one campaign.
@@ -408,11 +489,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             let plan = RunPlan {
                 shaders: shader_dir(&target)?,
                 target,
+                devices,
                 repeat: !no_repeat,
                 in_process,
             };
             let json_path = out.join("report.jsonl");
-            let mut json = match JsonReport::create(&json_path) {
+            let json = match JsonReport::create(&json_path) {
                 Ok(j) => Some(j),
                 Err(e) => {
                     eprintln!(
@@ -422,18 +504,24 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     None
                 }
             };
+            let json = Mutex::new(json);
             let mut reports = Vec::new();
             for env in &configs {
-                plan.run(&selected, &settings, env, &mut reports, &mut json)?;
+                plan.run(&selected, &settings, env, &mut reports, &json)?;
             }
+            // Wall time, not the sum over variants: several devices run side by side.
+            let wall = started.elapsed().as_secs_f64();
             print!("{}", campaign::table(&reports));
             let total: u32 = reports.iter().map(|r| r.cases).sum();
-            let secs: f64 = reports.iter().map(|r| r.seconds).sum();
             println!(
-                "{total} cases in {secs:.1}s ({:.0} cases/s)",
-                total as f64 / secs.max(1e-9)
+                "{total} cases in {wall:.1}s ({:.0} cases/s)",
+                total as f64 / wall.max(1e-9)
             );
-            if json.is_some() {
+            if json
+                .into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some()
+            {
                 write_html(&json_path, &out.join("report.html"));
             }
             Ok(if reports.iter().all(|r| r.ok()) {
