@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test suite: the reference's own tests, the harness's unit tests and the differential
-# suite on the default Vulkan device (lavapipe on CI). This is what CI runs.
+# The test suite: the reference's own tests, the harness's unit tests, the differential suite
+# on the default Vulkan device (lavapipe on CI) and a bounded run of every fuzz target. This is
+# what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install.sh
@@ -10,4 +11,8 @@ source ci/env.sh
 export VKDIFF_VALIDATE="${VKDIFF_VALIDATE:-1}"
 start=$(date +%s)
 cargo test --release --workspace "$@"
+# Every fuzz target for a bounded time (FUZZ_SECONDS, default 30; FUZZ_SECONDS=0 skips).
+if [ "${FUZZ_SECONDS:-30}" != 0 ]; then
+    bash ci/fuzz.sh
+fi
 echo "ci/test.sh: done in $(( $(date +%s) - start ))s"

@@ -5,14 +5,17 @@
 //
 // Float types (QUANT_K == 1):
 //   float a_value(uint index)   element `index` of data_a, widened to float (exact).
-// 32-element block types: a block is read in CHUNKS_PER_BLOCK chunks of CHUNK_K = 8
-// elements; chunk c holds elements chunk_low_start(c) + 0..3 and chunk_high_start(c) + 0..3.
+// Block types of the generic body (the 32-element ones, and iq4_xs's 256-element
+// super-blocks): a block is read in CHUNKS_PER_BLOCK chunks of CHUNK_K = 8 elements; chunk c
+// holds elements chunk_low_start(c) + 0..3 and chunk_high_start(c) + 0..3.
 //   void chunk_quants(ib, c, out low, out high)  those 8 elements of block ib WITHOUT the
 //                                                block scale (integers, exact in float)
 //   vec2 block_dm(ib)                            (d, m) of block ib; element = q * d + m,
 //                                                m = 0 for types without a min
-// q * d is exact in float (11-bit d times an integer of at most 8 bits), so a decoded
-// element costs at most the one rounding of "+ m".
+// q * d is exact in float (11-bit d times an integer of at most 12 significant bits: 8 for
+// q8_0, 7 for an iq4 table value, 12 for iq4_xs's table value times its 6-bit sub-block scale
+// minus 32), so a decoded element costs at most the one rounding of "+ m".
+// The K-quants (q2_K..q6_K) do not use this file: their per-type mat-vec files decode them.
 
 #ifndef VKDIFF_DEQUANT_FUNCS_COMP
 #define VKDIFF_DEQUANT_FUNCS_COMP
@@ -35,10 +38,17 @@ float a_value(uint index)
 #define CHUNK_K 8
 #define CHUNKS_PER_BLOCK (QUANT_K / CHUNK_K)
 
-#if QUANT_R == 2
+#if QUANT_R == 2 || defined(DATA_A_IQ4_XS)
+#if defined(DATA_A_IQ4_XS)
+// Chunk c = qs bytes 4c..4c+3, in 32-element sub-block ib = c / 4 (its bytes 16 ib..16 ib+15):
+// low nibbles are elements 32 ib + 4 (c % 4).., high nibbles 16 further.
+uint chunk_low_start(uint c) { return 32 * (c / 4) + 4 * (c % 4); }
+uint chunk_high_start(uint c) { return chunk_low_start(c) + 16; }
+#else
 // Chunk c = qs bytes 4c..4c+3: their low nibbles are elements 4c.., high nibbles 4c+16..
 uint chunk_low_start(uint c) { return 4 * c; }
 uint chunk_high_start(uint c) { return 4 * c + QUANT_K / 2; }
+#endif
 
 uvec4 chunk_bytes(uint ib, uint c)
 {
@@ -111,6 +121,31 @@ void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
                int(data_a[ib].qs[first + 2]), int(data_a[ib].qs[first + 3]));
     high = vec4(int(data_a[ib].qs[first + 4]), int(data_a[ib].qs[first + 5]),
                 int(data_a[ib].qs[first + 6]), int(data_a[ib].qs[first + 7]));
+}
+vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
+
+#elif defined(DATA_A_IQ4_NL) || defined(DATA_A_IQ4_XS)
+vec4 kvalues4(uvec4 index)
+{
+    return vec4(kvalues_iq4nl[index.x], kvalues_iq4nl[index.y],
+                kvalues_iq4nl[index.z], kvalues_iq4nl[index.w]);
+}
+
+void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
+{
+    const uvec4 bytes = chunk_bytes(ib, c);
+    low = kvalues4(bytes & 0xFu);
+    high = kvalues4(bytes >> 4);
+#if defined(DATA_A_IQ4_XS)
+    // Sub-block scale ls - 32, ls = 4 bits of scales_l | 2 bits of scales_h << 4. The
+    // products with the table values are integers below 2^12: exact.
+    const uint sub = c / 4;
+    const uint ls = ((uint(data_a[ib].scales_l[sub / 2]) >> (4 * (sub % 2))) & 0xFu)
+                  | (((uint(data_a[ib].scales_h) >> (2 * sub)) & 3u) << 4);
+    const float scale = float(int(ls) - 32);
+    low *= scale;
+    high *= scale;
+#endif
 }
 vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
 #endif

@@ -1,8 +1,9 @@
 #version 450
 
 // mul_mat_vec.comp: D = A * B for few B columns, A in f32, f16, bf16, q4_0, q4_1, q5_0,
-// q5_1 or q8_0. Interface (defines, bindings, push constants, specialization constants,
-// dispatch) is described in mul_mat_vec_base.comp.
+// q5_1, q8_0, iq4_nl or iq4_xs (the K-quants have their own files, mul_mat_vec_q*_k.comp).
+// Interface (defines, bindings, push constants, specialization constants, dispatch) is
+// described in mul_mat_vec_base.comp.
 //
 // Each workgroup computes NUM_ROWS rows x NUM_COLS columns of D. Invocation tid takes
 // K-units tid, tid + BLOCK_SIZE, ... (an element for float A, an 8-element chunk for

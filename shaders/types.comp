@@ -1,12 +1,13 @@
 // types.comp: element types and ggml block layouts shared by every kernel.
 //
 // Select the A operand with the define DATA_A_<T>=1, T in F32, F16, BF16, Q4_0, Q4_1,
-// Q5_0, Q5_1, Q8_0. That defines
+// Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS. That defines
 //   A_TYPE   element type of the A buffer (float, float16_t, uint16_t for raw bf16 bits,
 //            or the block struct),
 //   QUANT_K  elements per block (1 for the float types),
 //   QUANT_R  2 when byte j of qs holds elements j (low nibble) and j + QUANT_K/2 (high
-//            nibble), 1 otherwise.
+//            nibble), 1 otherwise; left undefined for the K-quants (as upstream), whose
+//            per-type mat-vec files decode their own layouts.
 // Every block struct is declared whatever DATA_A says, so kernels that read several
 // quantized operands (flash attention K/V) can name them. Each struct is std430 with
 // 8/16-bit members and is byte-identical to its ggml-common.h block (size = array stride).
@@ -61,6 +62,84 @@ struct block_q8_0 {           // 34 bytes
     int8_t qs[QK8_0];         // @2
 };
 
+// ---- K-quants: 256-element super-blocks (interface notes 2.4) ----
+// Element e (0 <= e < 256): n = e / 128, g = (e % 128) / 32, l = e % 32, 32-element
+// sub-block sb = e / 32, 16-element group grp = e / 16.
+
+#define QK_K 256
+
+struct block_q2_K {           // 84 bytes, 4-byte aligned (f16vec2)
+    uint8_t scales[QK_K / 16];  // @0: per grp, scale in the low nibble, min in the high one
+    uint8_t qs[QK_K / 4];       // @16: q of e = bits 2g.. of qs[32n + l]
+    f16vec2 d;                  // @80: .x = d (scales), .y = dmin (mins)
+};
+
+struct block_q3_K {           // 110 bytes
+    uint8_t hmask[QK_K / 8];    // @0: high bit of e = bit 4n + g of hmask[l]
+    uint8_t qs[QK_K / 4];       // @32: low 2 bits of e = bits 2g.. of qs[32n + l]
+    uint8_t scales[12];         // @96: sixteen 6-bit scales (low nibbles in bytes 0..7,
+                                //      high bit pairs in bytes 8..11)
+    float16_t d;                // @108
+};
+
+struct block_q4_K {           // 144 bytes, 4-byte aligned (f16vec2)
+    f16vec2 d;                  // @0: .x = d, .y = dmin
+    uint8_t scales[12];         // @4: eight 6-bit scales and eight 6-bit mins
+    uint8_t qs[QK_K / 2];       // @16: q of e = nibble (sb odd: high) of qs[32 (e / 64) + l]
+};
+
+struct block_q5_K {           // 176 bytes, 4-byte aligned (f16vec2)
+    f16vec2 d;                  // @0: .x = d, .y = dmin
+    uint8_t scales[12];         // @4: as q4_K
+    uint8_t qh[QK_K / 8];       // @16: bit 4 of q of e = bit sb of qh[l]
+    uint8_t qs[QK_K / 2];       // @48: low 4 bits, as q4_K
+};
+
+struct block_q6_K {           // 210 bytes
+    uint8_t ql[QK_K / 2];       // @0: low 4 bits of e = nibble g / 2 of ql[64n + 32 (g % 2) + l]
+    uint8_t qh[QK_K / 4];       // @128: high 2 bits of e = bits 2g.. of qh[32n + l]
+    int8_t scales[QK_K / 16];   // @192: one signed scale per grp
+    float16_t d;                // @208
+};
+
+// ---- Non-linear 4-bit blocks (interface notes 2.3 and 2.5) ----
+
+#define QK4_NL 32
+struct block_iq4_nl {         // 18 bytes
+    float16_t d;              // @0
+    uint8_t qs[QK4_NL / 2];   // @2: table indices, element j low nibble, j + 16 high
+};
+
+struct block_iq4_xs {         // 136 bytes
+    float16_t d;              // @0
+    uint16_t scales_h;        // @2: bits 2 ib.. = high 2 bits of sub-block ib's scale
+    uint8_t scales_l[QK_K / 64];  // @4: low 4 bits, sub-block ib in nibble ib % 2 of byte ib / 2
+    uint8_t qs[QK_K / 2];     // @8: 16 bytes per 32-element sub-block, as iq4_nl's qs
+};
+
+// kvalues_iq4nl of ggml-common.h: the value of each 4-bit index. Upstream copies it into
+// shared memory (init_iq_shmem); a constant array does the same job here without a barrier
+// at kernel entry, so no kernel needs NEEDS_INIT_IQ_SHMEM. Every entry is exact in float
+// and float16_t.
+const float kvalues_iq4nl[16] = float[16](
+    -127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
+    1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
+
+// Block lengths by type name: upstream's generator passes BLOCK_SIZE=QUANT_K_<T> to the
+// flash-attention variants (the K/V block length, not a workgroup size).
+#define QUANT_K_Q4_0 QK4_0
+#define QUANT_K_Q4_1 QK4_1
+#define QUANT_K_Q5_0 QK5_0
+#define QUANT_K_Q5_1 QK5_1
+#define QUANT_K_Q8_0 QK8_0
+#define QUANT_K_Q2_K QK_K
+#define QUANT_K_Q3_K QK_K
+#define QUANT_K_Q4_K QK_K
+#define QUANT_K_Q5_K QK_K
+#define QUANT_K_Q6_K QK_K
+#define QUANT_K_IQ4_NL QK4_NL
+#define QUANT_K_IQ4_XS QK_K
+
 // ---- A operand selection ----
 
 #if defined(DATA_A_F32)
@@ -94,6 +173,29 @@ struct block_q8_0 {           // 34 bytes
 #elif defined(DATA_A_Q8_0)
 #define A_TYPE block_q8_0
 #define QUANT_K QK8_0
+#define QUANT_R 1
+#elif defined(DATA_A_Q2_K)
+#define A_TYPE block_q2_K
+#define QUANT_K QK_K
+#elif defined(DATA_A_Q3_K)
+#define A_TYPE block_q3_K
+#define QUANT_K QK_K
+#elif defined(DATA_A_Q4_K)
+#define A_TYPE block_q4_K
+#define QUANT_K QK_K
+#elif defined(DATA_A_Q5_K)
+#define A_TYPE block_q5_K
+#define QUANT_K QK_K
+#elif defined(DATA_A_Q6_K)
+#define A_TYPE block_q6_K
+#define QUANT_K QK_K
+#elif defined(DATA_A_IQ4_NL)
+#define A_TYPE block_iq4_nl
+#define QUANT_K QK4_NL
+#define QUANT_R 2
+#elif defined(DATA_A_IQ4_XS)
+#define A_TYPE block_iq4_xs
+#define QUANT_K QK_K
 #define QUANT_R 1
 #endif
 

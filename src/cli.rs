@@ -16,6 +16,7 @@ use vkdiff_gpu::{Gpu, ShaderTree};
 use crate::bench;
 use crate::campaign::{self, CaseRecord, Settings, VariantReport};
 use crate::cases::{Ctx, Outcome};
+use crate::fuzzing;
 use crate::kernels::{self, Kernel, Variant, KERNELS};
 use crate::report::{self, JsonReport, Line};
 use crate::repro::Reproducer;
@@ -139,10 +140,58 @@ pub enum Command {
         #[arg(long, default_value_t = 4)]
         rotations: u32,
     },
+    /// Mutation testing: how many small bugs planted in the shader tree (relational and
+    /// arithmetic swaps, constants ± 1, dropped barriers, min ↔ max, swapped operands) the
+    /// campaign's cases catch, per kernel; writes DIR/mutants.json.
+    Mutate {
+        #[command(flatten)]
+        target: Target,
+        /// Only these kernels (repeatable), e.g. -o wkv7.
+        #[arg(short = 'o', long = "op")]
+        ops: Vec<String>,
+        /// Only variants whose name contains this, e.g. q4_0.
+        #[arg(long)]
+        variant: Option<String>,
+        /// Only files whose name contains this (repeatable), e.g. --file wkv7.comp.
+        #[arg(long = "file")]
+        files: Vec<String>,
+        /// Cases per variant and mutant (the same cases as `vkdiff run --seed`).
+        #[arg(long, default_value_t = 40)]
+        cases: u32,
+        /// At most this many mutants: a seeded sample spread over the files.
+        #[arg(long)]
+        budget: Option<usize>,
+        /// Start no mutant after this long: 90, 90s, 10m, 1h.
+        #[arg(long)]
+        time: Option<String>,
+        /// Seed of the cases and of the sample.
+        #[arg(long, default_value_t = 0x5EED)]
+        seed: u64,
+        /// Output folder (mutants.json).
+        #[arg(long, default_value = "vkdiff-out")]
+        out: PathBuf,
+        /// Per-case time limit in seconds (default: 10 × the slowest baseline case, at least
+        /// 10): a mutant that runs longer (a hang) is killed.
+        #[arg(long)]
+        case_timeout: Option<f64>,
+        /// Run each kernel once instead of twice.
+        #[arg(long)]
+        no_repeat: bool,
+    },
     /// List Vulkan devices with the capabilities that select kernel variants.
     Devices,
     /// List kernels, variants and error models.
     List,
+    /// Turn a cargo-fuzz artifact (crash or mismatch input) into a reproducer for `replay`.
+    FuzzRepro {
+        /// The kernel whose fuzz target found it (the target is `kernel_<name>`).
+        kernel: String,
+        /// The artifact file (fuzz/artifacts/kernel_<name>/crash-…).
+        artifact: PathBuf,
+        /// Where to write the reproducer.
+        #[arg(long, default_value = "vkdiff-out/repro")]
+        out: PathBuf,
+    },
     /// Build the HTML report from a report.jsonl (also one cut short by a crash).
     Report {
         /// The report.jsonl a run wrote.
@@ -284,8 +333,7 @@ impl RunPlan {
         label: &str,
         shared: &Shared,
     ) -> Result<(), String> {
-        let exe =
-            std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?;
+        let exe = own_executable()?;
         let mut args = vec!["--shaders".to_string(), self.shaders.display().to_string()];
         if let Some(d) = device {
             args.extend(["--device".to_string(), d.to_string()]);
@@ -367,6 +415,16 @@ impl RunPlan {
             shared.reports.lock().unwrap().push((index, r));
         }
     }
+}
+
+/// The running vkdiff binary, for worker processes. On Linux `/proc/self/exe`, which keeps naming
+/// this image even when a rebuild replaces the file on disk mid-campaign.
+pub(crate) fn own_executable() -> Result<PathBuf, String> {
+    let proc_self = PathBuf::from("/proc/self/exe");
+    if proc_self.exists() {
+        return Ok(proc_self);
+    }
+    std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))
 }
 
 /// Appends a line to the JSON report; a report that cannot be written is said once and dropped,
@@ -596,6 +654,27 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 ExitCode::FAILURE
             })
         }
+        Command::FuzzRepro {
+            kernel,
+            artifact,
+            out,
+        } => {
+            kernels::select(std::slice::from_ref(&kernel), None)?;
+            let data =
+                std::fs::read(&artifact).map_err(|e| format!("{}: {e}", artifact.display()))?;
+            let case = fuzzing::case_from_bytes(&kernel, &data)
+                .ok_or_else(|| format!("{kernel} has no variants"))?;
+            let finding = format!("found by cargo fuzz: {}", artifact.display());
+            let path = fuzzing::reproducer(&case, finding, "", "")
+                .write(&out)
+                .map_err(|e| format!("{}: {e}", out.display()))?;
+            println!(
+                "case: {case}\nreproducer: {}\nreplay with: vkdiff replay {}",
+                path.display(),
+                path.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Report { file, html } => {
             let lines = report::read(&file)?;
             let html = html.unwrap_or_else(|| file.with_extension("html"));
@@ -642,6 +721,47 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 }
                 other => Err(other.explain().trim_end().to_string()),
             }
+        }
+        Command::Mutate {
+            target,
+            ops,
+            variant,
+            files,
+            cases,
+            budget,
+            time,
+            seed,
+            out,
+            case_timeout,
+            no_repeat,
+        } => {
+            target.apply();
+            let case_timeout = match case_timeout {
+                Some(s) if !(s.is_finite() && s > 0.0) => {
+                    return Err(format!(
+                        "--case-timeout {s} is not a positive number of seconds"
+                    ))
+                }
+                s => s.map(Duration::from_secs_f64),
+            };
+            let opts = crate::mutate::Options {
+                shaders: shader_dir(&target)?,
+                device: target.device.clone(),
+                ops,
+                variant,
+                files,
+                cases,
+                budget,
+                time: time.as_deref().map(parse_duration).transpose()?,
+                seed,
+                out,
+                case_timeout,
+                repeat: !no_repeat,
+            };
+            let report = crate::mutate::run(&opts)?;
+            print!("{}", crate::mutate::table(&report));
+            println!("mutants: {}", opts.out.join("mutants.json").display());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Devices => {
             let instance = Instance::new().map_err(|e| e.to_string())?;

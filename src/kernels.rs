@@ -31,12 +31,22 @@ pub struct Kernel {
 pub enum VariantParams {
     /// The one wkv7 variant.
     Wkv7,
+    /// Scalar flash attention with K and V of type `kv`.
+    FlashAttn {
+        /// K and V's type.
+        kv: DType,
+    },
     /// Mat-vec over A type `a` and B type `b`.
     MulMatVec {
         /// A's type.
         a: DType,
         /// B's type.
         b: DType,
+    },
+    /// Single-token MUL_MAT_ID through the mat-vec kernel, experts of type `a`, B f32.
+    MulMatVecId {
+        /// The experts' type.
+        a: DType,
     },
 }
 
@@ -63,7 +73,12 @@ impl Variant {
 }
 
 /// Every kernel vkdiff tests.
-pub const KERNELS: &[Kernel] = &[cases::wkv7::KERNEL, cases::mul_mat_vec::KERNEL];
+pub const KERNELS: &[Kernel] = &[
+    cases::wkv7::KERNEL,
+    cases::mul_mat_vec::KERNEL,
+    cases::mul_mat_vec_id::KERNEL,
+    cases::flash_attn::KERNEL,
+];
 
 /// The kernel named `name`.
 pub fn kernel(name: &str) -> Option<&'static Kernel> {

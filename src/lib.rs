@@ -7,7 +7,9 @@
 //! - [`compare`]: per-element verdicts.
 //! - [`campaign`]: running, shrinking, summarising; [`repro`]: reproducer files;
 //!   [`report`]: the streamed JSON report and the HTML page.
+//! - [`mutate`]: mutation testing of a shader tree (how strong the suite is).
 //! - [`bench`]: timing on realistic shapes against measured device ceilings.
+//! - [`fuzzing`]: fuzzer bytes → cases through each kernel's strategy.
 //! - [`cli`]: the command line (parsing apart from running).
 //! - [`worker`]: where cases are evaluated (in process, or in a restartable worker process).
 #![deny(missing_docs)]
@@ -17,7 +19,9 @@ pub mod campaign;
 pub mod cases;
 pub mod cli;
 pub mod compare;
+pub mod fuzzing;
 pub mod kernels;
+pub mod mutate;
 pub mod report;
 pub mod repro;
 pub mod tolerance;

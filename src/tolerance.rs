@@ -32,8 +32,9 @@ pub fn subnormal_floor(terms: usize) -> f64 {
     (terms as f64 + 1.0) * f32::MIN_POSITIVE as f64
 }
 
-/// Mat-vec (§5.7): each of BLOCK_SIZE invocations accumulates a strided share of the K terms
-/// sequentially (⌈K/BLOCK_SIZE⌉ additions, plus 3 for reading B in vec4 chunks and the scale
+/// Mat-vec (§5.7) with float A (see [`mul_mat_vec_depth_of`] for the block formats, whose
+/// bodies take the K dimension in 8- or 16-element pieces): each of BLOCK_SIZE invocations
+/// accumulates a strided share of the K terms sequentially (⌈K/BLOCK_SIZE⌉ additions, plus 3 for reading B in vec4 chunks and the scale
 /// multiplication), then the partial sums are combined by a tree of depth ⌈log₂ BLOCK_SIZE⌉.
 /// Formats with a minimum round d·q + m once more. Bound = γ(depth)·Σ_k|a_mk·b_nk| + floor.
 pub fn mul_mat_vec_depth(k: usize, block_size: u32, has_min: bool) -> f64 {
@@ -42,7 +43,8 @@ pub fn mul_mat_vec_depth(k: usize, block_size: u32, has_min: bool) -> f64 {
     per_invocation + tree + 3.0 + if has_min { 1.0 } else { 0.0 }
 }
 
-/// Bounds for mat-vec outputs from their exact magnitudes Σ|a·b|.
+/// Bounds for mat-vec outputs from their exact magnitudes Σ|a·b|, by [`mul_mat_vec_depth`]
+/// (float A; [`mul_mat_vec_bounds_of`] covers every A type).
 pub fn mul_mat_vec_bounds(
     magnitudes: &[f64],
     k: usize,
@@ -54,6 +56,88 @@ pub fn mul_mat_vec_bounds(
         .iter()
         .map(|m| g * m + subnormal_floor(k))
         .collect()
+}
+
+/// Mat-vec depth for A type `a`, by the body that computes it (§5: the generic body of
+/// `mul_mat_vec.comp` or a per-type super-block body). This refines [`mul_mat_vec_depth`], which
+/// describes only float A exactly:
+///
+/// * **float A** (f32, f16, bf16): one element per step, [`mul_mat_vec_depth`] unchanged.
+/// * **generic body, block A** (q4_0 … q8_0, iq4_nl, iq4_xs): an invocation takes 8-element
+///   chunks tid, tid + BLOCK_SIZE, …, so it folds up to c = ⌈⌈K/8⌉/BLOCK_SIZE⌉ chunks of 8
+///   terms into its sum: at most 8c roundings per term (our body: 8 sequential fmas per chunk;
+///   a body that forms two vec4 dot products per chunk, rounds their sum and then the
+///   accumulation, needs at most c + 5 ≤ 8c). This can exceed ⌈K/BLOCK_SIZE⌉ + 3 when K is
+///   small against 8·BLOCK_SIZE (e.g. K = 32, BLOCK_SIZE = 32: 8 against 4), which is why the
+///   count is by chunks. d·q is exact in f32 for every block format of this body (at most 23
+///   significant bits: 11 of d, 12 of iq4_xs's kvalue·(ls − 32)); with a min, d·q + m rounds
+///   once more. Then the ⌈log₂ BLOCK_SIZE⌉ tree.
+/// * **K-quant bodies** (q2_K … q6_K, `mul_mat_vec_q*_k.comp`): 16 invocations per 256-element
+///   super-block (§5.4); invocation tid takes the 16-element share tid mod 16 of super-blocks
+///   ⌊tid/16⌋, ⌊tid/16⌋ + BLOCK_SIZE/16, …, i.e. up to S = ⌈(K/256)/(BLOCK_SIZE/16)⌉ of them.
+///   A share is summed with at most 16 roundings per term (Σ q·b over 16 elements; the scale
+///   products d·sc and dmin·m are exact in f32: ≤ 11 + 8 bits), then folded into the running
+///   sum with one rounding per super-block, or two for the formats with a min (q2_K, q4_K,
+///   q5_K), whose min part Σ b·dmin·m is folded separately. Depth 16 + S (16 + 2S with a min)
+///   plus the tree. Our bodies (`mul_mat_vec_superblock.comp`) reach exactly this depth when
+///   the device does not fuse fma (Vulkan allows a multiply and an add) and one less with a
+///   min when it does; ggml's per-type bodies split the share into short dot products combined
+///   with the scales, which stays within it.
+pub fn mul_mat_vec_depth_of(a: vkdiff_reference::DType, k: usize, block_size: u32) -> f64 {
+    use vkdiff_reference::DType;
+    let bs = block_size.max(1) as usize;
+    let tree = (bs as f64).log2().ceil();
+    let per_super_block = match a {
+        DType::Q2_K | DType::Q4_K | DType::Q5_K => Some(2),
+        DType::Q3_K | DType::Q6_K => Some(1),
+        _ => None,
+    };
+    if let Some(folds) = per_super_block {
+        let lanes = (bs / 16).max(1);
+        let s = (k / 256).div_ceil(lanes);
+        return 16.0 + (folds * s) as f64 + tree;
+    }
+    if !a.is_quantized() {
+        return mul_mat_vec_depth(k, block_size, false);
+    }
+    let chunks = k.div_ceil(8).div_ceil(bs);
+    let has_min = matches!(a, DType::Q4_1 | DType::Q5_1);
+    (8 * chunks) as f64 + tree + if has_min { 1.0 } else { 0.0 }
+}
+
+/// Bounds for mat-vec outputs with A of type `a` ([`mul_mat_vec_depth_of`]) from their exact
+/// magnitudes Σ|a·b| (Σ(|d·sc·q| + |dmin·m|)·|b| for K-quants with a min).
+///
+/// The subnormal floor of the K-quant bodies is scaled by 2²³: a partial sum flushed to zero
+/// loses < 2⁻¹²⁶ before it is multiplied by d·sc or dmin·m (|·| ≤ 65504·128 < 2²³), over at most
+/// 3K flushable operations (a product-sum and a b-sum per element, and the folds).
+pub fn mul_mat_vec_bounds_of(
+    magnitudes: &[f64],
+    k: usize,
+    block_size: u32,
+    a: vkdiff_reference::DType,
+) -> Vec<f64> {
+    use vkdiff_reference::DType;
+    let g = gamma(mul_mat_vec_depth_of(a, k, block_size));
+    let floor = match a {
+        DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => {
+            subnormal_floor(3 * k) * f64::from(1u32 << 23)
+        }
+        _ => subnormal_floor(k),
+    };
+    magnitudes.iter().map(|m| g * m + floor).collect()
+}
+
+/// Mat-vec ID (§5 with MUL_MAT_ID=1): each workgroup is a non-ID mat-vec workgroup with
+/// NUM_COLS = 1 whose A matrix is the slot's expert, so every output has the mat-vec reduction
+/// structure and its bound ([`mul_mat_vec_bounds_of`]) for the experts' type `a`.
+pub fn mul_mat_vec_id_bounds(
+    magnitudes: &[f64],
+    k: usize,
+    block_size: u32,
+    a: vkdiff_reference::DType,
+) -> Vec<f64> {
+    mul_mat_vec_bounds_of(magnitudes, k, block_size, a)
 }
 
 /// RWKV-7 (§10): a first-order running error analysis of the recurrence, evaluated on the exact
@@ -105,6 +189,215 @@ pub fn wkv7_bounds(s: usize, h: usize, t: usize, seqs: usize, inputs: [&[f64]; 7
     bounds
 }
 
+/// What the flash-attention error model needs to know about one dispatch (§9.5–9.7): the
+/// reduction structure the interface fixes and the op's parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct FlashAttnShape {
+    /// Head size D.
+    pub d: usize,
+    /// Keys KV.
+    pub kv: usize,
+    /// Keys per tile (Bc).
+    pub bc: u32,
+    /// Workgroup size.
+    pub wg: u32,
+    /// Invocations per key's dot product (D_split).
+    pub d_split: u32,
+    /// KV splits (1: none).
+    pub split_k: u32,
+    /// logit_softcap (0: none).
+    pub softcap: f32,
+    /// The ALiBi constants (slopes are exactly 1 when max_bias ≤ 0).
+    pub alibi: vkdiff_reference::ops::flash_attn::Alibi,
+}
+
+/// Relative error bound of the shader's ALiBi slope `pow(base, e)`. Vulkan's precision rules
+/// (SPIR-V Vulkan environment, GLSL.std.450 table) give pow no bound of its own: it is
+/// *inherited from exp2(y·log2(x))*, with log2 within 2⁻²¹ absolute on [0.5, 2] and 3 ULP
+/// outside, the product y·log2(x) correctly rounded, and exp2(z) within 3 + 2|z| ULP (one ULP
+/// of a normal value is at most 2u relative). An error Δz in z becomes a factor 2^Δz.
+pub fn alibi_slope_error(base: f32, e: u32) -> f64 {
+    let (b, y) = (base as f64, e as f64);
+    let l = b.log2();
+    let z = y * l;
+    let e_log2 = if (0.5..=2.0).contains(&b) {
+        2f64.powi(-21)
+    } else {
+        3.0 * 2.0 * U32 * l.abs()
+    };
+    let dz = y * e_log2 + z.abs() * U32;
+    let exp2 = (3.0 + 2.0 * (z.abs() + dz)) * 2.0 * U32;
+    (1.0 + exp2) * (std::f64::consts::LN_2 * dz).exp() - 1.0
+}
+
+/// Absolute error bound of the shader's tanh(x̂) for |x̂| ≤ `ax`. tanh is inherited from
+/// sinh/cosh, themselves from (exp(x) ∓ exp(−x))/2: each exp within ε = (3 + 2|x|)·2u
+/// relative, the sum and difference rounded (u), the quotient 2.5 ULP (5u). With a = e^|x|,
+/// b = e^−|x| and |tanh| ≤ 1 that gives |Δ| ≤ 2ε + 7u. Past |x| ≈ 88 exp overflows f32 and
+/// the rules bound nothing: the error is then only known to be at most 2 (any value in
+/// [−1, 1]); cases keep softcap arguments below that.
+pub fn tanh_error(ax: f64) -> f64 {
+    if ax > 88.0 {
+        2.0
+    } else {
+        (19.0 + 8.0 * ax) * U32
+    }
+}
+
+/// Flash attention (§9.8, scalar path: everything in f32), per output element, from the exact
+/// terms of its row (see `vkdiff_reference::ops::flash_attn::RowTerms`) and V's exact values.
+///
+/// **Logits.** S_j = s'·(q·k_j) is a D-term dot product of exact inputs (f16 K widens exactly;
+/// q4_0/q8_0 d·q is exact in f32) after one rounding of q·s'. The interface splits it over
+/// D_split invocations, each summing D/D_split terms (ours: sequential fma; upstream: vec4
+/// `dot`s, ≤ 4 roundings each, then an add), combined in a tree of depth log₂ D_split, so
+/// |ΔS_j| ≤ γ(D/D_split + log₂ D_split + 5)·|s'|·Σ_d|q_d·k_jd| + (D + 1)·2⁻¹²⁶ =: σ_dot.
+/// A softcap c adds c·(σ_dot + [`tanh_error`]) (tanh is 1-Lipschitz) and u·|c·tanh| for the
+/// product; a mask adds |slope·m_j|·([`alibi_slope_error`] + u) for the bias product and
+/// u·|S_j| for the sum. Call the total σ_j and σ = max σ_j. Masked keys (−∞) have weight
+/// exactly 0 on both sides (exp(−∞) = +0).
+///
+/// **Weights.** The kernel's weight of key j is w_j·(1 + ρ_j) with w_j = e^(S_j − M). Its
+/// logarithmic error λ_j bounds: the logit error σ_j; exp(Ŝ_j − M̂) with an argument of size
+/// ≤ d_j + 2σ (d_j = M − S_j) rounded (u·|x|) and exp's 3 + 2|x| ULP: 6u + 5u·|x|; and every
+/// rescaling α = exp(M_old − M_new) applied to it later (per tile, per invocation's partial
+/// result in upstream's layout, per split: ⌈KV/Bc⌉ + 2 of them), each 6u + 5u·|Δ|, where the
+/// Δ along one term's path telescope to at most d_j + 2σ. So
+/// λ_j = σ_j + 6u·(⌈KV/Bc⌉ + 3) + 10u·(d_j + 2σ), and |ρ_j| ≤ e^λ_j − 1. Exactly (no first
+/// order): Σ w_j(1+ρ_j)(v_j − O)/Σ w_k(1+ρ_k) = Ô_w − O, so with P the exact softmax
+/// A_d = Σ_j P_j (e^λ_j − 1)|v_jd − O_d| / Σ_k P_k e^(−λ_k). Only ratios of weights matter,
+/// so the same identity with every weight taken relative to the largest one, key t (its own
+/// relative error is then 0, the others' at most e^(λ_j + λ_t) − 1, and the denominator at
+/// least P_t), gives A'_d = Σ_(j≠t) P_j (e^(λ_j + λ_t) − 1)|v_jd − O_d| / P_t, which is the
+/// smaller one when one key dominates (huge logits, whose own errors then do not matter);
+/// A_d is the minimum of the two.
+///
+/// **Sums.** Σ_j p_j v_jd and L = Σ_j p_j are f32 chains of depth at most
+/// KV + ⌈KV/Bc⌉ + KV-groups + 2 (each term: the later fmas of its own tile or invocation, one
+/// rescale multiply per later tile, the combination of the WorkGroupSize/D_split column
+/// groups upstream keeps apart, an unfused product), plus k_num + 1 for the split-k reduce.
+/// The final O·(1/L) is 2.5 + 0.5 ULP (6u). With Ow = |O_d| + A_d and S1 the larger of the
+/// kernel's normalised weights times |v| (the minimum of Σ_j P_j e^λ_j |v_jd| / Σ_k P_k e^(−λ_k)
+/// and |v_td| + Σ_(j≠t) P_j e^(λ_j + λ_t)|v_jd| / P_t, as above):
+/// bound = A_d + (γ(d_pv)·S1 + γ(d_L)·Ow)·(1 + 6u)/(1 − γ(d_L)) + 6u·Ow
+///         + (KV + D + 1)·2⁻¹²⁶·(1 + 2 max_j|v_jd|)  (flushed subnormal weights and products).
+///
+/// Fully masked rows and rows with a non-finite logit get bound 0: their exact value is NaN.
+pub fn flash_attn_bounds(
+    shape: &FlashAttnShape,
+    fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
+    v_values: &[f64],
+    v_ne: [usize; 4],
+) -> Vec<f64> {
+    let FlashAttnShape {
+        d,
+        kv,
+        bc,
+        wg,
+        d_split,
+        split_k,
+        softcap,
+        alibi,
+    } = *shape;
+    let d_split = d_split.max(1);
+    let log_split = (d_split as f64).log2().ceil();
+    let g_dot = gamma((d / d_split as usize) as f64 + log_split + 5.0);
+    let tiles = kv.div_ceil(bc.max(1) as usize) as f64;
+    let groups = (wg / d_split).max(1) as f64;
+    let split_depth = if split_k > 1 {
+        split_k as f64 + 1.0
+    } else {
+        0.0
+    };
+    let depth = kv as f64 + tiles + groups + 2.0 + split_depth;
+    let (g_pv, g_l) = (gamma(depth), gamma(depth));
+    let rescale = 6.0 * U32 * (tiles + 3.0);
+    let cap = softcap as f64;
+    let floor_dot = subnormal_floor(d);
+    let floor_out = subnormal_floor(kv + d);
+    let dv = fa.out.ne[0];
+    let mut bounds = vec![0.0; fa.out.values.len()];
+    for (r, (row, out)) in fa.rows.iter().zip(bounds.chunks_exact_mut(dv)).enumerate() {
+        if row.fully_masked || row.non_finite {
+            continue;
+        }
+        let slope_err = if alibi.max_bias > 0.0 {
+            let (base, e) = alibi.slope_parts(row.h);
+            alibi_slope_error(base, e)
+        } else {
+            0.0
+        };
+        let sigma: Vec<f64> = (0..kv)
+            .map(|j| {
+                if row.logits[j] == f64::NEG_INFINITY {
+                    return 0.0;
+                }
+                let s_dot = g_dot * row.dot_magnitude[j] + floor_dot;
+                let mut s = if cap != 0.0 {
+                    let t = row.x[j].tanh();
+                    cap.abs() * (s_dot + tanh_error(row.x[j].abs() + s_dot)) + U32 * (cap * t).abs()
+                } else {
+                    s_dot
+                };
+                if row.mask[j] != 0.0 {
+                    let bias = (row.slope * row.mask[j]).abs();
+                    s += bias * (slope_err + U32) + U32 * row.logits[j].abs();
+                }
+                s
+            })
+            .collect();
+        let live = |j: &usize| row.logits[*j] != f64::NEG_INFINITY;
+        let max = (0..kv)
+            .filter(live)
+            .map(|j| row.logits[j])
+            .fold(f64::NEG_INFINITY, f64::max);
+        let sigma_max = (0..kv).filter(live).map(|j| sigma[j]).fold(0.0, f64::max);
+        let lambda: Vec<f64> = (0..kv)
+            .map(|j| {
+                let dj = max - row.logits[j] + 2.0 * sigma_max;
+                (sigma[j] + rescale + 10.0 * U32 * dj).min(700.0)
+            })
+            .collect();
+        let den: f64 = (0..kv)
+            .filter(live)
+            .map(|j| row.weights[j] * (-lambda[j]).exp())
+            .sum();
+        let top = (0..kv)
+            .filter(live)
+            .find(|&j| row.logits[j] == max)
+            .expect("a live key");
+        let (p_top, l_top) = (row.weights[top], lambda[top]);
+        let (iv2, iv3) = row.v_index;
+        let v_at = |j: usize| ((iv3 * v_ne[2] + iv2) * v_ne[1] + j) * v_ne[0];
+        let first = r * dv;
+        for (i, b) in out.iter_mut().enumerate() {
+            let o = fa.out.values[first + i];
+            let (mut a, mut s1, mut vmax) = (0.0, 0.0, 0.0f64);
+            let (mut a_top, mut s1_top) = (0.0, v_values[v_at(top) + i].abs());
+            for j in (0..kv).filter(live) {
+                let v = v_values[v_at(j) + i];
+                let p = row.weights[j];
+                a += p * lambda[j].exp_m1() * (v - o).abs();
+                s1 += p * lambda[j].exp() * v.abs();
+                if j != top {
+                    let rel = (lambda[j] + l_top).min(700.0);
+                    a_top += p * rel.exp_m1() * (v - o).abs();
+                    s1_top += p * rel.exp() * v.abs() / p_top;
+                }
+                vmax = vmax.max(v.abs());
+            }
+            let a = (a / den).min(a_top / p_top);
+            let s1 = (s1 / den).min(s1_top);
+            let ow = o.abs() + a;
+            *b = a
+                + (g_pv * s1 + g_l * ow) * (1.0 + 6.0 * U32) / (1.0 - g_l)
+                + 6.0 * U32 * ow
+                + floor_out * (1.0 + 2.0 * vmax);
+        }
+    }
+    bounds
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +405,27 @@ mod tests {
     #[test]
     fn gamma_is_about_d_times_u() {
         assert!((gamma(10.0) / (10.0 * U32) - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn mat_vec_depth_by_body() {
+        use vkdiff_reference::DType;
+        // Float A: the element-wise model.
+        assert_eq!(
+            mul_mat_vec_depth_of(DType::F16, 256, 32),
+            mul_mat_vec_depth(256, 32, false)
+        );
+        // Generic block body: K = 32 over 32 invocations is 4 chunks, one per invocation: 8
+        // sequential fmas and a 5-level tree (the element count ⌈K/32⌉ = 1 would say 1).
+        assert_eq!(mul_mat_vec_depth_of(DType::Q4_0, 32, 32), 8.0 + 5.0);
+        assert_eq!(mul_mat_vec_depth_of(DType::Q4_1, 32, 32), 8.0 + 5.0 + 1.0);
+        // K = 2048 over 16 invocations: 256 chunks, 16 each.
+        assert_eq!(mul_mat_vec_depth_of(DType::Iq4Xs, 2048, 16), 128.0 + 4.0);
+        // K-quants: K = 768 (3 super-blocks) over 16 invocations (one lane of super-blocks):
+        // S = 3; over 32 invocations (two lanes): S = 2.
+        assert_eq!(mul_mat_vec_depth_of(DType::Q6_K, 768, 16), 16.0 + 3.0 + 4.0);
+        assert_eq!(mul_mat_vec_depth_of(DType::Q4_K, 768, 16), 16.0 + 6.0 + 4.0);
+        assert_eq!(mul_mat_vec_depth_of(DType::Q2_K, 768, 32), 16.0 + 4.0 + 5.0);
     }
 
     #[test]
@@ -131,5 +445,355 @@ mod tests {
         let e_st = e_sa + gamma(3.0) * (2.0 + 1.0 + 2.0) + subnormal_floor(1);
         assert!((b[1] - e_st).abs() < 1e-20);
         assert!((b[0] - (e_st + gamma(1.0) * 5.0 + subnormal_floor(1))).abs() < 1e-20);
+    }
+}
+
+// ---- Matrix-matrix (mul_mm.comp, MUL_MAT and MUL_MAT_ID) ----
+
+/// A floating-point format a value is rounded to on the matrix-matrix path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fp {
+    /// IEEE binary16 (float16_t).
+    F16,
+    /// bfloat16.
+    Bf16,
+    /// IEEE binary32.
+    F32,
+}
+
+impl Fp {
+    /// Relative error of one rounding into the format. f16 results may be computed through
+    /// f32 and rounded twice (CPU drivers do: an f16 fma becomes an f32 fma and a conversion),
+    /// which can miss the nearest f16 by one f32 half-ulp: u16 + u32 with u16 = 2⁻¹¹.
+    pub fn unit(self) -> f64 {
+        match self {
+            Fp::F16 => 2f64.powi(-11) + U32,
+            Fp::Bf16 => 2f64.powi(-8),
+            Fp::F32 => U32,
+        }
+    }
+
+    /// The smallest normal value: below it a result may be flushed to zero.
+    pub fn min_normal(self) -> f64 {
+        match self {
+            Fp::F16 => 2f64.powi(-14),
+            Fp::Bf16 | Fp::F32 => f64::from(f32::MIN_POSITIVE),
+        }
+    }
+
+    /// The largest finite value: a result that may exceed it may round to ±∞.
+    pub fn max_finite(self) -> f64 {
+        match self {
+            Fp::F16 => 65504.0,
+            Fp::Bf16 => f64::from(half::bf16::MAX.to_f32()),
+            Fp::F32 => f64::from(f32::MAX),
+        }
+    }
+
+    /// Whether `x` is a number of the format (no rounding needed).
+    pub fn holds(self, x: f64) -> bool {
+        match self {
+            Fp::F16 => half::f16::from_f64(x).to_f64() == x,
+            Fp::Bf16 => half::bf16::from_f64(x).to_f64() == x,
+            Fp::F32 => (x as f32) as f64 == x,
+        }
+    }
+
+    /// Bound on the error of rounding a value whose magnitude lies in [lo, hi] into the
+    /// format: u·hi while the value is surely normal, hi when it is surely below the smallest
+    /// normal (flushed, or rounded to a subnormal), the larger of both otherwise.
+    pub fn rounding(self, lo: f64, hi: f64) -> f64 {
+        let (u, tiny) = (self.unit(), self.min_normal());
+        if lo >= tiny {
+            u * hi
+        } else if hi < tiny {
+            hi
+        } else {
+            (u * hi).max(tiny)
+        }
+    }
+
+    /// Bound on the error of using an exact value of magnitude in [lo, hi] that needs no
+    /// rounding: nothing, unless it may be subnormal and flushed to zero.
+    pub fn flushing(self, lo: f64, hi: f64) -> f64 {
+        let tiny = self.min_normal();
+        if lo >= tiny {
+            0.0
+        } else {
+            hi.min(tiny)
+        }
+    }
+}
+
+/// The arithmetic of one mul_mm dispatch (§6.6), as the runner's plan describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MulMmArith {
+    /// A's values are d·q + m (q4_1, q5_1) or d·sc·q − dmin·m (q2_K, q4_K, q5_K) evaluated in
+    /// f32 — one rounding — before anything else (also when the host dequantizes A to f16).
+    pub a_min_rounding: bool,
+    /// The format A's values are rounded to before they are multiplied: FLOAT_TYPE (f16 in
+    /// fp16 mode, f32 in fp32 mode and for bf16, whose values it holds exactly).
+    pub a_operand: Fp,
+    /// The same for B: FLOAT_TYPE, or the type the host converted B to (bf16 for a bf16 A).
+    pub b_operand: Fp,
+    /// ACC_TYPE: f16 (the `_f16acc` variants) or f32.
+    pub acc: Fp,
+    /// K splits (1: none); split s sums k in [s·k_split, min(K, (s + 1)·k_split)).
+    pub split_k: usize,
+    /// K range of a split.
+    pub k_split: usize,
+}
+
+impl MulMmArith {
+    /// Whether products of two operands are exact in the accumulator: f16·f16 (22 significant
+    /// bits, at least 2⁻⁴⁸) and bf16·bf16 (16 bits; it may be subnormal in f32) are exact in
+    /// f32; every product rounds in an f16 accumulator, and f32·f32 in f32.
+    pub fn exact_products(&self) -> bool {
+        self.acc == Fp::F32 && self.a_operand != Fp::F32 && self.b_operand != Fp::F32
+    }
+}
+
+/// Bounds on one matrix-matrix result, and which elements may be non-finite.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MulMmBounds {
+    /// |got − want| bound per dst element.
+    pub bounds: Vec<f64>,
+    /// Elements whose computation may overflow the accumulator or an operand (f16: 65504):
+    /// upstream's kernel has no clamping at this commit (§12 later-changed 7), so ±∞ (and NaN
+    /// after ∞ − ∞ or ∞·0) is what it legitimately produces there.
+    pub may_overflow: Vec<bool>,
+}
+
+impl MulMmBounds {
+    /// The expectations to judge `got` by: `want`, except NaN (not judged, see compare.rs)
+    /// where the computation may overflow and the kernel's value is indeed non-finite. A
+    /// finite value there is judged by the bound as usual: under round-to-nearest an overflow
+    /// to ±∞ never comes back to a finite value, so a finite result means no overflow
+    /// happened and the analysis holds (an operand that surely overflows has an infinite
+    /// bound: any finite value is then accepted, as Vulkan leaves arithmetic on ±∞ undefined).
+    pub fn judged_want(&self, got: &[f32], want: &[f64]) -> Vec<f64> {
+        want.iter()
+            .zip(got)
+            .zip(&self.may_overflow)
+            .map(|((&w, &g), &ovf)| if ovf && !g.is_finite() { f64::NAN } else { w })
+            .collect()
+    }
+}
+
+/// Error of one operand: the exact value `x`, rounded to f32 first when `pre32`, then to
+/// `fmt`; infinite when it may round to ±∞ (an f16 conversion of |x| > 65504).
+fn mul_mm_operand_error(x: f64, pre32: bool, fmt: Fp) -> f64 {
+    let ax = x.abs();
+    if ax == 0.0 || !ax.is_finite() {
+        return 0.0;
+    }
+    if fmt.holds(x) {
+        // Exact in the format (then also in f32, so the pre-rounding is exact too).
+        return fmt.flushing(ax, ax);
+    }
+    let pre = if pre32 && !Fp::F32.holds(x) {
+        U32 * ax
+    } else {
+        0.0
+    };
+    let (lo, hi) = (ax - pre, ax + pre);
+    if hi > fmt.max_finite() {
+        return f64::INFINITY;
+    }
+    pre + fmt.rounding(lo, hi)
+}
+
+/// Matrix-matrix bounds (§6.6): a forward running error analysis of exactly the arithmetic
+/// the interface fixes, evaluated along the exact partial sums.
+///
+/// **What is computed.** Output (m, n) of split s is one chain in one invocation:
+/// σ ← 0; σ ← fl(σ + fl(â_k·b̂_k)) for k ascending over the split's range, in ACC_TYPE; the
+/// f32 partial sums of the splits are then added in split order by the reduce shader. â and b̂
+/// are A's and B's values as staged: a block value is d·q (+ m) in f32 (exact without a min,
+/// one rounding with one), then rounded to FLOAT_TYPE (f16 in fp16 mode: 2⁻¹¹ relative per
+/// operand; f32 values, and f16 and bf16 ones that the format holds, stay exact); a B that
+/// the host converted is rounded once to its new type.
+///
+/// **Why a running bound and not γ(K)·Σ|a·b|.** With f16 accumulators every add rounds by
+/// up to u16 = 2⁻¹¹ of the running sum, so γ16(K) = K·u16/(1 − K·u16) exceeds 1 at K = 1024
+/// and is undefined from K = 2048: the a-priori bound says nothing exactly where f16
+/// accumulation matters. The running bound replaces Σ|terms| by the sizes the partial sums
+/// really reach: with D_k the error carried into step k,
+///   e_in  = |a|·e_b + |b|·e_a + e_a·e_b            (operand rounding, |â·b̂ − a·b|)
+///   e_p   = rounding of the product into ACC_TYPE (0 when exact: f16·f16 in f32)
+///   D     = E_{k−1} + e_in + e_p (+ a flushed subnormal running sum)
+///   E_k   = D + rounding of a value within D of the exact partial sum s_k, i.e. of magnitude
+///           at most |s_k| + D
+/// so E_K bounds |σ − s_K| rigorously by induction (Wilkinson's running error analysis, with
+/// the exact partial sums standing in for the computed ones). It is as large as γ(K)·Σ|a·b|
+/// when every partial sum is as large as the total (all terms of one sign: then f16
+/// accumulation really does stagnate), and about √K times smaller for mixed signs. Roundings
+/// are charged as an unfused multiply and add, which also bounds a fused fma.
+///
+/// **Subnormals and overflow.** Vulkan may flush subnormal inputs and results to zero: a
+/// value that may lie below the format's smallest normal is charged its full size (at most
+/// 2⁻¹⁴ in f16). Steps where an operand, a product or a partial sum may exceed the largest
+/// finite value are marked in [`MulMmBounds::may_overflow`] (see [`MulMmBounds::judged_want`]).
+///
+/// `a_rows`/`b_rows` are the exact values of A's and B's rows (K each, as the reference
+/// decodes them); dst column c (an (n, batch) or (slot, token) pair) multiplies A rows
+/// `columns[c].0 .. + m` by B row `columns[c].1`; dst is column-major, M fastest.
+pub fn mul_mm_bounds(
+    arith: &MulMmArith,
+    k: usize,
+    m: usize,
+    a_rows: &[f64],
+    b_rows: &[f64],
+    columns: &[(usize, usize)],
+) -> MulMmBounds {
+    use rayon::prelude::*;
+    let errors = |rows: &[f64], pre32: bool, fmt: Fp| -> Vec<f64> {
+        rows.par_iter()
+            .map(|&x| mul_mm_operand_error(x, pre32, fmt))
+            .collect()
+    };
+    let ea = errors(a_rows, arith.a_min_rounding, arith.a_operand);
+    let eb = errors(b_rows, false, arith.b_operand);
+    let acc = arith.acc;
+    let exact = arith.exact_products();
+    let split_k = arith.split_k.max(1);
+    let k_split = if split_k > 1 { arith.k_split } else { k };
+    let mut bounds = vec![0.0; m * columns.len()];
+    let mut may_overflow = vec![false; m * columns.len()];
+    bounds
+        .par_chunks_mut(m.max(1))
+        .zip(may_overflow.par_chunks_mut(m.max(1)))
+        .zip(columns.par_iter())
+        .for_each(|((out, ovf_out), &(a_first, b_row))| {
+            let b = &b_rows[b_row * k..][..k];
+            let eb = &eb[b_row * k..][..k];
+            for (i, (o, ovf_o)) in out.iter_mut().zip(ovf_out.iter_mut()).enumerate() {
+                let a = &a_rows[(a_first + i) * k..][..k];
+                let ea = &ea[(a_first + i) * k..][..k];
+                let mut ovf = false;
+                let (mut total, mut total_err) = (0.0f64, 0.0f64);
+                for s in 0..split_k {
+                    let (from, to) = ((s * k_split).min(k), ((s + 1) * k_split).min(k));
+                    let (mut sum, mut err) = (0.0f64, 0.0f64);
+                    for kk in from..to {
+                        let (x, y, ex, ey) = (a[kk], b[kk], ea[kk], eb[kk]);
+                        let (ax, ay) = (x.abs(), y.abs());
+                        let e_in = ax * ey + ay * ex + ex * ey;
+                        let hi = (ax + ex) * (ay + ey);
+                        let lo = (ax - ex).max(0.0) * (ay - ey).max(0.0);
+                        let e_p = if exact {
+                            acc.flushing(lo, hi)
+                        } else {
+                            acc.rounding(lo, hi)
+                        };
+                        // The running sum as an input may be a flushed subnormal.
+                        let e_sin = acc.flushing((sum.abs() - err).max(0.0), sum.abs() + err);
+                        sum += x * y;
+                        let d = err + e_in + e_p + e_sin;
+                        let (xlo, xhi) = ((sum.abs() - d).max(0.0), sum.abs() + d);
+                        if !(hi <= acc.max_finite() && xhi <= acc.max_finite()) {
+                            ovf = true;
+                        }
+                        err = d + acc.rounding(xlo, xhi);
+                    }
+                    if split_k == 1 {
+                        (total, total_err) = (sum, err);
+                    } else {
+                        // The reduce: f32 adds in split order (the f16 partial widens exactly).
+                        total += sum;
+                        let d = total_err + err;
+                        let (xlo, xhi) = ((total.abs() - d).max(0.0), total.abs() + d);
+                        total_err = d + Fp::F32.rounding(xlo, xhi);
+                    }
+                }
+                let _ = total;
+                *o = total_err;
+                *ovf_o = ovf || !total_err.is_finite();
+            }
+        });
+    MulMmBounds {
+        bounds,
+        may_overflow,
+    }
+}
+
+#[cfg(test)]
+mod mul_mm_tests {
+    use super::*;
+
+    fn arith(acc: Fp) -> MulMmArith {
+        MulMmArith {
+            a_min_rounding: false,
+            a_operand: Fp::F16,
+            b_operand: Fp::F16,
+            acc,
+            split_k: 1,
+            k_split: 0,
+        }
+    }
+
+    #[test]
+    fn exact_f16_inputs_in_f32_cost_one_rounding_per_add() {
+        // 1·1 + 2·1 + 3·1: operands exact in f16, products exact in f32; the adds round at
+        // most u32 of |1|, |3| and |6|.
+        let b = mul_mm_bounds(
+            &arith(Fp::F32),
+            3,
+            1,
+            &[1., 2., 3.],
+            &[1., 1., 1.],
+            &[(0, 0)],
+        );
+        assert!(
+            (b.bounds[0] - U32 * (1.0 + 3.0 + 6.0)).abs() < 1e-20,
+            "{}",
+            b.bounds[0]
+        );
+        assert!(!b.may_overflow[0]);
+    }
+
+    #[test]
+    fn f16_accumulators_charge_products_and_adds() {
+        let u = Fp::F16.unit();
+        let b = mul_mm_bounds(&arith(Fp::F16), 2, 1, &[3., 5.], &[1., 1.], &[(0, 0)]);
+        // Step 1: product 3 (rounding ≤ 3u), sum ≤ 3 + 3u (≤ (3 + 3u)u).
+        let e1 = 3.0 * u + (3.0 + 3.0 * u) * u;
+        // Step 2: product 5 (5u), sum within e1 + 5u of 8.
+        let d2 = e1 + 5.0 * u;
+        let e2 = d2 + (8.0 + d2) * u;
+        assert!((b.bounds[0] - e2).abs() < 1e-15, "{} vs {e2}", b.bounds[0]);
+    }
+
+    #[test]
+    fn f32_operands_are_rounded_to_f16_and_overflow_is_flagged() {
+        let x = 1.0 + 2f64.powi(-20); // not an f16 number
+        let b = mul_mm_bounds(&arith(Fp::F32), 1, 2, &[x, 70000.0], &[1.0], &[(0, 0)]);
+        assert!(b.bounds[0] >= 2f64.powi(-20) * 0.99 && b.bounds[0] < 2f64.powi(-10));
+        assert!(!b.may_overflow[0]);
+        assert!(b.may_overflow[1], "70000 has no f16 value");
+        // In an f16 accumulator 300·300 overflows.
+        let b = mul_mm_bounds(&arith(Fp::F16), 1, 1, &[300.0], &[300.0], &[(0, 0)]);
+        assert!(b.may_overflow[0]);
+        let got = [f32::INFINITY];
+        assert!(b.judged_want(&got, &[90000.0])[0].is_nan());
+        assert_eq!(b.judged_want(&[1.0], &[90000.0])[0], 90000.0);
+    }
+
+    #[test]
+    fn subnormal_f16_operands_may_be_flushed() {
+        let tiny = 2f64.powi(-20); // an f16 subnormal
+        let b = mul_mm_bounds(&arith(Fp::F32), 1, 1, &[tiny], &[1.0], &[(0, 0)]);
+        assert!(b.bounds[0] >= tiny, "the whole product may vanish");
+    }
+
+    #[test]
+    fn splits_add_one_f32_rounding_each() {
+        let mut a = arith(Fp::F32);
+        (a.split_k, a.k_split) = (2, 1);
+        let one = mul_mm_bounds(&arith(Fp::F32), 2, 1, &[1., 2.], &[1., 1.], &[(0, 0)]);
+        let two = mul_mm_bounds(&a, 2, 1, &[1., 2.], &[1., 1.], &[(0, 0)]);
+        // Unsplit: adds of 1 and 3. Split: 1 and 2 alone, then the reduce's 1 and 3.
+        assert!((one.bounds[0] / (U32 * 4.0) - 1.0).abs() < 1e-6);
+        assert!((two.bounds[0] / (U32 * (1.0 + 2.0 + 1.0 + 3.0)) - 1.0).abs() < 1e-6);
     }
 }

@@ -10,8 +10,10 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use vkdiff_gpu::{DeviceCaps, Gpu, ShaderTree};
@@ -135,10 +137,18 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
 
 /// `VKDIFF_INJECT_CRASH=<text>` aborts the worker on a case whose description contains the
 /// text: the stand-in, in tests, for a driver that segfaults inside a shader.
+/// `VKDIFF_INJECT_HANG=<text>` makes it hang there instead (a kernel that never finishes).
 fn fault_injection(case: &Case) {
     if let Ok(needle) = std::env::var("VKDIFF_INJECT_CRASH") {
         if !needle.is_empty() && case.to_string().contains(&needle) {
             std::process::abort();
+        }
+    }
+    if let Ok(needle) = std::env::var("VKDIFF_INJECT_HANG") {
+        if !needle.is_empty() && case.to_string().contains(&needle) {
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
         }
     }
 }
@@ -146,7 +156,9 @@ fn fault_injection(case: &Case) {
 struct Running {
     child: Child,
     stdin: ChildStdin,
-    stdout: ChildStdout,
+    /// The worker's answers, read from its stdout by a thread (so a wait can time out); the
+    /// stream ends with the read error that stopped it.
+    responses: Receiver<std::io::Result<Response>>,
     /// The worker's last stderr lines (driver and validation messages), for crash reports.
     last_words: Arc<Mutex<VecDeque<String>>>,
 }
@@ -183,8 +195,17 @@ pub struct Worker {
     shaders: String,
     caps: DeviceCaps,
     running: Option<Running>,
+    timeout: Option<Duration>,
     /// How many workers were started (1 + restarts).
     pub starts: u32,
+}
+
+/// Why a worker gave no outcome.
+enum NoAnswer {
+    /// It died (or spoke nonsense).
+    Died,
+    /// It took longer than the timeout.
+    TimedOut(Duration),
 }
 
 impl Worker {
@@ -203,6 +224,7 @@ impl Worker {
             shaders,
             caps: DeviceCaps::default(),
             running: None,
+            timeout: None,
             starts: 0,
         };
         w.start()?;
@@ -233,22 +255,44 @@ impl Worker {
                 ))
             }
         }
+        let (send, responses) = mpsc::channel();
+        std::thread::spawn(move || loop {
+            let frame = read_frame::<Response>(&mut stdout);
+            let end = frame.is_err();
+            if send.send(frame).is_err() || end {
+                return;
+            }
+        });
         self.running = Some(Running {
             child,
             stdin,
-            stdout,
+            responses,
             last_words,
         });
         Ok(())
     }
 
-    fn ask(&mut self, case: &Case) -> std::io::Result<Outcome> {
+    /// Limits the time one case may take (None: no limit). A case that runs longer (a kernel
+    /// that never finishes, say a mutated loop bound) has its worker killed and becomes a
+    /// `Crash` outcome "timed out after …"; the next case starts a fresh worker.
+    pub fn set_timeout(&mut self, timeout: Option<Duration>) {
+        self.timeout = timeout;
+    }
+
+    fn ask(&mut self, case: &Case) -> Result<Outcome, NoAnswer> {
         let r = self.running.as_mut().expect("started");
-        let json = serde_json::to_string(case).map_err(std::io::Error::other)?;
-        write_frame(&mut r.stdin, &Request::Evaluate(json))?;
-        match read_frame::<Response>(&mut r.stdout)? {
-            Response::Outcome(o) => Ok(o),
-            other => Err(std::io::Error::other(format!("unexpected {other:?}"))),
+        let json = serde_json::to_string(case).map_err(|_| NoAnswer::Died)?;
+        write_frame(&mut r.stdin, &Request::Evaluate(json)).map_err(|_| NoAnswer::Died)?;
+        let frame = match self.timeout {
+            Some(t) => r.responses.recv_timeout(t).map_err(|e| match e {
+                RecvTimeoutError::Timeout => NoAnswer::TimedOut(t),
+                RecvTimeoutError::Disconnected => NoAnswer::Died,
+            })?,
+            None => r.responses.recv().map_err(|_| NoAnswer::Died)?,
+        };
+        match frame {
+            Ok(Response::Outcome(o)) => Ok(o),
+            _ => Err(NoAnswer::Died),
         }
     }
 }
@@ -270,7 +314,16 @@ impl Evaluator for Worker {
                 }
                 outcome
             }
-            Err(_) => {
+            Err(NoAnswer::TimedOut(t)) => {
+                let mut r = self.running.take().expect("started");
+                let _ = r.child.kill();
+                let _ = r.child.wait();
+                Outcome::Crash(format!(
+                    "timed out after {}s (the worker was killed; a kernel that never finishes?)",
+                    t.as_secs_f64()
+                ))
+            }
+            Err(NoAnswer::Died) => {
                 let mut r = self.running.take().expect("started");
                 drop(r.stdin);
                 let status = r

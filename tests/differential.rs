@@ -72,12 +72,54 @@ variant_tests!(mul_mat_vec {
     q5_1_f16 => "mul_mat_vec_q5_1_f16_f32",
     q8_0_f32 => "mul_mat_vec_q8_0_f32_f32",
     q8_0_f16 => "mul_mat_vec_q8_0_f16_f32",
+    q2_k_f32 => "mul_mat_vec_q2_k_f32_f32",
+    q2_k_f16 => "mul_mat_vec_q2_k_f16_f32",
+    q3_k_f32 => "mul_mat_vec_q3_k_f32_f32",
+    q3_k_f16 => "mul_mat_vec_q3_k_f16_f32",
+    q4_k_f32 => "mul_mat_vec_q4_k_f32_f32",
+    q4_k_f16 => "mul_mat_vec_q4_k_f16_f32",
+    q5_k_f32 => "mul_mat_vec_q5_k_f32_f32",
+    q5_k_f16 => "mul_mat_vec_q5_k_f16_f32",
+    q6_k_f32 => "mul_mat_vec_q6_k_f32_f32",
+    q6_k_f16 => "mul_mat_vec_q6_k_f16_f32",
+    iq4_nl_f32 => "mul_mat_vec_iq4_nl_f32_f32",
+    iq4_nl_f16 => "mul_mat_vec_iq4_nl_f16_f32",
+    iq4_xs_f32 => "mul_mat_vec_iq4_xs_f32_f32",
+    iq4_xs_f16 => "mul_mat_vec_iq4_xs_f16_f32",
+});
+variant_tests!(mul_mat_vec_id {
+    f32 => "mul_mat_vec_id_f32_f32",
+    f16 => "mul_mat_vec_id_f16_f32",
+    q4_0 => "mul_mat_vec_id_q4_0_f32",
+    q4_1 => "mul_mat_vec_id_q4_1_f32",
+    q5_0 => "mul_mat_vec_id_q5_0_f32",
+    q5_1 => "mul_mat_vec_id_q5_1_f32",
+    q8_0 => "mul_mat_vec_id_q8_0_f32",
+    q2_k => "mul_mat_vec_id_q2_k_f32",
+    q3_k => "mul_mat_vec_id_q3_k_f32",
+    q4_k => "mul_mat_vec_id_q4_k_f32",
+    q5_k => "mul_mat_vec_id_q5_k_f32",
+    q6_k => "mul_mat_vec_id_q6_k_f32",
+    iq4_nl => "mul_mat_vec_id_iq4_nl_f32",
+    iq4_xs => "mul_mat_vec_id_iq4_xs_f32",
+});
+
+variant_tests!(flash_attn {
+    f16 => "flash_attn_f32_f16_f16",
+    q4_0 => "flash_attn_f32_f16_q4_0",
+    q8_0 => "flash_attn_f32_f16_q8_0",
 });
 
 /// The named tests above must cover the kernel table exactly.
 #[test]
 fn every_variant_in_the_table_has_a_test() {
-    let tested: Vec<&str> = [wkv7::NAMES, mul_mat_vec::NAMES].concat();
+    let tested: Vec<&str> = [
+        wkv7::NAMES,
+        mul_mat_vec::NAMES,
+        mul_mat_vec_id::NAMES,
+        flash_attn::NAMES,
+    ]
+    .concat();
     for k in KERNELS {
         for v in (k.variants)() {
             assert!(

@@ -105,6 +105,46 @@ fn mat_vec_dropping_the_last_k_element_is_caught_and_shrunk_to_k_1() {
 }
 
 #[test]
+fn mat_vec_id_reading_slot_0s_expert_for_every_slot_is_caught_and_shrunk() {
+    let tree = mutant(
+        "matvec-id-slot0",
+        "mul_mat_vec_base.comp",
+        "data_ids[slot]",
+        "data_ids[0]",
+    );
+    let (case, _) = caught("mul_mat_vec_id_f32_f32", &tree);
+    let Case::MulMatVecId(c) = case else {
+        panic!("mat-vec ID case")
+    };
+    // Minimal: two slots routed to two different experts, one element each.
+    assert_eq!((c.k, c.m, c.n_as, c.n_used), (1, 1, 2, 2), "shrunk to {c}");
+    assert_ne!(c.ids()[0], c.ids()[1], "shrunk to {c}");
+}
+
+#[test]
+fn q4_k_scale_with_the_wrong_high_bits_is_caught_and_shrunk_to_one_super_block() {
+    // Sub-blocks 4..7 of q4_K keep the top 2 bits of their 6-bit scale in byte sb − 4; the
+    // mutant takes them from byte sb (where the min's top bits live), a copy-paste slip that
+    // only shows when those bits differ.
+    let tree = mutant(
+        "matvec-q4k-scale",
+        "mul_mat_vec_q4_k.comp",
+        "scale_top = uint(data_a[ib].scales[sb - 4]) >> 6",
+        "scale_top = uint(data_a[ib].scales[sb]) >> 6",
+    );
+    let (case, _) = caught("mul_mat_vec_q4_k_f32_f32", &tree);
+    let Case::MulMatVec(c) = case else {
+        panic!("mat-vec case")
+    };
+    // Minimal: one row of one super-block, one column, no batches.
+    assert_eq!(
+        (c.k, c.m, c.n, c.ne02 * c.r2 * c.ne03),
+        (256, 1, 1, 1),
+        "shrunk to {c}"
+    );
+}
+
+#[test]
 fn wkv7_with_a_sign_flip_in_the_state_update_is_caught_and_shrunk() {
     let tree = mutant(
         "wkv7-sign",
@@ -122,4 +162,62 @@ fn wkv7_with_a_sign_flip_in_the_state_update_is_caught_and_shrunk() {
         (1, 1, 1, 1),
         "shrunk to {c}"
     );
+}
+
+#[test]
+fn flash_attn_dropping_the_last_key_is_caught_and_shrunk() {
+    let tree = mutant(
+        "fa-kv-bound",
+        "flash_attn_base.comp",
+        "kv_end = min(p.KV, kv_begin + p.split_kv);",
+        "kv_end = min(p.KV - 1, kv_begin + p.split_kv);",
+    );
+    let (case, _) = caught("flash_attn_f32_f16_f16", &tree);
+    let Case::FlashAttn(c) = case else {
+        panic!("flash attention case")
+    };
+    // One query of one head over a few keys shows it (proptest shrinks the fields in order, so
+    // KV can stay at 3 when the other keys were masked while it was being shrunk).
+    assert_eq!((c.d, c.n, c.heads()), (64, 1, 1), "shrunk to {c}");
+    assert!(c.kv <= 3, "shrunk to {c}");
+}
+
+#[test]
+fn flash_attn_with_a_wrong_alibi_exponent_is_caught_and_shrunk() {
+    let tree = mutant(
+        "fa-alibi",
+        "flash_attn_base.comp",
+        "pow(p.m0, float(head + 1))",
+        "pow(p.m0, float(head))",
+    );
+    let (case, _) = caught("flash_attn_f32_f16_q4_0", &tree);
+    let Case::FlashAttn(c) = case else {
+        panic!("flash attention case")
+    };
+    // Needs ALiBi, a mask with finite non-zero entries and two keys to weigh; one head and
+    // the smallest head size suffice. (A mask kind that fully masks row 0 keeps a second row.)
+    assert!(c.max_bias > 0.0, "shrunk to {c}");
+    assert_eq!((c.d, c.heads()), (64, 1), "shrunk to {c}");
+    assert!(c.n <= 2 && (2..=33).contains(&c.kv), "shrunk to {c}");
+}
+
+#[test]
+fn flash_attn_writing_zero_for_a_fully_masked_row_is_its_own_finding() {
+    let tree = mutant(
+        "fa-masked-row",
+        "flash_attn.comp",
+        "vec4(ROW_NAN)",
+        "vec4(0.0)",
+    );
+    let (case, repro) = caught("flash_attn_f32_f16_q8_0", &tree);
+    let Case::FlashAttn(c) = case else {
+        panic!("flash attention case")
+    };
+    assert!(
+        repro.finding.contains("fully masked row"),
+        "reported as a fully masked row: {}",
+        repro.finding
+    );
+    assert_eq!((c.n, c.heads()), (1, 1), "shrunk to {c}");
+    assert!(c.kv <= 3, "shrunk to {c}");
 }

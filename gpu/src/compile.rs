@@ -121,6 +121,14 @@ impl ShaderTree {
         self.dir.join(&variant.file).is_file()
     }
 
+    /// Every variant this tree has handed out SPIR-V for: what the kernels run on it used
+    /// (`vkdiff mutate` learns from it which files each kernel variant compiles).
+    pub fn variants(&self) -> Vec<ShaderVariant> {
+        let mut v: Vec<ShaderVariant> = self.memo.keys().cloned().collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
     /// SPIR-V of `variant`, from memory, the disk cache, or a fresh compile.
     pub fn spirv(&mut self, variant: &ShaderVariant) -> Result<Arc<Spirv>> {
         if let Some(s) = self.memo.get(variant) {

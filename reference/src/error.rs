@@ -43,4 +43,19 @@ pub enum Error {
         /// The type it was given.
         dtype: DType,
     },
+    /// A block format whose ggml reference quantizer the interface notes do not specify (the
+    /// K-quants, iq4_nl, iq4_xs): values cannot be converted to it; use raw blocks.
+    #[error("{dtype}: ggml's reference quantizer for this format is not specified; generate raw blocks instead")]
+    NoQuantizer {
+        /// The block format.
+        dtype: DType,
+    },
+    /// An input value the op has no defined result for (an expert id outside [0, n_as)).
+    #[error("{op}: {reason}")]
+    Value {
+        /// The op that rejected its input.
+        op: &'static str,
+        /// Which value, where, and the valid range.
+        reason: String,
+    },
 }

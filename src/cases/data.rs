@@ -91,9 +91,16 @@ pub enum Scales {
     Subnormal,
     /// Each block picks one of the above.
     Mixed,
+    /// Any 16 bits, NaN and ±∞ included: what a fuzzer or a corrupt file can hold. Outputs that
+    /// become NaN or ±∞ are then not judged (compare.rs), every other element still is.
+    AnyBits,
 }
 
 /// Where a quantized tensor's blocks come from.
+///
+/// For block formats without a specified reference quantizer (the K-quants, iq4_nl, iq4_xs:
+/// `DType::has_quantizer` is false), `Quantized(_)` means `Raw(Scales::Random)`, so strategies
+/// need not know which formats have one; shrinking still ends on the first arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Blocks {
@@ -114,7 +121,8 @@ impl Blocks {
                 Just(Scales::SomeZero),
                 Just(Scales::Extreme),
                 Just(Scales::Subnormal),
-                Just(Scales::Mixed)
+                Just(Scales::Mixed),
+                Just(Scales::AnyBits)
             ]
             .prop_map(Blocks::Raw),
         ]
@@ -144,6 +152,7 @@ fn scale(mode: Scales, rng: &mut ChaCha8Rng) -> f16 {
         Scales::Subnormal => {
             f16::from_bits(rng.gen_range(1u16..0x400) | if sign < 0.0 { 0x8000 } else { 0 })
         }
+        Scales::AnyBits => f16::from_bits(rng.gen()),
         Scales::Mixed => {
             let modes = [
                 Scales::Random,
@@ -160,6 +169,12 @@ fn scale(mode: Scales, rng: &mut ChaCha8Rng) -> f16 {
 /// `blocks`' distribution (raw blocks fall back to Normal); block formats are quantized or raw.
 pub fn tensor(dtype: DType, ne: [usize; 4], blocks: Blocks, seed: u64, stream: u64) -> Tensor {
     let n: usize = ne.iter().product();
+    let blocks = match blocks {
+        Blocks::Quantized(_) if dtype.is_quantized() && !dtype.has_quantizer() => {
+            Blocks::Raw(Scales::Random)
+        }
+        b => b,
+    };
     match (blocks, dtype.is_quantized()) {
         (Blocks::Raw(mode), true) => {
             let mut r = rng(seed, stream);
@@ -210,5 +225,24 @@ mod tests {
         );
         let d = f16::from_le_bytes([t.data()[0], t.data()[1]]);
         assert!(!d.is_normal() && d != f16::ZERO, "{d}");
+    }
+
+    #[test]
+    fn formats_without_a_quantizer_fall_back_to_random_raw_blocks() {
+        for dtype in [DType::Q2_K, DType::Q6_K, DType::Iq4Nl, DType::Iq4Xs] {
+            let ne = [dtype.block_len(), 3, 1, 1];
+            let q = tensor(dtype, ne, Blocks::Quantized(Dist::Large), 9, 0);
+            let raw = tensor(dtype, ne, Blocks::Raw(Scales::Random), 9, 0);
+            assert_eq!(q, raw, "{dtype}");
+            // Every scale field is a finite f16 of the Random range.
+            for block in q.data().chunks_exact(dtype.block_bytes()) {
+                for &at in dtype.f16_fields() {
+                    let v = f16::from_le_bytes([block[at], block[at + 1]])
+                        .to_f32()
+                        .abs();
+                    assert!((1.0 / 1024.0..=1.0).contains(&v), "{dtype}: {v}");
+                }
+            }
+        }
     }
 }

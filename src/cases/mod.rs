@@ -7,7 +7,9 @@
 //! skipped with that name), never a narrowing of the strategy.
 
 pub mod data;
+pub mod flash_attn;
 pub mod mul_mat_vec;
+pub mod mul_mat_vec_id;
 pub mod wkv7;
 
 use std::fmt;
@@ -50,6 +52,10 @@ pub enum Case {
     Wkv7(wkv7::Wkv7Case),
     /// MUL_MAT through the matrix-vector kernel.
     MulMatVec(mul_mat_vec::MulMatVecCase),
+    /// FLASH_ATTN_EXT through the scalar flash-attention kernel.
+    FlashAttn(flash_attn::FlashAttnCase),
+    /// Single-token MUL_MAT_ID through the matrix-vector ID kernel.
+    MulMatVecId(mul_mat_vec_id::MulMatVecIdCase),
 }
 
 impl Case {
@@ -58,6 +64,8 @@ impl Case {
         match self {
             Case::Wkv7(_) => "wkv7",
             Case::MulMatVec(_) => "mul_mat_vec",
+            Case::FlashAttn(_) => "flash_attn",
+            Case::MulMatVecId(_) => "mul_mat_vec_id",
         }
     }
 
@@ -66,6 +74,8 @@ impl Case {
         match self {
             Case::Wkv7(c) => c.variant(),
             Case::MulMatVec(c) => c.variant(),
+            Case::FlashAttn(c) => c.variant(),
+            Case::MulMatVecId(c) => c.variant(),
         }
     }
 
@@ -75,6 +85,8 @@ impl Case {
         match self {
             Case::Wkv7(c) => c.validate(),
             Case::MulMatVec(c) => c.validate(),
+            Case::FlashAttn(c) => c.validate(),
+            Case::MulMatVecId(c) => c.validate(),
         }
     }
 
@@ -86,6 +98,8 @@ impl Case {
         match self {
             Case::Wkv7(c) => c.evaluate(ctx),
             Case::MulMatVec(c) => c.evaluate(ctx),
+            Case::FlashAttn(c) => c.evaluate(ctx),
+            Case::MulMatVecId(c) => c.evaluate(ctx),
         }
     }
 }
@@ -95,6 +109,8 @@ impl fmt::Display for Case {
         match self {
             Case::Wkv7(c) => write!(f, "{c}"),
             Case::MulMatVec(c) => write!(f, "{c}"),
+            Case::FlashAttn(c) => write!(f, "{c}"),
+            Case::MulMatVecId(c) => write!(f, "{c}"),
         }
     }
 }

@@ -26,6 +26,13 @@ pub const A_TYPES: &[DType] = &[
     DType::Q5_0,
     DType::Q5_1,
     DType::Q8_0,
+    DType::Q2_K,
+    DType::Q3_K,
+    DType::Q4_K,
+    DType::Q5_K,
+    DType::Q6_K,
+    DType::Iq4Nl,
+    DType::Iq4Xs,
 ];
 
 /// One MUL_MAT through the mat-vec kernel: dst (M, N, ne02·r2, ne03) = A (K, M, ne02, ne03) × B.
@@ -61,8 +68,8 @@ pub struct MulMatVecCase {
 pub const KERNEL: Kernel = Kernel {
     name: "mul_mat_vec",
     shader: "mul_mat_vec.comp",
-    summary: "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0, B f32/f16",
-    error_model: "γ(⌈K/BLOCK_SIZE⌉ + ⌈log₂ BLOCK_SIZE⌉ + 3 [+1 with a min])·Σ|a·b| (tolerance::mul_mat_vec_bounds)",
+    summary: "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq4_nl/iq4_xs, B f32/f16",
+    error_model: "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants 16+S [2S with min] (tolerance::mul_mat_vec_bounds_of)",
     variants,
     strategy: |v| match v.params {
         VariantParams::MulMatVec { a, b } => strategy(a, b).prop_map(Case::MulMatVec).boxed(),
@@ -90,11 +97,14 @@ fn variants() -> Vec<Variant> {
 }
 
 /// Sizes around every block and workgroup edge, small first; rare huge M exercises the
-/// 64-slice z dispatch used past maxComputeWorkGroupCount.
+/// 64-slice z dispatch used past maxComputeWorkGroupCount. K counts blocks for block formats
+/// (up to 130 of 32 elements, 48 of 256: enough super-blocks per invocation to repeat the
+/// per-invocation loop many times at BLOCK_SIZE 16…64 while keeping cases cheap).
 pub fn strategy(a: DType, b: DType) -> impl Strategy<Value = MulMatVecCase> {
     let block = a.block_len();
+    let most_blocks = if block >= 256 { 48 } else { 130 };
     let k = if block > 1 {
-        prop_oneof![4 => 1usize..=4, 3 => 5usize..=16, 1 => 17usize..=130]
+        prop_oneof![4 => 1usize..=4, 3 => 5usize..=16, 1 => 17usize..=most_blocks]
             .prop_map(move |n| n * block)
             .boxed()
     } else {
@@ -255,8 +265,8 @@ impl MulMatVecCase {
         };
         let block_size =
             runners::mul_mat_vec::spec_constants(ctx.gpu.caps(), self.a_type, self.n as u32)[0];
-        let has_min = matches!(self.a_type, DType::Q4_1 | DType::Q5_1);
-        let bounds = tolerance::mul_mat_vec_bounds(&magnitude.values, self.k, block_size, has_min);
+        let bounds =
+            tolerance::mul_mat_vec_bounds_of(&magnitude.values, self.k, block_size, self.a_type);
         let mut verdict = compare(
             &run.values,
             &want.values,

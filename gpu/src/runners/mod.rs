@@ -3,7 +3,10 @@
 //! push constants, dispatch size, host-side staging copies), so the same code drives our shaders
 //! and a user's upstream tree.
 
+pub mod flash_attn;
 pub mod mul_mat_vec;
+pub mod mul_mm;
+pub mod mul_mat_vec_id;
 pub mod wkv7;
 
 /// What one kernel run produced.

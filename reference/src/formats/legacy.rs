@@ -53,9 +53,20 @@ pub trait Block: Copy {
 
     /// ggml's `quantize_row_<t>_ref` for one block of `LEN` values, bit for bit.
     ///
+    /// Formats whose reference quantizer the interface notes do not specify (the K-quants and
+    /// i-quants: [`DType::has_quantizer`] is false) keep this default, which panics; the public
+    /// [`quantize`](super::quantize) returns [`Error::NoQuantizer`](crate::Error::NoQuantizer)
+    /// for them before it would be called.
+    ///
     /// # Panics
-    /// If `src.len() != LEN`.
-    fn quantize(src: &[f32]) -> Self;
+    /// If `src.len() != LEN`, or the format has no specified quantizer.
+    fn quantize(src: &[f32]) -> Self {
+        panic!(
+            "{}: no reference quantizer ({} values given); DType::has_quantizer is false",
+            Self::DTYPE,
+            src.len()
+        )
+    }
 
     /// Per element, the sum of the magnitudes of the terms that make it up: |x| for scaled
     /// formats, |d·q| + |m| for formats with a minimum. An error analysis must scale with this,

@@ -1,19 +1,26 @@
-//! ggml element types and block formats, bit-exact with ggml (sections 2.1–2.3 and 2.7 of the
-//! interface spec).
+//! ggml element types and block formats, bit-exact with ggml (sections 2.1–2.5 and 2.7 of the
+//! interface spec; the K-quants live in `kquants.rs`, iq4_nl/iq4_xs in `iq4.rs`).
 //!
 //! * [`dequantize`] / [`dequantize_into`] give the exact element values (as f64: every format
 //!   here decodes exactly into f64).
 //! * [`dequantize_f32`] gives ggml's own f32 numbers (`dequantize_row_<t>`), bit for bit.
 //! * [`quantize`] is ggml's reference quantizer (`quantize_row_<t>_ref`, the f16/bf16 CPU
-//!   conversions), bit for bit.
+//!   conversions), bit for bit, for the formats whose quantizer the spec gives
+//!   ([`DType::has_quantizer`]); the others are generated as raw blocks.
 //!
 //! Each block format's layout lives in one place: its `#[repr(C)]` struct and [`Block`] impl.
 
 pub mod float;
+mod iq4;
+mod kquants;
 mod legacy;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_kquants;
 
+pub use iq4::{BlockIq4Nl, BlockIq4Xs, KVALUES_IQ4NL};
+pub use kquants::{scale_min_k4, BlockQ2_K, BlockQ3_K, BlockQ4_K, BlockQ5_K, BlockQ6_K, QK_K};
 pub use legacy::{Block, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
 
 use crate::{Error, Result};
@@ -42,6 +49,30 @@ pub enum DType {
     Q8_0,
     /// 32-element blocks of 8-bit quants with an f16 scale and f16 scaled sum (36 bytes).
     Q8_1,
+    /// 256-element super-blocks of 2-bit quants, 4-bit scales and mins (84 bytes).
+    #[serde(rename = "q2_K")]
+    #[allow(non_camel_case_types)] // ggml's spelling
+    Q2_K,
+    /// 256-element super-blocks of 3-bit quants and 6-bit scales (110 bytes).
+    #[serde(rename = "q3_K")]
+    #[allow(non_camel_case_types)] // ggml's spelling
+    Q3_K,
+    /// 256-element super-blocks of 4-bit quants, 6-bit scales and mins (144 bytes).
+    #[serde(rename = "q4_K")]
+    #[allow(non_camel_case_types)] // ggml's spelling
+    Q4_K,
+    /// 256-element super-blocks of 5-bit quants, 6-bit scales and mins (176 bytes).
+    #[serde(rename = "q5_K")]
+    #[allow(non_camel_case_types)] // ggml's spelling
+    Q5_K,
+    /// 256-element super-blocks of 6-bit quants and 8-bit scales (210 bytes).
+    #[serde(rename = "q6_K")]
+    #[allow(non_camel_case_types)] // ggml's spelling
+    Q6_K,
+    /// 32-element blocks of 4-bit indices into a non-linear table, f16 scale (18 bytes).
+    Iq4Nl,
+    /// 256-element super-blocks of 4-bit non-linear indices with 6-bit scales (136 bytes).
+    Iq4Xs,
     /// Little-endian 32-bit signed integers.
     I32,
 }
@@ -58,6 +89,13 @@ impl DType {
         DType::Q5_1,
         DType::Q8_0,
         DType::Q8_1,
+        DType::Q2_K,
+        DType::Q3_K,
+        DType::Q4_K,
+        DType::Q5_K,
+        DType::Q6_K,
+        DType::Iq4Nl,
+        DType::Iq4Xs,
         DType::I32,
     ];
 
@@ -67,6 +105,10 @@ impl DType {
             DType::F32 | DType::F16 | DType::Bf16 | DType::I32 => 1,
             DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0 | DType::Q8_1 => {
                 legacy::QK
+            }
+            DType::Iq4Nl => iq4::QK4_NL,
+            DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K | DType::Iq4Xs => {
+                kquants::QK_K
             }
         }
     }
@@ -82,6 +124,13 @@ impl DType {
             DType::Q5_1 => 24,
             DType::Q8_0 => 34,
             DType::Q8_1 => 36,
+            DType::Q2_K => 84,
+            DType::Q3_K => 110,
+            DType::Q4_K => 144,
+            DType::Q5_K => 176,
+            DType::Q6_K => 210,
+            DType::Iq4Nl => 18,
+            DType::Iq4Xs => 136,
         }
     }
 
@@ -97,6 +146,13 @@ impl DType {
             DType::Q5_1 => "q5_1",
             DType::Q8_0 => "q8_0",
             DType::Q8_1 => "q8_1",
+            DType::Q2_K => "q2_K",
+            DType::Q3_K => "q3_K",
+            DType::Q4_K => "q4_K",
+            DType::Q5_K => "q5_K",
+            DType::Q6_K => "q6_K",
+            DType::Iq4Nl => "iq4_nl",
+            DType::Iq4Xs => "iq4_xs",
             DType::I32 => "i32",
         }
     }
@@ -120,9 +176,28 @@ impl DType {
     pub const fn f16_fields(self) -> &'static [usize] {
         match self {
             DType::F32 | DType::F16 | DType::Bf16 | DType::I32 => &[],
-            DType::Q4_0 | DType::Q5_0 | DType::Q8_0 => &[0],
-            DType::Q4_1 | DType::Q5_1 | DType::Q8_1 => &[0, 2],
+            DType::Q4_0 | DType::Q5_0 | DType::Q8_0 | DType::Iq4Nl | DType::Iq4Xs => &[0],
+            DType::Q4_1 | DType::Q5_1 | DType::Q8_1 | DType::Q4_K | DType::Q5_K => &[0, 2],
+            DType::Q2_K => &[80, 82],
+            DType::Q3_K => &[108],
+            DType::Q6_K => &[208],
         }
+    }
+
+    /// Whether [`quantize`] can produce this type: false for the formats whose ggml reference
+    /// quantizer the interface notes do not specify (the K-quants and iq4_nl/iq4_xs, whose
+    /// quantizers search over candidate scales); generate raw blocks for those instead.
+    pub const fn has_quantizer(self) -> bool {
+        !matches!(
+            self,
+            DType::Q2_K
+                | DType::Q3_K
+                | DType::Q4_K
+                | DType::Q5_K
+                | DType::Q6_K
+                | DType::Iq4Nl
+                | DType::Iq4Xs
+        )
     }
 
     /// Bytes taken by `n` elements; [`Error::RaggedRow`] unless `n` is a whole number of
@@ -225,12 +300,20 @@ pub fn dequantize_into(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()
         DType::Q5_1 => decode_blocks::<BlockQ5_1>(bytes, out),
         DType::Q8_0 => decode_blocks::<BlockQ8_0>(bytes, out),
         DType::Q8_1 => decode_blocks::<BlockQ8_1>(bytes, out),
+        DType::Q2_K => decode_blocks::<BlockQ2_K>(bytes, out),
+        DType::Q3_K => decode_blocks::<BlockQ3_K>(bytes, out),
+        DType::Q4_K => decode_blocks::<BlockQ4_K>(bytes, out),
+        DType::Q5_K => decode_blocks::<BlockQ5_K>(bytes, out),
+        DType::Q6_K => decode_blocks::<BlockQ6_K>(bytes, out),
+        DType::Iq4Nl => decode_blocks::<BlockIq4Nl>(bytes, out),
+        DType::Iq4Xs => decode_blocks::<BlockIq4Xs>(bytes, out),
     }
     Ok(())
 }
 
 /// Per element, the magnitudes an error bound scales with ([`Block::magnitude`]): |x| for
-/// scalar and scaled formats, |d·q| + |m| for q4_1 and q5_1.
+/// scalar and scaled formats, |d·q| + |m| for q4_1 and q5_1, |d·sc·q| + |dmin·m| for q2_K,
+/// q4_K and q5_K.
 pub fn magnitude_into(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()> {
     fn blocks<B: Block>(bytes: &[u8], out: &mut [f64]) {
         for (b, o) in bytes
@@ -248,6 +331,18 @@ pub fn magnitude_into(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()>
         DType::Q5_1 => {
             check_bytes(dtype, bytes.len(), out.len())?;
             blocks::<BlockQ5_1>(bytes, out)
+        }
+        DType::Q2_K => {
+            check_bytes(dtype, bytes.len(), out.len())?;
+            blocks::<BlockQ2_K>(bytes, out)
+        }
+        DType::Q4_K => {
+            check_bytes(dtype, bytes.len(), out.len())?;
+            blocks::<BlockQ4_K>(bytes, out)
+        }
+        DType::Q5_K => {
+            check_bytes(dtype, bytes.len(), out.len())?;
+            blocks::<BlockQ5_K>(bytes, out)
         }
         _ => {
             dequantize_into(dtype, bytes, out)?;
@@ -284,6 +379,13 @@ pub fn dequantize_f32_into(dtype: DType, bytes: &[u8], out: &mut [f32]) -> Resul
         DType::Q5_1 => decode_blocks_f32::<BlockQ5_1>(bytes, out),
         DType::Q8_0 => decode_blocks_f32::<BlockQ8_0>(bytes, out),
         DType::Q8_1 => decode_blocks_f32::<BlockQ8_1>(bytes, out),
+        DType::Q2_K => decode_blocks_f32::<BlockQ2_K>(bytes, out),
+        DType::Q3_K => decode_blocks_f32::<BlockQ3_K>(bytes, out),
+        DType::Q4_K => decode_blocks_f32::<BlockQ4_K>(bytes, out),
+        DType::Q5_K => decode_blocks_f32::<BlockQ5_K>(bytes, out),
+        DType::Q6_K => decode_blocks_f32::<BlockQ6_K>(bytes, out),
+        DType::Iq4Nl => decode_blocks_f32::<BlockIq4Nl>(bytes, out),
+        DType::Iq4Xs => decode_blocks_f32::<BlockIq4Xs>(bytes, out),
     }
     Ok(())
 }
@@ -295,7 +397,8 @@ pub fn dequantize_f32_into(dtype: DType, bytes: &[u8], out: &mut [f32]) -> Resul
 ///
 /// Non-finite inputs to the block quantizers are undefined behaviour in C; they are handled as
 /// ggml's x86-64 builds do. [`Error::RaggedRow`] when `src.len()` is not a whole number of
-/// blocks.
+/// blocks; [`Error::NoQuantizer`] for the formats without a specified reference quantizer
+/// ([`DType::has_quantizer`]).
 pub fn quantize(dtype: DType, src: &[f32]) -> Result<Vec<u8>> {
     let mut out = vec![0; dtype.row_bytes(src.len())?];
     quantize_into(dtype, src, &mut out)?;
@@ -304,6 +407,9 @@ pub fn quantize(dtype: DType, src: &[f32]) -> Result<Vec<u8>> {
 
 /// [`quantize`] into `out`, which must be exactly `dtype.row_bytes(src.len())` long.
 pub fn quantize_into(dtype: DType, src: &[f32], out: &mut [u8]) -> Result<()> {
+    if !dtype.has_quantizer() {
+        return Err(Error::NoQuantizer { dtype });
+    }
     check_bytes(dtype, out.len(), src.len())?;
     match dtype {
         DType::F32 => encode_scalars(src, out, f32::to_le_bytes),
@@ -316,6 +422,13 @@ pub fn quantize_into(dtype: DType, src: &[f32], out: &mut [u8]) -> Result<()> {
         DType::Q5_1 => encode_blocks::<BlockQ5_1>(src, out),
         DType::Q8_0 => encode_blocks::<BlockQ8_0>(src, out),
         DType::Q8_1 => encode_blocks::<BlockQ8_1>(src, out),
+        DType::Q2_K
+        | DType::Q3_K
+        | DType::Q4_K
+        | DType::Q5_K
+        | DType::Q6_K
+        | DType::Iq4Nl
+        | DType::Iq4Xs => unreachable!("has_quantizer is false"),
     }
     Ok(())
 }

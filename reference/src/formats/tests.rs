@@ -33,13 +33,8 @@ impl Lcg {
     fn blocks(&mut self, dtype: DType, n: usize) -> Vec<u8> {
         let bb = dtype.block_bytes();
         let mut out: Vec<u8> = (0..n * bb).map(|_| self.next_u32() as u8).collect();
-        let f16_fields: &[usize] = match dtype {
-            DType::Q4_0 | DType::Q5_0 | DType::Q8_0 => &[0],
-            DType::Q4_1 | DType::Q5_1 | DType::Q8_1 => &[0, 2],
-            _ => &[],
-        };
         for b in out.chunks_exact_mut(bb) {
-            for &at in f16_fields {
+            for &at in dtype.f16_fields() {
                 // Clear the top exponent bit: exponent ≤ 15, never Inf/NaN.
                 b[at + 1] &= 0b1011_1111;
             }
@@ -56,16 +51,28 @@ fn dtype_table() {
     use DType::*;
     assert_eq!(
         DType::ALL,
-        &[F32, F16, Bf16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, I32]
+        &[
+            F32, F16, Bf16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+            Iq4Nl, Iq4Xs, I32
+        ]
     );
     let bytes: Vec<usize> = DType::ALL.iter().map(|t| t.block_bytes()).collect();
-    assert_eq!(bytes, [4, 2, 2, 18, 20, 22, 24, 34, 36, 4]);
+    assert_eq!(
+        bytes,
+        [4, 2, 2, 18, 20, 22, 24, 34, 36, 84, 110, 144, 176, 210, 18, 136, 4]
+    );
     let lens: Vec<usize> = DType::ALL.iter().map(|t| t.block_len()).collect();
-    assert_eq!(lens, [1, 1, 1, 32, 32, 32, 32, 32, 32, 1]);
+    assert_eq!(
+        lens,
+        [1, 1, 1, 32, 32, 32, 32, 32, 32, 256, 256, 256, 256, 256, 32, 256, 1]
+    );
     let names: Vec<&str> = DType::ALL.iter().map(|t| t.name()).collect();
     assert_eq!(
         names,
-        ["f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "i32"]
+        [
+            "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "q2_K", "q3_K",
+            "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs", "i32"
+        ]
     );
     for &t in DType::ALL {
         assert_eq!(t.is_quantized(), t.block_len() > 1);

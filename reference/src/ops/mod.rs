@@ -1,8 +1,15 @@
 //! One module per ggml op. Each takes [`Tensor`](crate::tensor::Tensor)s with ggml's semantics
 //! and returns exact values (f64 accumulation) in ggml's dst layout.
 
+pub mod flash_attn;
+mod kernel;
 pub mod mul_mat;
+pub mod mul_mat_id;
 pub mod wkv7;
+#[cfg(test)]
+mod naive;
+#[cfg(test)]
+mod tests_fast;
 
 /// The result of an op: dst's shape (ggml ne, ne[0] fastest) and its exact values, densely
 /// packed in that order.

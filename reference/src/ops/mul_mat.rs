@@ -1,16 +1,50 @@
 //! GGML_OP_MUL_MAT: dst[i3][i2][n][m] = Σ_k a[i3/r3][i2/r2][m][k] · b[i3][i2][n][k], with
 //! broadcast factors r2 = ne12/ne02 and r3 = ne13/ne03 (ggml_mul_mat semantics).
+//!
+//! | operand | shape (ne0, ne1, ne2, ne3) | type |
+//! |---|---|---|
+//! | a | (K, M, ne02, ne03) | any type but i32 and q8_1; any strides (block rows whole) |
+//! | b | (K, N, ne12, ne13), ne12 % ne02 = ne13 % ne03 = 0 | f32, f16 or bf16; any strides |
+//! | dst | (M, N, ne12, ne13) | exact values (f64) |
+//!
+//! Each output is the dot product of the exact element values summed in f64 in k order (see
+//! [`kernel`](super::kernel) for how that order is kept while the work is tiled, vectorized and
+//! spread over all cores). A is decoded on the fly, 16 rows × 256 elements at a time; b is
+//! decoded once (it is the small operand of an LLM layer).
+//!
+//! ```
+//! use vkdiff_reference::ops::mul_mat::mul_mat;
+//! use vkdiff_reference::tensor::Tensor;
+//! use vkdiff_reference::DType;
+//!
+//! // a: two rows of 32 values in q8_0 (row 0: all 1, row 1: 0, 1, 2, …); b: one f32 row of 0.5.
+//! let a_vals: Vec<f32> = (0..64).map(|i| if i < 32 { 1.0 } else { (i - 32) as f32 }).collect();
+//! let a = Tensor::from_f32(DType::Q8_0, [32, 2, 1, 1], &a_vals)?;
+//! let b = Tensor::from_f32(DType::F32, [32, 1, 1, 1], &[0.5; 32])?;
+//! let dst = mul_mat(&a, &b)?;
+//! assert_eq!(dst.ne, [2, 1, 1, 1]);
+//! // Row 0 is exact in q8_0 (d = 1/127, rounded to f16, times q = 127 is not exactly 1, so take
+//! // the exact decoded values rather than the inputs): dst = Σ a·b over what a really holds.
+//! let a_exact = a.rows()?;
+//! let want0: f64 = a_exact[..32].iter().map(|x| x * 0.5).sum();
+//! assert_eq!(dst.values[0], want0);
+//! # Ok::<(), vkdiff_reference::Error>(())
+//! ```
 
-use rayon::prelude::*;
-
+use super::kernel::{gemm, sum_init, zeroed, Job, Values};
 use super::Output;
-use crate::tensor::Tensor;
+use crate::tensor::TensorView;
 use crate::{DType, Error, Result};
 
 const OP: &str = "mul_mat";
 
-/// Checks ggml's `ggml_can_mul_mat` rules and returns dst's shape (M, N, ne12, ne13).
-pub fn check(a: &Tensor, b: &Tensor) -> Result<[usize; 4]> {
+/// Checks ggml's `ggml_can_mul_mat` rules and the operand types, and returns dst's shape
+/// (M, N, ne12, ne13). [`Error::Shape`] or [`Error::Type`] names what is wrong.
+pub fn check<'a, 'b>(
+    a: impl Into<TensorView<'a>>,
+    b: impl Into<TensorView<'b>>,
+) -> Result<[usize; 4]> {
+    let (a, b) = (a.into(), b.into());
     let (na, nb) = (a.ne(), b.ne());
     if na[0] != nb[0] {
         return Err(Error::Shape {
@@ -28,14 +62,12 @@ pub fn check(a: &Tensor, b: &Tensor) -> Result<[usize; 4]> {
             ),
         });
     }
-    for (what, t) in [("b", b)] {
-        if t.dtype().is_quantized() || t.dtype() == DType::I32 {
-            return Err(Error::Type {
-                op: OP,
-                what,
-                dtype: t.dtype(),
-            });
-        }
+    if b.dtype().is_quantized() || b.dtype() == DType::I32 {
+        return Err(Error::Type {
+            op: OP,
+            what: "b",
+            dtype: b.dtype(),
+        });
     }
     if a.dtype() == DType::I32 || a.dtype() == DType::Q8_1 {
         return Err(Error::Type {
@@ -47,46 +79,50 @@ pub fn check(a: &Tensor, b: &Tensor) -> Result<[usize; 4]> {
     Ok([na[1], nb[1], nb[2], nb[3]])
 }
 
-/// The exact product.
-pub fn mul_mat(a: &Tensor, b: &Tensor) -> Result<Output> {
-    check(a, b)?;
-    product(a, b, a.rows()?, b.rows()?)
+/// The exact product: dst[i3][i2][n][m] = Σ_k a[i3/r3][i2/r2][m][k] · b[i3][i2][n][k], each
+/// output summed in f64 in k order. Takes `&Tensor` or `&TensorView` (or a `TensorView`).
+pub fn mul_mat<'a, 'b>(a: impl Into<TensorView<'a>>, b: impl Into<TensorView<'b>>) -> Result<Output> {
+    product(&a.into(), &b.into(), Values::Exact)
 }
 
-/// Σ_k mag(a_mk)·|b_nk| for every output, with mag from [`Tensor::magnitudes`]: what an error
-/// bound scales with (a sum whose terms each carry relative error ≤ δ is off by ≤ δ times this).
-pub fn mul_mat_magnitude(a: &Tensor, b: &Tensor) -> Result<Output> {
-    check(a, b)?;
-    product(a, b, a.magnitudes()?, b.magnitudes()?)
+/// Σ_k mag(a_mk)·|b_nk| for every output, with mag from [`TensorView::magnitudes`]: what an
+/// error bound scales with (a sum whose terms each carry relative error ≤ δ is off by ≤ δ times
+/// this).
+pub fn mul_mat_magnitude<'a, 'b>(
+    a: impl Into<TensorView<'a>>,
+    b: impl Into<TensorView<'b>>,
+) -> Result<Output> {
+    product(&a.into(), &b.into(), Values::Magnitude)
 }
 
-/// dst from the decoded rows `av` of a and `bv` of b.
-fn product(a: &Tensor, b: &Tensor, av: Vec<f64>, bv: Vec<f64>) -> Result<Output> {
+/// dst with a's and b's elements decoded as `kind` (exact values or magnitudes).
+fn product(a: &TensorView, b: &TensorView, kind: Values) -> Result<Output> {
     let ne = check(a, b)?;
-    let k = a.ne()[0];
-    let [_, m_rows, ne02, _] = a.ne();
-    let [_, n_rows, ne12, _] = b.ne();
-    let (r2, r3) = (ne12 / ne02, b.ne()[3] / a.ne()[3]);
-    let mut values = vec![0.0; ne.iter().product()];
-    // One dst row (fixed n, i2, i3) per task: M dot products against one row of b.
-    values
-        .par_chunks_mut(m_rows)
-        .enumerate()
-        .for_each(|(row, out)| {
-            let (i2, i3) = ((row / n_rows) % ne12, row / (n_rows * ne12));
-            let b_row = &bv[row * k..(row + 1) * k];
-            let a_mat = ((i3 / r3) * ne02 + i2 / r2) * m_rows;
-            for (m, o) in out.iter_mut().enumerate() {
-                let a_row = &av[(a_mat + m) * k..(a_mat + m + 1) * k];
-                *o = a_row.iter().zip(b_row).map(|(x, y)| x * y).sum();
+    let [_, _, ne02, ne03] = a.ne();
+    let [_, n_rows, ne12, ne13] = b.ne();
+    let (r2, r3) = (ne12 / ne02, ne13 / ne03);
+    let bv = b.decode_all(kind.decoder())?;
+    let mut values = zeroed(OP, ne.iter().try_fold(1usize, |x, &y| x.checked_mul(y)))?;
+    // One job per dst batch: its b rows against a's broadcast matrix.
+    let jobs: Vec<Job> = (0..ne12 * ne13)
+        .map(|batch| {
+            let (i2, i3) = (batch % ne12, batch / ne12);
+            let rows: Vec<usize> = (batch * n_rows..(batch + 1) * n_rows).collect();
+            Job {
+                a_mat: (i2 / r2, i3 / r3),
+                b_rows: rows.clone(),
+                dst_rows: rows,
             }
-        });
+        })
+        .collect();
+    gemm(a, kind, &jobs, &bv, sum_init(), &mut values)?;
     Ok(Output { ne, values })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::Tensor;
 
     fn f32_tensor(ne: [usize; 4], v: &[f32]) -> Tensor {
         Tensor::from_f32(DType::F32, ne, v).unwrap()

@@ -7,30 +7,40 @@
 
 use rayon::prelude::*;
 
+use super::kernel::{sum_init, zeroed};
 use super::Output;
-use crate::tensor::Tensor;
+use crate::tensor::{AsTensorView, Tensor, TensorView};
 use crate::{DType, Error, Result};
 
 const OP: &str = "rwkv_wkv7";
 
-/// The seven inputs of RWKV_WKV7, as ggml takes them.
-#[derive(Debug, Clone, Copy)]
-pub struct Wkv7Inputs<'a> {
+/// The seven inputs of RWKV_WKV7, as ggml takes them: f32, contiguous. `T` is [`Tensor`] or
+/// [`TensorView`] (anything [`AsTensorView`]).
+#[derive(Debug)]
+pub struct Wkv7Inputs<'a, T: ?Sized = Tensor> {
     /// Receptance (S, H, T).
-    pub r: &'a Tensor,
+    pub r: &'a T,
     /// Decay, used directly as a multiplier (S, H, T).
-    pub w: &'a Tensor,
+    pub w: &'a T,
     /// Key (S, H, T).
-    pub k: &'a Tensor,
+    pub k: &'a T,
     /// Value (S, H, T).
-    pub v: &'a Tensor,
+    pub v: &'a T,
     /// In-context learning rate "a" (S, H, T).
-    pub a: &'a Tensor,
+    pub a: &'a T,
     /// "b" (S, H, T).
-    pub b: &'a Tensor,
+    pub b: &'a T,
     /// Initial state, S·S·H elements per sequence, ne1 = B.
-    pub state: &'a Tensor,
+    pub state: &'a T,
 }
+
+impl<T: ?Sized> Clone for Wkv7Inputs<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for Wkv7Inputs<'_, T> {}
 
 /// Sizes derived from the inputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,19 +55,17 @@ pub struct Wkv7Dims {
     pub seqs: usize,
 }
 
-impl Wkv7Inputs<'_> {
+impl<T: AsTensorView + ?Sized> Wkv7Inputs<'_, T> {
+    /// The seven inputs as views, in the order r, w, k, v, a, b, state.
+    fn views(&self) -> [TensorView<'_>; 7] {
+        [self.r, self.w, self.k, self.v, self.a, self.b, self.state].map(|x| x.view())
+    }
+
     /// Checks ggml's requirements (f32, contiguous, matching shapes, T divisible by B).
     pub fn dims(&self) -> Result<Wkv7Dims> {
-        let [s, h, t, _] = self.r.ne();
-        for (what, x) in [
-            ("r", self.r),
-            ("w", self.w),
-            ("k", self.k),
-            ("v", self.v),
-            ("a", self.a),
-            ("b", self.b),
-            ("state", self.state),
-        ] {
+        let views = self.views();
+        let [s, h, t, _] = views[0].ne();
+        for (what, x) in ["r", "w", "k", "v", "a", "b", "state"].into_iter().zip(views) {
             if x.dtype() != DType::F32 {
                 return Err(Error::Type {
                     op: OP,
@@ -74,18 +82,21 @@ impl Wkv7Inputs<'_> {
             if what != "state" && x.ne() != [s, h, t, 1] {
                 return Err(Error::Shape {
                     op: OP,
-                    reason: format!("{what} is {:?} but r is {:?}", x.ne(), self.r.ne()),
+                    reason: format!("{what} is {:?} but r is {:?}", x.ne(), views[0].ne()),
                 });
             }
         }
-        let seqs = self.state.ne()[1];
-        if self.state.nelements() != s * s * h * seqs {
+        let state = views[6];
+        let seqs = state.ne()[1];
+        // s·h·t elements exist (r has them), so s·s·h·seqs overflowing means a mismatch.
+        let want = s.checked_mul(s * h).and_then(|x| x.checked_mul(seqs));
+        if Some(state.nelements()) != want {
             return Err(Error::Shape {
                 op: OP,
                 reason: format!(
                     "state has {} elements, expected S·S·H·B = {}",
-                    self.state.nelements(),
-                    s * s * h * seqs
+                    state.nelements(),
+                    want.map_or("too many".to_string(), |n| n.to_string())
                 ),
             });
         }
@@ -99,44 +110,176 @@ impl Wkv7Inputs<'_> {
     }
 }
 
-/// The exact recurrence in f64.
-pub fn wkv7(inputs: &Wkv7Inputs) -> Result<Output> {
-    let Wkv7Dims { s, h, t, seqs } = inputs.dims()?;
+/// Element `i` of a contiguous f32 tensor.
+#[inline(always)]
+fn f32_at(data: &[u8], i: usize) -> f64 {
+    f64::from(f32::from_le_bytes(
+        data[4 * i..4 * i + 4].try_into().expect("4 bytes"),
+    ))
+}
+
+/// Lanes of i kept in registers across the loops over j.
+const CH: usize = 32;
+
+/// One (sequence, head): its y rows (tokens × S) and final state (S × S, row i = value row).
+/// The state is kept transposed (`st[j·S + i]` = St[i][j]) so that the S independent
+/// per-row sums run side by side across i, each still sequential in j:
+/// sa_i = ((init + St[i][0]·a₀) + St[i][1]·a₁) + …, St'[i][j] = (St[i][j]·w_j + v_i·k_j) +
+/// sa_i·b_j and y_i = ((init + St'[i][0]·r₀) + …), exactly the reference's operation order.
+#[inline(always)]
+fn head_body(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec<f64>, Vec<f64>) {
+    let Wkv7Dims { s, h, t, seqs } = dims;
     let c = s * h;
-    let vals = |x: &Tensor| x.rows();
-    let (r, w, k, v, a, b) = (
-        vals(inputs.r)?,
-        vals(inputs.w)?,
-        vals(inputs.k)?,
-        vals(inputs.v)?,
-        vals(inputs.a)?,
-        vals(inputs.b)?,
-    );
-    let state = vals(inputs.state)?;
+    let tokens = t / seqs;
+    let init = sum_init();
+    let mut st = vec![0.0; s * s];
+    let base = seq * c * s + head * s * s;
+    for i in 0..s {
+        for j in 0..s {
+            st[j * s + i] = f32_at(data[6], base + i * s + j);
+        }
+    }
+    let mut ys = vec![0.0; tokens * s];
+    let mut vecs = vec![0.0; 6 * s];
+    let mut sa = vec![0.0; s];
+    for tt in 0..tokens {
+        let at = (seq * tokens + tt) * c + head * s;
+        for (vec, bytes) in vecs.chunks_exact_mut(s).zip(data) {
+            for (j, o) in vec.iter_mut().enumerate() {
+                *o = f32_at(bytes, at + j);
+            }
+        }
+        let (r, rest) = vecs.split_at(s);
+        let (w, rest) = rest.split_at(s);
+        let (k, rest) = rest.split_at(s);
+        let (v, rest) = rest.split_at(s);
+        let (a, b) = rest.split_at(s);
+        let y = &mut ys[tt * s..(tt + 1) * s];
+        // sa = St · a, with the state before this token.
+        let mut i0 = 0;
+        while i0 + CH <= s {
+            let mut acc = [init; CH];
+            for (row, &aj) in st.chunks_exact(s).zip(a) {
+                let row: &[f64; CH] = row[i0..i0 + CH].try_into().expect("CH lanes");
+                for l in 0..CH {
+                    acc[l] = acc[l] + row[l] * aj;
+                }
+            }
+            sa[i0..i0 + CH].copy_from_slice(&acc);
+            i0 += CH;
+        }
+        for i in i0..s {
+            let mut acc = init;
+            for (row, &aj) in st.chunks_exact(s).zip(a) {
+                acc = acc + row[i] * aj;
+            }
+            sa[i] = acc;
+        }
+        // St' and y = St' · r.
+        let mut i0 = 0;
+        while i0 + CH <= s {
+            let mut acc = [init; CH];
+            let vc: &[f64; CH] = v[i0..i0 + CH].try_into().expect("CH lanes");
+            let sc: &[f64; CH] = sa[i0..i0 + CH].try_into().expect("CH lanes");
+            for (j, row) in st.chunks_exact_mut(s).enumerate() {
+                let (wj, kj, bj, rj) = (w[j], k[j], b[j], r[j]);
+                let row: &mut [f64; CH] = (&mut row[i0..i0 + CH]).try_into().expect("CH lanes");
+                for l in 0..CH {
+                    let x = row[l] * wj + vc[l] * kj + sc[l] * bj;
+                    row[l] = x;
+                    acc[l] = acc[l] + x * rj;
+                }
+            }
+            y[i0..i0 + CH].copy_from_slice(&acc);
+            i0 += CH;
+        }
+        for i in i0..s {
+            let mut acc = init;
+            for (j, row) in st.chunks_exact_mut(s).enumerate() {
+                let x = row[i] * w[j] + v[i] * k[j] + sa[i] * b[j];
+                row[i] = x;
+                acc = acc + x * r[j];
+            }
+            y[i] = acc;
+        }
+    }
+    // Back to row-major St[i][j].
+    let mut out = vec![0.0; s * s];
+    for i in 0..s {
+        for j in 0..s {
+            out[i * s + j] = st[j * s + i];
+        }
+    }
+    (ys, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn head_avx512(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec<f64>, Vec<f64>) {
+    head_body(data, dims, seq, head)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn head_avx(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec<f64>, Vec<f64>) {
+    head_body(data, dims, seq, head)
+}
+
+fn run_head(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec<f64>, Vec<f64>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { head_avx512(data, dims, seq, head) };
+        }
+        if std::arch::is_x86_feature_detected!("avx") {
+            // SAFETY: the CPU has AVX (checked just above).
+            return unsafe { head_avx(data, dims, seq, head) };
+        }
+    }
+    head_body(data, dims, seq, head)
+}
+
+/// The exact recurrence in f64: dst (C, T + S·B), rows 0..T the outputs y, then each
+/// sequence's final state. Every sum is sequential in j (the reference's order); the
+/// (sequence, head) pairs run in parallel.
+///
+/// ```
+/// use vkdiff_reference::ops::wkv7::{wkv7, Wkv7Inputs};
+/// use vkdiff_reference::tensor::Tensor;
+/// use vkdiff_reference::DType;
+///
+/// // S = 1, H = 1, T = 2 tokens of one sequence, every input 1, initial state 2:
+/// // sa = St, St' = St·1 + 1·1 + sa·1 = 2·St + 1, y = St'.
+/// let ones = Tensor::from_f32(DType::F32, [1, 1, 2, 1], &[1.0, 1.0])?;
+/// let state = Tensor::from_f32(DType::F32, [1, 1, 1, 1], &[2.0])?;
+/// let out = wkv7(&Wkv7Inputs {
+///     r: &ones,
+///     w: &ones,
+///     k: &ones,
+///     v: &ones,
+///     a: &ones,
+///     b: &ones,
+///     state: &state,
+/// })?;
+/// assert_eq!(out.ne, [1, 3, 1, 1]);
+/// assert_eq!(out.values, vec![5.0, 11.0, 11.0]); // y₀, y₁, final state
+/// # Ok::<(), vkdiff_reference::Error>(())
+/// ```
+pub fn wkv7<T: AsTensorView + ?Sized>(inputs: &Wkv7Inputs<'_, T>) -> Result<Output> {
+    let dims = inputs.dims()?;
+    let Wkv7Dims { s, h, t, seqs } = dims;
+    let c = s * h;
+    let views = inputs.views();
+    let data: [&[u8]; 7] = views.map(|x| x.data());
     let tokens_per_seq = t / seqs;
+    let n_out = t.checked_add(s * seqs).and_then(|rows| rows.checked_mul(c));
+    let mut values = zeroed(OP, n_out)?;
     // Each (sequence, head) is independent: compute its y rows and final state.
     let per_head: Vec<(Vec<f64>, Vec<f64>)> = (0..seqs * h)
         .into_par_iter()
-        .map(|sh| {
-            let (seq, head) = (sh / h, sh % h);
-            let mut st = state[seq * c * s + head * s * s..][..s * s].to_vec();
-            let mut ys = vec![0.0; tokens_per_seq * s];
-            for tt in 0..tokens_per_seq {
-                let at = (seq * tokens_per_seq + tt) * c + head * s;
-                let [r, w, k, v, a, b] = [&r, &w, &k, &v, &a, &b].map(|x| &x[at..at + s]);
-                for i in 0..s {
-                    let row = &mut st[i * s..(i + 1) * s];
-                    let sa: f64 = row.iter().zip(a).map(|(x, y)| x * y).sum();
-                    for j in 0..s {
-                        row[j] = row[j] * w[j] + v[i] * k[j] + sa * b[j];
-                    }
-                    ys[tt * s + i] = row.iter().zip(r).map(|(x, y)| x * y).sum();
-                }
-            }
-            (ys, st)
-        })
+        .map(|sh| run_head(&data, dims, sh / h, sh % h))
         .collect();
-    let mut values = vec![0.0; c * (t + s * seqs)];
     for (sh, (ys, st)) in per_head.iter().enumerate() {
         let (seq, head) = (sh / h, sh % h);
         for tt in 0..tokens_per_seq {

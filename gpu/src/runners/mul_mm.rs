@@ -1,0 +1,1185 @@
+//! Matrix-matrix MUL_MAT and MUL_MAT_ID (`mul_mm.comp` + `mul_mat_split_k_reduce.comp`, §6 and
+//! §8 of the interface notes): upstream's host logic on **scalar devices** (no cooperative
+//! matrices) — the mode (fp16 or fp32 arithmetic), the pipeline slot and its accumulator (§8.4),
+//! the host's staging copies (§4.3), the shared-memory check that disables tiles (§8.1), the
+//! tile and aligned choice (§8.2), split_k and its reduce (§8.3), and MUL_MAT_ID's token
+//! chunking (§4.3, §8.5).
+//!
+//! **Staging copies.** The host makes B contiguous (and converts it to f16, or bf16 for a bf16
+//! A) when it is not dim01-contiguous or when A is bf16 and B is not; it dequantizes a
+//! quantized A to f16 when no pipeline takes (A type, B type) — on scalar devices that is every
+//! quantized A with an f16 B. Upstream does both with its cpy and dequant shaders; they are not
+//! the kernel under test, so here they are done on the host in Rust: B with round-to-nearest-even
+//! conversions (ggml's `f32_to_f16` / `f32_to_bf16`), A with ggml's own f32 dequantization
+//! followed by a round-to-nearest-even f16 conversion. (The `dequant_q2_k` … `dequant_q6_k`
+//! shaders at the pinned commit convert only the first matrix of a batched A, §12 later-changed
+//! 4; that bug is theirs and is not reproduced.)
+//!
+//! **split_k.** Upstream splits K only when it knows the shader core count (NVIDIA SM builtins,
+//! AMD core properties); vkdiff probes neither, so — as on lavapipe — the natural choice never
+//! splits. [`MulMmRun::force_split_k`] stands in for the core-count formula
+//! (`cores / (m_tiles · n_tiles)`), for any shape: the rest of upstream's rule (at most 4, 3
+//! becomes 2, k_split = ⌈K/split_k⌉ not rounded to BK) is applied to it.
+//!
+//! **MUL_MAT_ID chunks.** The host runs one dispatch per chunk of min(n_tokens, 4096/n_used)
+//! tokens, on views of B, ids and dst that start at the chunk. Our jobs bind whole buffers, so
+//! each chunk gets its own copies (one job per chunk). At the pinned commit those views keep
+//! their parent's nb3, which `ggml_vk_dim01_contiguous` counts as non-contiguous whenever there
+//! are several chunks, so B is copied to f16 and, for f32 and quantized experts, the host's
+//! pipeline lookup then asserts (§12 item 17 with later-changed 5, fixed by llama.cpp PR
+//! 14683). Contiguous per-chunk copies are what the host does after that fix, so every expert
+//! type is tested on several chunks; this is a deliberate divergence from the pinned host.
+//!
+//! Cooperative-matrix devices (cm1, cm2) take other paths (`mul_mm.comp` with COOPMAT,
+//! `mul_mm_cm2.comp`) and are refused here. Vendor tweaks (AMD/Intel disabling the large tile,
+//! Apple keeping only the medium one, AMD GCN's medium quant tile) are not modelled: the tables
+//! are those of every other vendor.
+
+use serde::{Deserialize, Serialize};
+use vkdiff_reference::formats::{dequantize_f32, float};
+use vkdiff_reference::ops::{mul_mat, mul_mat_id};
+use vkdiff_reference::tensor::Tensor;
+use vkdiff_reference::DType;
+
+use super::{mul_mat_vec::type_name, workgroups, KernelRun};
+use crate::caps::DeviceCaps;
+use crate::compile::{ShaderTree, ShaderVariant};
+use crate::context::{Gpu, PipelineDesc};
+use crate::error::{GpuError, Result};
+
+/// Entries of the shaders' row_ids array: the most (slot, token) pairs one MUL_MAT_ID dispatch
+/// may hold, and the most expert slots (`supports_op`).
+pub const ROW_IDS: usize = 4096;
+
+/// ggml's precision request for the op (`dst->op_params[0]`, §4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Prec {
+    /// `GGML_PREC_DEFAULT`: f16 accumulators where a pipeline has them.
+    Default,
+    /// `GGML_PREC_F32`: f32 accumulators.
+    F32,
+}
+
+/// The scalar path's arithmetic mode (§6.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// No shaderFloat16: `_fp32` variants, float everywhere.
+    Fp32,
+    /// shaderFloat16: operands staged as float16_t, optional f16 accumulators.
+    Fp16,
+}
+
+impl Mode {
+    /// The mode upstream uses on `caps` (`device->fp16`).
+    pub fn of(caps: &DeviceCaps) -> Mode {
+        if caps.fp16 {
+            Mode::Fp16
+        } else {
+            Mode::Fp32
+        }
+    }
+}
+
+/// Tile size classes (§6.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tile {
+    /// Small: 32 × 32.
+    S,
+    /// Medium: 64 × 64.
+    M,
+    /// Large: 128 × 128.
+    L,
+}
+
+impl Tile {
+    /// The K alignment of the size class's aligned pipeline (§8.2).
+    pub fn align(self) -> usize {
+        match self {
+            Tile::S => 32,
+            Tile::M => 64,
+            Tile::L => 128,
+        }
+    }
+}
+
+/// The SPIR-V family the host selects: the types the kernel reads (after staging), the mode,
+/// the accumulator, and whether it is the ID kernel. The aligned twin is chosen per dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Selection {
+    /// Arithmetic mode.
+    pub mode: Mode,
+    /// A's type as the kernel reads it.
+    pub a: DType,
+    /// B's type as the kernel reads it (f32, f16, or bf16 with a bf16 A).
+    pub b: DType,
+    /// f16 accumulators (the `_f16acc` variants).
+    pub acc16: bool,
+    /// MUL_MAT_ID.
+    pub id: bool,
+}
+
+impl Selection {
+    /// Base name of §6.1's table: `f32_f32`, `f32_f16`, `f16`, `f16_f32`, `bf16`, `<q>_f32`,
+    /// `<q>_f16`.
+    pub fn base_name(&self) -> String {
+        match (self.a, self.b) {
+            (DType::F16, DType::F16) => "f16".into(),
+            (DType::Bf16, _) => "bf16".into(),
+            (a, b) => format!("{}_{}", type_name(a), b.name()),
+        }
+    }
+
+    /// The SPIR-V name (§1.1's suffix rule), e.g. `matmul_q4_0_f32_aligned_f16acc`,
+    /// `matmul_id_f16_f32`, `matmul_f16_fp32`.
+    pub fn name(&self, aligned: bool) -> String {
+        format!(
+            "matmul{}_{}{}{}{}",
+            if self.id { "_id" } else { "" },
+            self.base_name(),
+            if aligned { "_aligned" } else { "" },
+            if self.acc16 { "_f16acc" } else { "" },
+            if self.mode == Mode::Fp32 { "_fp32" } else { "" }
+        )
+    }
+
+    /// Whether the kernel stages A and B as float16_t (fp16 mode, except bf16 which stays in
+    /// float).
+    pub fn f16_operands(&self) -> bool {
+        self.mode == Mode::Fp16 && self.a != DType::Bf16
+    }
+
+    /// The variant with its defines (§6.1).
+    pub fn variant(&self, aligned: bool) -> ShaderVariant {
+        let fp16 = self.mode == Mode::Fp16;
+        // The mode's aligned load width.
+        let l = if fp16 { "8" } else { "4" };
+        let mut d: Vec<(String, String)> = Vec::new();
+        let mut push = |k: &str, v: &str| d.push((k.to_string(), v.to_string()));
+        if fp16 {
+            push("FLOAT16", "1");
+        }
+        push("ACC_TYPE", if self.acc16 { "float16_t" } else { "float" });
+        let bf16 = self.a == DType::Bf16;
+        push(
+            "FLOAT_TYPE",
+            if fp16 && !bf16 { "float16_t" } else { "float" },
+        );
+        push(
+            "FLOAT_TYPE_VEC2",
+            if fp16 && !bf16 { "f16vec2" } else { "vec2" },
+        );
+        if self.id {
+            push("MUL_MAT_ID", "1");
+        }
+        push(&format!("DATA_A_{}", type_name(self.a).to_uppercase()), "1");
+        let b_type = match (self.b, aligned, fp16) {
+            (DType::Bf16, false, _) => "uint16_t",
+            (DType::Bf16, true, _) => "u16vec4",
+            (DType::F16, false, _) => "float16_t",
+            (DType::F16, true, true) => "f16mat2x4",
+            (DType::F16, true, false) => "f16vec4",
+            (_, false, _) => "float",
+            (_, true, true) => "mat2x4",
+            (_, true, false) => "vec4",
+        };
+        push("B_TYPE", b_type);
+        push("D_TYPE", "float");
+        if bf16 {
+            push("LOAD_VEC_A", if aligned { "4" } else { "1" });
+            if aligned {
+                push("LOAD_VEC_B", "4");
+            }
+            push("B_IS_FLOAT", "1");
+            push("TO_FLOAT_TYPE", "bf16_to_fp32");
+        } else if self.a.is_quantized() {
+            push("LOAD_VEC_A", &quant_load_vec(self.a).to_string());
+            if aligned {
+                push("LOAD_VEC_B", l);
+            }
+        } else if aligned {
+            push("LOAD_VEC_A", l);
+            push("LOAD_VEC_B", l);
+        } else if self.b == DType::F32 {
+            // f32_f32 and f16_f32 name LOAD_VEC_A = 1; f32_f16 and f16 leave it undefined.
+            push("LOAD_VEC_A", "1");
+        }
+        if aligned {
+            push("ALIGNED", "1");
+        }
+        let refs: Vec<(&str, &str)> = d.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        ShaderVariant::new(self.name(aligned), "mul_mm.comp", &refs)
+    }
+}
+
+/// LOAD_VEC_A of the quantized variants (§6.1).
+pub fn quant_load_vec(a: DType) -> u32 {
+    match a {
+        DType::Q4_0 | DType::Q4_1 => 8,
+        DType::Q5_0 | DType::Q5_1 | DType::Q8_0 | DType::Iq4Nl => 4,
+        _ => 2,
+    }
+}
+
+/// The split-k reduce (`split_k_reduce`).
+pub fn reduce_variant() -> ShaderVariant {
+    ShaderVariant::new("split_k_reduce", "mul_mat_split_k_reduce.comp", &[])
+}
+
+/// Specialization constants {BLOCK_SIZE, BM, BN, BK, WM, WN, WMITER, TM, TN, TK, WARP} of a
+/// scalar device (§6.4): `warptile` for float A, `warptile_mmq` (BK 32, small tile with sg32
+/// invocations) for quantized A, with sg8/sg16/sg32 = max(subgroup size, 8/16/32).
+pub fn spec_constants(caps: &DeviceCaps, quant: bool, tile: Tile) -> [u32; 11] {
+    let sg = caps.subgroup_size.max(1);
+    let (sg8, sg16, sg32) = (sg.max(8), sg.max(16), sg.max(32));
+    let bk = if quant { 32 } else { 16 };
+    match tile {
+        Tile::L => [128, 128, 128, bk, 2 * sg8, 64, 2, 4, 4, 1, sg8],
+        Tile::M => [128, 64, 64, bk, sg8, 32, 2, 4, 2, 1, sg8],
+        Tile::S => [
+            if quant { sg32 } else { sg16 },
+            32,
+            32,
+            bk,
+            32,
+            32,
+            2,
+            2,
+            2,
+            1,
+            sg8,
+        ],
+    }
+}
+
+/// Bytes of upstream's per-type lookup table in shared memory (§8.1's LUT term).
+fn lut_bytes(a: DType) -> u32 {
+    match a {
+        DType::Iq4Nl | DType::Iq4Xs => 64,
+        _ => 0,
+    }
+}
+
+/// `ggml_vk_matmul_shmem_support` (§8.1) for a scalar device: which of the (s, m, l) tiles
+/// fit in shared memory for kernel A type `a`, computed with the quantized tile table for
+/// every type, 2 bytes per staged value in fp16 mode (4 otherwise), 4096·4 bytes of row ids for
+/// MUL_MAT_ID and the type's lookup table. `Err` when even the small MUL_MAT tile does not fit
+/// (upstream's device initialisation throws).
+pub fn available_tiles(
+    caps: &DeviceCaps,
+    a: DType,
+    id: bool,
+) -> std::result::Result<[bool; 3], String> {
+    let value = if caps.fp16 { 2 } else { 4 };
+    let need = |tile: Tile| {
+        let [_, bm, bn, bk, ..] = spec_constants(caps, true, tile);
+        (bm + bn) * (bk + 1) * value + if id { (ROW_IDS * 4) as u32 } else { 0 } + lut_bytes(a)
+    };
+    let fits = |t: Tile| need(t) <= caps.shared_memory;
+    let s = fits(Tile::S);
+    if !s && !id {
+        return Err(format!(
+            "the small matmul tile needs {} bytes of shared memory, the device has {} (upstream's device init fails)",
+            need(Tile::S),
+            caps.shared_memory
+        ));
+    }
+    let m = s && fits(Tile::M);
+    let l = m && fits(Tile::L);
+    Ok([s, m, l])
+}
+
+/// `ggml_vk_guess_matmul_pipeline` on non-cm2 devices (§8.2): the size class for an M × n
+/// product (n = N, or the chunk's tokens for MUL_MAT_ID) given the available tiles.
+pub fn choose_tile(avail: [bool; 3], m: usize, n: usize) -> Option<Tile> {
+    let [s, md, l] = avail;
+    let tile = if (s && (m <= 32 || n <= 32)) || (!md && !l) {
+        Tile::S
+    } else if (md && (m <= 64 || n <= 64)) || !l {
+        Tile::M
+    } else {
+        Tile::L
+    };
+    let ok = match tile {
+        Tile::S => s,
+        Tile::M => md,
+        Tile::L => l,
+    };
+    ok.then_some(tile)
+}
+
+/// `ggml_vk_dim01_contiguous` (§4.1): nb0 = type size, rows dense, nb3 = nb2·ne2 (nb2 is not
+/// checked).
+pub fn dim01_contiguous(t: &Tensor) -> bool {
+    let (ne, nb, dt) = (t.ne(), t.nb(), t.dtype());
+    nb[0] == dt.block_bytes() && nb[1] == nb[0] * ne[0] / dt.block_len() && nb[3] == nb[2] * ne[2]
+}
+
+/// What upstream's host decides before the kernel runs: the staging copies and the pipeline
+/// family (§4.3, §8.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Staging {
+    /// B is copied to a contiguous buffer of this type first.
+    pub b_to: Option<DType>,
+    /// A is dequantized to f16 first.
+    pub a_to_f16: bool,
+    /// The pipeline family the kernel runs.
+    pub selection: Selection,
+}
+
+/// `ggml_vk_get_mul_mat_mat_pipeline` on a scalar device (§8.4): the (A, B, f16 accumulator)
+/// of the slot for kernel types `a` × `b`, None when there is no pipeline.
+fn mat_pipeline(mode: Mode, a: DType, b: DType, prec: Prec) -> Option<bool> {
+    let f16acc = mode == Mode::Fp16 && prec == Prec::Default;
+    match (a, b) {
+        (DType::F32, DType::F32) | (DType::F32, DType::F16) | (DType::Bf16, DType::Bf16) => {
+            Some(false)
+        }
+        (DType::F16, DType::F32) | (DType::F16, DType::F16) => Some(f16acc),
+        (q, DType::F32) if q.is_quantized() => Some(f16acc),
+        _ => None,
+    }
+}
+
+/// `ggml_vk_get_mul_mat_mat_id_pipeline` on a scalar device (§8.4): as the MUL_MAT lookup,
+/// except that quantized experts ignore the precision request, and that anything but f16
+/// experts with a B that is not f32 trips the host's assert (§12 item 17).
+fn id_pipeline(
+    mode: Mode,
+    a: DType,
+    b: DType,
+    prec: Prec,
+) -> std::result::Result<Option<bool>, String> {
+    let f16acc = mode == Mode::Fp16 && prec == Prec::Default;
+    match (a, b) {
+        (DType::F32, DType::F32) | (DType::Bf16, DType::Bf16) => Ok(Some(false)),
+        (DType::F16, DType::F32) | (DType::F16, DType::F16) => Ok(Some(f16acc)),
+        (_, b) if b != DType::F32 => Err(format!(
+            "{a} experts with a {b} B: upstream's MUL_MAT_ID pipeline lookup asserts that B is f32 (§12 item 17)"
+        )),
+        (q, _) if q.is_quantized() => Ok(Some(mode == Mode::Fp16)),
+        _ => Ok(None),
+    }
+}
+
+fn scalar_device(caps: &DeviceCaps) -> std::result::Result<Mode, String> {
+    if caps.coopmat || caps.coopmat2 {
+        return Err(format!(
+            "{} device: upstream uses the cooperative-matrix matmul paths (not modelled)",
+            caps.class()
+        ));
+    }
+    Ok(Mode::of(caps))
+}
+
+fn check_types(a: DType, b: DType) -> std::result::Result<(), String> {
+    if matches!(a, DType::I32 | DType::Q8_1) {
+        return Err(format!("A of type {a} is not a MUL_MAT type"));
+    }
+    match b {
+        DType::F32 | DType::F16 => {}
+        DType::Bf16 if a == DType::Bf16 => {}
+        _ => {
+            return Err(format!(
+                "B of type {b} (supports_op: f32, f16, or bf16 with a bf16 A)"
+            ))
+        }
+    }
+    if a == DType::Bf16 && b == DType::F16 {
+        return Err("bf16 × f16 is rejected by supports_op".into());
+    }
+    Ok(())
+}
+
+/// The staging and pipeline family for MUL_MAT of `a` × `b` with `prec`, or why upstream does
+/// not run this kernel on `caps` (supports_op, the mat-vec routing of §4.3).
+pub fn select(
+    caps: &DeviceCaps,
+    a: &Tensor,
+    b: &Tensor,
+    prec: Prec,
+) -> std::result::Result<Staging, String> {
+    let mode = scalar_device(caps)?;
+    mul_mat::check(a, b).map_err(|e| format!("ggml rejects the op: {e}"))?;
+    let (at, bt) = (a.dtype(), b.dtype());
+    check_types(at, bt)?;
+    let (na, nb) = (a.ne(), b.ne());
+    if na[3] != nb[3] {
+        return Err(format!(
+            "ne03 = {} ≠ ne13 = {}: Vulkan does not broadcast dim 3",
+            na[3], nb[3]
+        ));
+    }
+    if !a.is_contiguous() {
+        return Err("a non-contiguous A is copied or routed elsewhere first (not modelled)".into());
+    }
+    let n = nb[1];
+    if n == 1 || (n <= 8 && nb[2] * nb[3] == 1) {
+        return Err(format!(
+            "dst.ne1 = {n} with {} batches is routed to the matrix-vector kernel",
+            nb[2] * nb[3]
+        ));
+    }
+    choose(mode, at, bt, dim01_contiguous(b), prec)
+}
+
+/// The type-level part of [`select`]: the staging copies and pipeline family for A type `at`
+/// and B type `bt` (dim01-contiguous or not) on a scalar device in `mode`.
+pub fn choose(
+    mode: Mode,
+    at: DType,
+    bt: DType,
+    b_dim01: bool,
+    prec: Prec,
+) -> std::result::Result<Staging, String> {
+    check_types(at, bt)?;
+    let f16_type = if at == DType::Bf16 {
+        DType::Bf16
+    } else {
+        DType::F16
+    };
+    let y_non_contig = !b_dim01 || (at == DType::Bf16 && bt != DType::Bf16);
+    let b_kernel = if y_non_contig { f16_type } else { bt };
+    let (a_kernel, acc16, a_to_f16) = match mat_pipeline(mode, at, b_kernel, prec) {
+        Some(acc16) => (at, acc16, false),
+        None => match mat_pipeline(mode, DType::F16, b_kernel, prec) {
+            // qx_needs_dequant: A to f16, and the f16 slot with B as the kernel gets it.
+            Some(acc16) if at.is_quantized() => (DType::F16, acc16, true),
+            _ => return Err(format!("no matmul pipeline for {at} × {b_kernel}")),
+        },
+    };
+    Ok(Staging {
+        b_to: y_non_contig.then_some(f16_type),
+        a_to_f16,
+        selection: Selection {
+            mode,
+            a: a_kernel,
+            b: b_kernel,
+            acc16,
+            id: false,
+        },
+    })
+}
+
+/// The type-level part of [`select_id`] (as [`choose`]).
+pub fn choose_id(
+    mode: Mode,
+    at: DType,
+    bt: DType,
+    b_dim01: bool,
+    prec: Prec,
+) -> std::result::Result<Staging, String> {
+    check_types(at, bt)?;
+    let f16_type = if at == DType::Bf16 {
+        DType::Bf16
+    } else {
+        DType::F16
+    };
+    let y_non_contig = !b_dim01 || (at == DType::Bf16 && bt != DType::Bf16);
+    let b_kernel = if y_non_contig { f16_type } else { bt };
+    let acc16 = match id_pipeline(mode, at, b_kernel, prec)? {
+        Some(acc16) => acc16,
+        None => return Err(format!("no matmul_id pipeline for {at} × {b_kernel}")),
+    };
+    Ok(Staging {
+        b_to: y_non_contig.then_some(f16_type),
+        a_to_f16: false,
+        selection: Selection {
+            mode,
+            a: at,
+            b: b_kernel,
+            acc16,
+            id: true,
+        },
+    })
+}
+
+/// The staging and pipeline family for MUL_MAT_ID of experts `a`, `b` and `ids`, or why
+/// upstream does not run this kernel (supports_op, the single-token routing, host asserts).
+pub fn select_id(
+    caps: &DeviceCaps,
+    a: &Tensor,
+    b: &Tensor,
+    ids: &Tensor,
+    prec: Prec,
+) -> std::result::Result<Staging, String> {
+    let mode = scalar_device(caps)?;
+    mul_mat_id::check(a, b, ids).map_err(|e| format!("ggml rejects the op: {e}"))?;
+    let (at, bt) = (a.dtype(), b.dtype());
+    check_types(at, bt)?;
+    let [n_used, n_tokens, ..] = ids.ne();
+    if n_tokens == 1 && at != DType::Bf16 {
+        return Err(
+            "one token is routed to the matrix-vector ID kernel (bf16 experts excepted)".into(),
+        );
+    }
+    if n_used > ROW_IDS {
+        return Err(format!(
+            "ids.ne0 = {n_used} expert slots exceed Vulkan's {ROW_IDS} (supports_op)"
+        ));
+    }
+    if ids.nb()[0] != 4 {
+        return Err(format!(
+            "ids must be densely packed along ne0 (nb0 = {})",
+            ids.nb()[0]
+        ));
+    }
+    if !a.is_contiguous() {
+        return Err("non-contiguous experts are first copied by the host (not modelled)".into());
+    }
+    let staging = choose_id(mode, at, bt, dim01_contiguous(b), prec)?;
+    if available_tiles(caps, at, true)? == [false; 3] {
+        return Err(
+            "no MUL_MAT_ID tile fits in shared memory (mul_mat_id_s/m/l all disabled: supports_op)"
+                .into(),
+        );
+    }
+    Ok(staging)
+}
+
+/// One dispatch of the main kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dispatch {
+    /// Size class.
+    pub tile: Tile,
+    /// The aligned variant.
+    pub aligned: bool,
+    /// Its specialization constants.
+    pub spec: [u32; 11],
+    /// Workgroups.
+    pub groups: [u32; 3],
+}
+
+impl Dispatch {
+    fn new(caps: &DeviceCaps, sel: &Selection, tile: Tile, k: usize, m: usize, n: usize) -> Self {
+        let spec = spec_constants(caps, sel.a.is_quantized(), tile);
+        Dispatch {
+            tile,
+            aligned: k % tile.align() == 0 && m > 8 && n > 8,
+            spec,
+            groups: [0; 3],
+        }
+    }
+}
+
+/// Everything the host decides for one MUL_MAT (§8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Staging copies and pipeline family.
+    pub staging: Staging,
+    /// The main dispatch.
+    pub dispatch: Dispatch,
+    /// K splits (1: none).
+    pub split_k: usize,
+    /// K range of each split (K without a split).
+    pub k_split: usize,
+}
+
+/// Upstream's choices for MUL_MAT of `a` × `b`; `force_split_k` replaces the core-count
+/// formula (see the module notes).
+pub fn plan(
+    caps: &DeviceCaps,
+    a: &Tensor,
+    b: &Tensor,
+    prec: Prec,
+    force_split_k: Option<u32>,
+) -> std::result::Result<Plan, String> {
+    let staging = select(caps, a, b, prec)?;
+    let sel = staging.selection;
+    let ([k, m, ..], [_, n, ne12, ne13]) = (a.ne(), b.ne());
+    let avail = available_tiles(caps, sel.a, false)?;
+    let tile = choose_tile(avail, m, n).ok_or("no matmul tile available")?;
+    let mut dispatch = Dispatch::new(caps, &sel, tile, k, m, n);
+    let split_k = match force_split_k {
+        Some(f) if f > 1 => match f.min(4) {
+            3 => 2,
+            s => s as usize,
+        },
+        _ => 1,
+    };
+    let k_split = if split_k > 1 { k.div_ceil(split_k) } else { k };
+    let [_, bm, bn, ..] = dispatch.spec;
+    let u = |x: usize| x as u32;
+    dispatch.groups = workgroups(
+        [
+            u(m.div_ceil(bm as usize) * bm as usize * split_k),
+            u(n),
+            u(ne12 * ne13),
+        ],
+        [bm, bn, 1],
+    );
+    Ok(Plan {
+        staging,
+        dispatch,
+        split_k,
+        k_split,
+    })
+}
+
+/// One token chunk of a MUL_MAT_ID (§4.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// First token.
+    pub token_start: usize,
+    /// Tokens in the chunk (nei1).
+    pub tokens: usize,
+    /// Its dispatch.
+    pub dispatch: Dispatch,
+}
+
+/// Everything the host decides for one MUL_MAT_ID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdPlan {
+    /// Staging copies and pipeline family.
+    pub staging: Staging,
+    /// The token chunks, in order.
+    pub chunks: Vec<Chunk>,
+}
+
+/// Upstream's choices for MUL_MAT_ID.
+pub fn plan_id(
+    caps: &DeviceCaps,
+    a: &Tensor,
+    b: &Tensor,
+    ids: &Tensor,
+    prec: Prec,
+) -> std::result::Result<IdPlan, String> {
+    let staging = select_id(caps, a, b, ids, prec)?;
+    let sel = staging.selection;
+    let [k, m, n_as, _] = a.ne();
+    let [n_used, n_tokens, ..] = ids.ne();
+    let avail = available_tiles(caps, sel.a, true)?;
+    let split_size = n_tokens.min(ROW_IDS / n_used);
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    while start < n_tokens {
+        let tokens = split_size.min(n_tokens - start);
+        let tile = choose_tile(avail, m, tokens).ok_or("no matmul_id tile available")?;
+        let mut dispatch = Dispatch::new(caps, &sel, tile, k, m, tokens);
+        let [_, bm, bn, ..] = dispatch.spec;
+        dispatch.groups = workgroups([m as u32, tokens as u32, n_as as u32], [bm, bn, 1]);
+        chunks.push(Chunk {
+            token_start: start,
+            tokens,
+            dispatch,
+        });
+        start += tokens;
+    }
+    Ok(IdPlan { staging, chunks })
+}
+
+/// A (already checked) contiguous copy of `b` converted to `to` (f16 or bf16), rounding to
+/// nearest even: what the host's cpy shaders produce.
+fn convert_b(b: &Tensor, to: DType) -> Result<Tensor> {
+    let values = b.rows().map_err(|e| GpuError::Unsupported(e.to_string()))?;
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|&v| {
+            let v = v as f32; // f32/f16/bf16 values are exact in f32
+            match to {
+                DType::Bf16 => float::f32_to_bf16(v).to_le_bytes(),
+                _ => float::f32_to_f16(v).to_le_bytes(),
+            }
+        })
+        .collect();
+    Tensor::from_bytes(to, b.ne(), bytes).map_err(|e| GpuError::Unsupported(e.to_string()))
+}
+
+/// A quantized A dequantized to f16: ggml's f32 values, rounded to nearest even.
+fn dequantize_a(a: &Tensor) -> Result<Tensor> {
+    let values = dequantize_f32(a.dtype(), a.data(), a.nelements())
+        .map_err(|e| GpuError::Unsupported(e.to_string()))?;
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|&v| float::f32_to_f16(v).to_le_bytes())
+        .collect();
+    Tensor::from_bytes(DType::F16, a.ne(), bytes).map_err(|e| GpuError::Unsupported(e.to_string()))
+}
+
+fn staged(a: &Tensor, b: &Tensor, s: &Staging) -> Result<(Tensor, Tensor)> {
+    let a = if s.a_to_f16 {
+        dequantize_a(a)?
+    } else {
+        a.clone()
+    };
+    let b = match s.b_to {
+        Some(to) => convert_b(b, to)?,
+        None => b.to_contiguous(),
+    };
+    Ok((a, b))
+}
+
+fn main_pipeline(
+    gpu: &mut Gpu,
+    tree: &mut ShaderTree,
+    sel: &Selection,
+    d: &Dispatch,
+) -> Result<(crate::context::Pipeline, String)> {
+    let variant = sel.variant(d.aligned);
+    // vk_mat_mat_push_constants is 60 bytes, vk_mat_mat_id_push_constants 56; the f32/f16
+    // matmul_id pipelines are created with the 60-byte range anyway (§6.3).
+    let push_size = if !sel.id || matches!(sel.a, DType::F32 | DType::F16) {
+        60
+    } else {
+        56
+    };
+    let p = gpu.pipeline(
+        tree,
+        &PipelineDesc {
+            variant: &variant,
+            spec: d.spec.to_vec(),
+            push_size,
+            bindings: if sel.id { 4 } else { 3 },
+            disable_robustness: false,
+            full_subgroups: false,
+            subgroup_size: None,
+        },
+    )?;
+    Ok((p, variant.name))
+}
+
+/// How to run one MUL_MAT.
+#[derive(Debug, Clone, Copy)]
+pub struct MulMmRun<'a> {
+    /// src0.
+    pub a: &'a Tensor,
+    /// src1.
+    pub b: &'a Tensor,
+    /// The precision request.
+    pub prec: Prec,
+    /// Force this split count (None: upstream's choice, which never splits without a known
+    /// core count).
+    pub force_split_k: Option<u32>,
+}
+
+/// Runs MUL_MAT through the matrix-matrix kernel; dst (M, N, ne12, ne13) f32 comes back in
+/// ggml order.
+pub fn run(gpu: &mut Gpu, tree: &mut ShaderTree, r: &MulMmRun) -> Result<KernelRun> {
+    let plan =
+        plan(gpu.caps(), r.a, r.b, r.prec, r.force_split_k).map_err(GpuError::Unsupported)?;
+    let (a, b) = staged(r.a, r.b, &plan.staging)?;
+    let sel = plan.staging.selection;
+    let d = &plan.dispatch;
+    let ([k, m, ne02, ne03], [_, n, ne12, ne13]) = (a.ne(), b.ne());
+    let (pipeline, name) = main_pipeline(gpu, tree, &sel, d)?;
+    let reduce = if plan.split_k > 1 {
+        let rv = reduce_variant();
+        Some(gpu.pipeline(
+            tree,
+            &PipelineDesc {
+                variant: &rv,
+                spec: Vec::new(),
+                push_size: 8,
+                bindings: 2,
+                disable_robustness: false,
+                full_subgroups: false,
+                subgroup_size: None,
+            },
+        )?)
+    } else {
+        None
+    };
+    let u = |x: usize| x as u32;
+    let bn = d.spec[2] as usize;
+    let padded_n = if plan.staging.b_to.is_some() {
+        n.div_ceil(bn) * bn
+    } else {
+        n
+    };
+    // vk_mat_mat_push_constants (§6.3): strides in elements, batch strides from ne.
+    let push = [
+        u(m),
+        u(n),
+        u(k),
+        u(k),
+        u(k),
+        u(m),
+        u(k * m),
+        u(k * n),
+        u(m * n),
+        u(plan.k_split),
+        u(ne02),
+        u(ne12),
+        u(ne12 / ne02),
+        u(ne13 / ne03),
+        u(padded_n),
+    ];
+    let outputs = m * n * ne12 * ne13;
+    let mut job = gpu.job();
+    let (ab, bb) = (job.input(a.data()), job.input(b.data()));
+    let dst = job.output(outputs * 4);
+    if let Some(reduce) = reduce {
+        let scratch = job.output(outputs * plan.split_k * 4);
+        job.dispatch(pipeline, &[ab, bb, scratch], &push, d.groups)?;
+        job.dispatch(
+            reduce,
+            &[scratch, dst],
+            &[u(outputs), u(plan.split_k)],
+            workgroups([u(outputs), 1, 1], [1024, 1, 1]),
+        )?;
+    } else {
+        job.dispatch(pipeline, &[ab, bb, dst], &push, d.groups)?;
+    }
+    let out = job.submit()?;
+    Ok(KernelRun {
+        values: out.f32s(dst),
+        overrun: !out.overruns.is_empty(),
+        gpu_ns: out.gpu_ns,
+        variant: name,
+        validation: out.validation,
+    })
+}
+
+/// How to run one MUL_MAT_ID.
+#[derive(Debug, Clone, Copy)]
+pub struct MulMmIdRun<'a> {
+    /// The experts (src0).
+    pub a: &'a Tensor,
+    /// src1.
+    pub b: &'a Tensor,
+    /// The i32 expert ids (src2).
+    pub ids: &'a Tensor,
+    /// The precision request (quantized experts ignore it).
+    pub prec: Prec,
+}
+
+/// Runs MUL_MAT_ID through the matrix-matrix ID kernel, one job per token chunk; dst
+/// (M, n_used, n_tokens, 1) f32 comes back in ggml order.
+pub fn run_id(gpu: &mut Gpu, tree: &mut ShaderTree, r: &MulMmIdRun) -> Result<KernelRun> {
+    let plan = plan_id(gpu.caps(), r.a, r.b, r.ids, r.prec).map_err(GpuError::Unsupported)?;
+    let (a, b) = staged(r.a, r.b, &plan.staging)?;
+    let ids = r.ids;
+    let sel = plan.staging.selection;
+    let [k, m, ..] = a.ne();
+    let [_, ne11, ..] = b.ne();
+    let [n_used, ..] = ids.ne();
+    let (b_token, ids_token, d_token) = (b.nb()[2], ids.nb()[1], m * n_used * 4);
+    let mut values = Vec::with_capacity(m * n_used * ids.ne()[1]);
+    let (mut overrun, mut gpu_ns, mut validation) = (false, None::<f64>, Vec::new());
+    let mut names: Vec<String> = Vec::new();
+    let u = |x: usize| x as u32;
+    for chunk in &plan.chunks {
+        let d = &chunk.dispatch;
+        let (pipeline, name) = main_pipeline(gpu, tree, &sel, d)?;
+        if !names.contains(&name) {
+            names.push(name);
+        }
+        let bn = d.spec[2] as usize;
+        let padded_n = if plan.staging.b_to.is_some() {
+            chunk.tokens.div_ceil(bn) * bn
+        } else {
+            chunk.tokens
+        };
+        // vk_mat_mat_id_push_constants (§6.3) for the chunk's views.
+        let push = [
+            u(m),
+            u(n_used),
+            u(k),
+            u(k),
+            u(k),
+            u(m),
+            u(k * m),
+            u(k * ne11),
+            u(m * n_used),
+            u(n_used),
+            u(chunk.tokens),
+            u(ids_token / 4),
+            u(ne11),
+            u(padded_n),
+        ];
+        let (t0, t1) = (chunk.token_start, chunk.token_start + chunk.tokens);
+        let b_bytes = &b.data()[t0 * b_token..t1 * b_token];
+        let ids_end = ((t1 - 1) * ids_token + n_used * 4).min(ids.data().len());
+        let ids_bytes = &ids.data()[t0 * ids_token..ids_end];
+        let mut job = gpu.job();
+        let (ab, bb) = (job.input(a.data()), job.input(b_bytes));
+        let dst = job.output(chunk.tokens * d_token);
+        let ib = job.input(ids_bytes);
+        job.dispatch(pipeline, &[ab, bb, dst, ib], &push, d.groups)?;
+        let out = job.submit()?;
+        values.extend(out.f32s(dst));
+        overrun |= !out.overruns.is_empty();
+        gpu_ns = match (gpu_ns, out.gpu_ns) {
+            (Some(x), Some(y)) => Some(x + y),
+            (x, y) => x.or(y),
+        };
+        validation.extend(out.validation);
+    }
+    Ok(KernelRun {
+        values,
+        overrun,
+        gpu_ns,
+        variant: names.join(" + "),
+        validation,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lavapipe() -> DeviceCaps {
+        DeviceCaps {
+            subgroup_size: 8,
+            shared_memory: 32768,
+            fp16: true,
+            storage16: true,
+            max_workgroup_count: [65535; 3],
+            ..DeviceCaps::default()
+        }
+    }
+
+    fn t(dtype: DType, ne: [usize; 4]) -> Tensor {
+        Tensor::from_f32(dtype, ne, &vec![0.5; ne.iter().product()]).unwrap()
+    }
+
+    fn ids(n_used: usize, n_tokens: usize) -> Tensor {
+        Tensor::from_bytes(
+            DType::I32,
+            [n_used, n_tokens, 1, 1],
+            vec![0; 4 * n_used * n_tokens],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn names_follow_the_suffix_rule() {
+        let s = |a, b, acc16, id, mode| Selection {
+            mode,
+            a,
+            b,
+            acc16,
+            id,
+        };
+        let f = Mode::Fp16;
+        assert_eq!(
+            s(DType::Q4_0, DType::F32, true, false, f).name(true),
+            "matmul_q4_0_f32_aligned_f16acc"
+        );
+        assert_eq!(
+            s(DType::F16, DType::F16, true, false, f).name(false),
+            "matmul_f16_f16acc"
+        );
+        assert_eq!(
+            s(DType::F16, DType::F32, false, true, f).name(false),
+            "matmul_id_f16_f32"
+        );
+        assert_eq!(
+            s(DType::Bf16, DType::Bf16, false, false, f).name(true),
+            "matmul_bf16_aligned"
+        );
+        assert_eq!(
+            s(DType::Q2_K, DType::F32, false, true, Mode::Fp32).name(false),
+            "matmul_id_q2_k_f32_fp32"
+        );
+        assert_eq!(
+            s(DType::F32, DType::F16, false, false, f).name(false),
+            "matmul_f32_f16"
+        );
+    }
+
+    #[test]
+    fn defines_follow_the_generator_table() {
+        let sel = Selection {
+            mode: Mode::Fp16,
+            a: DType::Q4_1,
+            b: DType::F32,
+            acc16: true,
+            id: true,
+        };
+        let v = sel.variant(true);
+        let has = |k: &str, val: &str| v.defines.contains(&(k.into(), val.into()));
+        assert!(has("DATA_A_Q4_1", "1") && has("MUL_MAT_ID", "1") && has("ALIGNED", "1"));
+        assert!(has("B_TYPE", "mat2x4") && has("LOAD_VEC_A", "8") && has("LOAD_VEC_B", "8"));
+        assert!(
+            has("ACC_TYPE", "float16_t") && has("FLOAT_TYPE", "float16_t") && has("FLOAT16", "1")
+        );
+        let bf = Selection {
+            mode: Mode::Fp16,
+            a: DType::Bf16,
+            b: DType::Bf16,
+            acc16: false,
+            id: false,
+        }
+        .variant(false);
+        assert!(bf.defines.contains(&("B_TYPE".into(), "uint16_t".into())));
+        assert!(bf.defines.contains(&("FLOAT_TYPE".into(), "float".into())));
+        assert!(bf
+            .defines
+            .contains(&("TO_FLOAT_TYPE".into(), "bf16_to_fp32".into())));
+    }
+
+    #[test]
+    fn lavapipe_tables_and_shared_memory() {
+        let caps = lavapipe();
+        assert_eq!(
+            spec_constants(&caps, false, Tile::L),
+            [128, 128, 128, 16, 16, 64, 2, 4, 4, 1, 8]
+        );
+        assert_eq!(
+            spec_constants(&caps, true, Tile::S),
+            [32, 32, 32, 32, 32, 32, 2, 2, 2, 1, 8]
+        );
+        assert_eq!(spec_constants(&caps, false, Tile::S)[0], 16);
+        // 32 KiB: every MUL_MAT tile fits; MUL_MAT_ID loses the large one (33280 bytes).
+        assert_eq!(available_tiles(&caps, DType::F16, false), Ok([true; 3]));
+        assert_eq!(
+            available_tiles(&caps, DType::Q4_0, true),
+            Ok([true, true, false])
+        );
+        let tiny = DeviceCaps {
+            shared_memory: 4096,
+            ..lavapipe()
+        };
+        assert!(available_tiles(&tiny, DType::F16, false).is_err());
+        assert_eq!(available_tiles(&tiny, DType::F16, true), Ok([false; 3]));
+    }
+
+    #[test]
+    fn tile_choice_and_alignment() {
+        let all = [true; 3];
+        assert_eq!(choose_tile(all, 100, 20), Some(Tile::S));
+        assert_eq!(choose_tile(all, 100, 64), Some(Tile::M));
+        assert_eq!(choose_tile(all, 65, 65), Some(Tile::L));
+        assert_eq!(choose_tile([true, true, false], 500, 500), Some(Tile::M));
+        let caps = lavapipe();
+        let p = plan(
+            &caps,
+            &t(DType::F16, [128, 65, 1, 1]),
+            &t(DType::F32, [128, 70, 1, 1]),
+            Prec::Default,
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.dispatch.tile, Tile::L);
+        assert!(p.dispatch.aligned);
+        assert_eq!(p.dispatch.groups, [1, 1, 1]);
+        assert_eq!(
+            p.staging.selection.variant(p.dispatch.aligned).name,
+            "matmul_f16_f32_aligned_f16acc"
+        );
+        let p = plan(
+            &caps,
+            &t(DType::F16, [96, 65, 1, 1]),
+            &t(DType::F32, [96, 70, 1, 1]),
+            Prec::F32,
+            None,
+        )
+        .unwrap();
+        assert!(!p.dispatch.aligned, "96 is not a multiple of 128");
+        assert!(!p.staging.selection.acc16);
+    }
+
+    #[test]
+    fn staging_follows_the_host() {
+        let caps = lavapipe();
+        // quant × f16: A to f16, the f16 slot.
+        let s = select(
+            &caps,
+            &t(DType::Q4_0, [32, 4, 1, 1]),
+            &t(DType::F16, [32, 9, 1, 1]),
+            Prec::Default,
+        )
+        .unwrap();
+        assert!(s.a_to_f16 && s.b_to.is_none());
+        assert_eq!(s.selection.name(false), "matmul_f16_f16acc");
+        // bf16 × f32: B to bf16.
+        let s = select(
+            &caps,
+            &t(DType::Bf16, [4, 4, 1, 1]),
+            &t(DType::F32, [4, 9, 1, 1]),
+            Prec::Default,
+        )
+        .unwrap();
+        assert_eq!(
+            (s.b_to, s.selection.name(false).as_str()),
+            (Some(DType::Bf16), "matmul_bf16")
+        );
+        // A padded f32 B becomes f16: f32 × f16.
+        let dense = t(DType::F32, [6, 9, 1, 1]);
+        let padded =
+            Tensor::new(DType::F32, [5, 9, 1, 1], dense.nb(), dense.data().to_vec()).unwrap();
+        let s = select(&caps, &t(DType::F32, [5, 4, 1, 1]), &padded, Prec::Default).unwrap();
+        assert_eq!(s.selection.name(false), "matmul_f32_f16");
+        // Few columns without batches go to mat-vec; with batches they stay.
+        assert!(select(
+            &caps,
+            &t(DType::F32, [4, 4, 1, 1]),
+            &t(DType::F32, [4, 8, 1, 1]),
+            Prec::Default
+        )
+        .is_err());
+        assert!(select(
+            &caps,
+            &t(DType::F32, [4, 4, 1, 1]),
+            &t(DType::F32, [4, 2, 2, 1]),
+            Prec::Default
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn id_selection_chunks_and_asserts() {
+        let caps = lavapipe();
+        let a = t(DType::Q4_0, [32, 4, 3, 1]);
+        // Quantized experts: f16acc whatever the precision request.
+        let p = plan_id(
+            &caps,
+            &a,
+            &t(DType::F32, [32, 1, 2, 1]),
+            &ids(1, 2),
+            Prec::F32,
+        )
+        .unwrap();
+        assert_eq!(p.staging.selection.name(false), "matmul_id_q4_0_f32_f16acc");
+        // f16 B with quantized experts: the host asserts.
+        assert!(select_id(
+            &caps,
+            &a,
+            &t(DType::F16, [32, 1, 2, 1]),
+            &ids(1, 2),
+            Prec::F32
+        )
+        .unwrap_err()
+        .contains("asserts"));
+        // One token: mat-vec ID.
+        assert!(select_id(
+            &caps,
+            &a,
+            &t(DType::F32, [32, 1, 1, 1]),
+            &ids(1, 1),
+            Prec::F32
+        )
+        .is_err());
+        // 3 slots × 3000 tokens: chunks of 4096 / 3 = 1365 tokens.
+        let p = plan_id(
+            &caps,
+            &a,
+            &t(DType::F32, [32, 1, 3000, 1]),
+            &ids(3, 3000),
+            Prec::F32,
+        )
+        .unwrap();
+        let sizes: Vec<usize> = p.chunks.iter().map(|c| c.tokens).collect();
+        assert_eq!(sizes, vec![1365, 1365, 270]);
+        assert_eq!(p.chunks[0].dispatch.tile, Tile::S, "M = 4");
+    }
+
+    #[test]
+    fn forced_split_follows_the_rule() {
+        let caps = lavapipe();
+        let (a, b) = (
+            t(DType::F32, [100, 40, 1, 1]),
+            t(DType::F32, [100, 40, 1, 1]),
+        );
+        let p = plan(&caps, &a, &b, Prec::F32, Some(3)).unwrap();
+        assert_eq!((p.split_k, p.k_split), (2, 50));
+        assert_eq!(
+            p.dispatch.groups,
+            [2, 1, 1],
+            "one medium row tile × 2 splits"
+        );
+        let p = plan(&caps, &a, &b, Prec::F32, Some(9)).unwrap();
+        assert_eq!((p.split_k, p.k_split), (4, 25));
+    }
+}

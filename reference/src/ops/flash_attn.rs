@@ -1,0 +1,869 @@
+//! GGML_OP_FLASH_ATTN_EXT (`ggml_flash_attn_ext(ctx, q, k, v, mask, scale, max_bias,
+//! logit_softcap)`), exact, with ggml's semantics (§9.1 of the interface notes):
+//!
+//! | tensor | shape (ne0, ne1, ne2, ne3) |
+//! |---|---|
+//! | q | (DK, N, H, ne3), float |
+//! | k | (DK, KV, H_k, ne3), any type (f16, q4_0, q8_0, q4_1, q5_0, q5_1, iq4_nl, ...) |
+//! | v | (DV, KV, H_v, ne3), not transposed |
+//! | mask (optional) | (≥ KV, N_pad ≥ N, ne32, ne33), f16 |
+//! | dst | (DV, H, N, ne3), permuted: element (d, h, q, i3) at ((i3·N + q)·H + h)·DV + d |
+//!
+//! For query row q of head h in batch i3, with K/V head ⌊h/(H/H_k)⌋ (resp. H_v) and mask plane
+//! (h mod ne32, i3 mod ne33):
+//!
+//! * s' = scale, or scale/logit_softcap **rounded to f32** when logit_softcap ≠ 0 (ggml and the
+//!   Vulkan host both divide in f32 before anything else, §12.6);
+//! * x_j = s'·(q · k_j); S_j = x_j, or logit_softcap·tanh(x_j) with a softcap;
+//! * S_j += slope(h)·mask[q][j], slope(h) = m0^(h+1) for h < n_head_log2, else
+//!   m1^(2(h − n_head_log2) + 1), 1 without ALiBi; n_head_log2 = 2^⌊log₂ H⌋ (the power itself,
+//!   §12.7) and m0 = 2^(−max_bias/n_head_log2), m1 = 2^(−max_bias/2/n_head_log2) computed in f32
+//!   with `powf` as ggml's host does; the reference then takes m0^(h+1) exactly (f64);
+//! * O = Σ_j softmax(S)_j · v_j, over the keys whose mask term is not −∞.
+//!
+//! The CPU backend rounds q to K's vec-dot type (f16, or q8_0 for quantized K) and accumulates
+//! V·P in f16 for f16 V; those are the CPU's own roundings, not the op: the reference keeps every
+//! input value exact and accumulates in f64 (dot products of ≤ 1024 terms of ≤ 43-bit products,
+//! exact up to f64 rounding).
+//!
+//! **A fully masked row** (every mask term −∞, e.g. a causal row with no visible key): ggml's CPU
+//! path skips each key whose mask term is −∞, so its running sum stays S = 0 and its accumulator
+//! stays 0; at the pinned commit it then scales by 1/S = +∞ and every element of the row becomes
+//! 0·∞ = **NaN**. (Later ggml, with the attention-sinks change, guards S = 0 and writes 0.) The
+//! reference returns NaN for such rows, flags them in [`RowTerms::fully_masked`], and vkdiff
+//! reports a divergence there as its own finding ("fully masked row"), apart from ordinary
+//! out-of-bound elements.
+//!
+//! **NaN or ±∞ inputs** (fuzzed block scales): a masked key is skipped whatever its K and V
+//! hold (as the CPU path does); an unmasked key with a non-finite logit makes its whole row NaN
+//! ([`RowTerms::non_finite`]), one with a non-finite V element makes that output element NaN.
+//! Such values have no defined result on Vulkan and are not judged.
+
+use rayon::prelude::*;
+
+use super::kernel::{block, decode_fast, fast_format, pack_panel, zeroed, Values, LANES};
+use super::Output;
+use crate::formats::dequantize_into;
+use crate::tensor::{AsTensorView, Tensor, TensorView};
+use crate::{DType, Error, Result};
+
+const OP: &str = "flash_attn_ext";
+
+/// GGML_KQ_MASK_PAD: at the pinned commit ggml asserts mask.ne1 ≥ GGML_PAD(N, 64) (later ggml
+/// accepts any mask.ne1 ≥ N; the reference accepts both).
+pub const KQ_MASK_PAD: usize = 64;
+
+/// The op parameters (op_params 0..2).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlashAttnParams {
+    /// Scale applied to q·k.
+    pub scale: f32,
+    /// ALiBi maximum bias (0: no ALiBi).
+    pub max_bias: f32,
+    /// Logit soft-capping value (0: none).
+    pub logit_softcap: f32,
+}
+
+impl FlashAttnParams {
+    /// s', the factor applied to q·k before the softcap: `scale`, or `scale / logit_softcap`
+    /// rounded to f32 (what ggml's CPU path and the Vulkan host push, §12.6).
+    pub fn dot_scale(&self) -> f32 {
+        if self.logit_softcap != 0.0 {
+            self.scale / self.logit_softcap
+        } else {
+            self.scale
+        }
+    }
+}
+
+/// The ALiBi constants ggml's host derives from max_bias and the head count (push constants
+/// 26..28 of the Vulkan kernel).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Alibi {
+    /// max_bias; slopes are 1 when it is not positive.
+    pub max_bias: f32,
+    /// 2^⌊log₂ H⌋ (the power of two, not its logarithm).
+    pub n_head_log2: u32,
+    /// 2^(−max_bias/n_head_log2), in f32 as ggml computes it.
+    pub m0: f32,
+    /// 2^(−(max_bias/2)/n_head_log2), in f32.
+    pub m1: f32,
+}
+
+impl Alibi {
+    /// The constants for `n_head` heads (H = q.ne2), computed as ggml's host does: f32 `powf`.
+    pub fn new(max_bias: f32, n_head: usize) -> Alibi {
+        let n_head_log2 = if n_head == 0 {
+            0
+        } else {
+            1u32 << (usize::BITS - 1 - n_head.leading_zeros())
+        };
+        let n = n_head_log2 as f32;
+        Alibi {
+            max_bias,
+            n_head_log2,
+            m0: 2.0f32.powf(-max_bias / n),
+            m1: 2.0f32.powf(-(max_bias / 2.0) / n),
+        }
+    }
+
+    /// Head h's slope as (base, exponent): slope = base^exponent. (1, 1) without ALiBi.
+    pub fn slope_parts(&self, h: usize) -> (f32, u32) {
+        if self.max_bias <= 0.0 {
+            return (1.0, 1);
+        }
+        let n = self.n_head_log2 as usize;
+        if h < n {
+            (self.m0, h as u32 + 1)
+        } else {
+            (self.m1, 2 * (h - n) as u32 + 1)
+        }
+    }
+
+    /// Head h's slope, base^exponent from the f32 base, in f64.
+    pub fn slope(&self, h: usize) -> f64 {
+        let (base, e) = self.slope_parts(h);
+        (base as f64).powi(e as i32)
+    }
+}
+
+/// The inputs of one FLASH_ATTN_EXT. `T` is [`Tensor`] or [`TensorView`] (anything
+/// [`AsTensorView`]).
+#[derive(Debug)]
+pub struct FlashAttnInputs<'a, T: ?Sized = Tensor> {
+    /// Queries (DK, N, H, ne3).
+    pub q: &'a T,
+    /// Keys (DK, KV, H_k, ne3).
+    pub k: &'a T,
+    /// Values (DV, KV, H_v, ne3).
+    pub v: &'a T,
+    /// Optional f16 mask (≥ KV, ≥ N, ne32, ne33).
+    pub mask: Option<&'a T>,
+    /// scale, max_bias, logit_softcap.
+    pub params: FlashAttnParams,
+}
+
+impl<T: ?Sized> Clone for FlashAttnInputs<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for FlashAttnInputs<'_, T> {}
+
+/// The inputs as views.
+struct Views<'a> {
+    q: TensorView<'a>,
+    k: TensorView<'a>,
+    v: TensorView<'a>,
+    mask: Option<TensorView<'a>>,
+    params: FlashAttnParams,
+}
+
+impl<'a, T: AsTensorView + ?Sized> FlashAttnInputs<'a, T> {
+    fn views(&self) -> Views<'a> {
+        Views {
+            q: self.q.view(),
+            k: self.k.view(),
+            v: self.v.view(),
+            mask: self.mask.map(|m| m.view()),
+            params: self.params,
+        }
+    }
+}
+
+/// The exact terms of one output row (query q of head h in batch i3): what the op computes
+/// along the way, kept for the error model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowTerms {
+    /// Query row.
+    pub q: usize,
+    /// Head.
+    pub h: usize,
+    /// Batch (dim 3).
+    pub i3: usize,
+    /// V's (head, batch) for this row.
+    pub v_index: (usize, usize),
+    /// x_j = s'·(q · k_j), before the softcap.
+    pub x: Vec<f64>,
+    /// |s'|·Σ_d |q_d·k_jd|: what the rounding error of x_j scales with.
+    pub dot_magnitude: Vec<f64>,
+    /// mask[q][j] (0 without a mask; −∞ where masked).
+    pub mask: Vec<f64>,
+    /// S_j, the logits the softmax takes (−∞ where masked).
+    pub logits: Vec<f64>,
+    /// softmax(S)_j (0 where masked; all 0 when the row is fully masked).
+    pub weights: Vec<f64>,
+    /// The head's ALiBi slope (1 without ALiBi).
+    pub slope: f64,
+    /// Every key masked: the output row is NaN (see the module notes).
+    pub fully_masked: bool,
+    /// An unmasked key has a NaN or infinite logit (from NaN or ±∞ in its K row): the row has
+    /// no defined value and is NaN.
+    pub non_finite: bool,
+}
+
+/// The result: dst and, for each of its rows (same order: ((i3·N + q)·H + h)), the exact terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlashAttn {
+    /// dst (DV, H, N, ne3).
+    pub out: Output,
+    /// One entry per dst row.
+    pub rows: Vec<RowTerms>,
+}
+
+impl FlashAttn {
+    /// The row terms of flat dst position `i`.
+    ///
+    /// # Panics
+    /// If `i` is not a position of dst (`i ≥ out.values.len()`).
+    pub fn row_of(&self, i: usize) -> &RowTerms {
+        &self.rows[i / self.out.ne[0]]
+    }
+}
+
+fn shape(reason: String) -> Error {
+    Error::Shape { op: OP, reason }
+}
+
+/// Checks ggml's rules (ggml_flash_attn_ext's asserts) and returns dst's shape (DV, H, N, ne3).
+pub fn check<T: AsTensorView + ?Sized>(inputs: &FlashAttnInputs<'_, T>) -> Result<[usize; 4]> {
+    check_views(&inputs.views())
+}
+
+fn check_views(inputs: &Views) -> Result<[usize; 4]> {
+    let Views { q, k, v, mask, .. } = inputs;
+    let (nq, nk, nv) = (q.ne(), k.ne(), v.ne());
+    for (what, t) in [("q", q), ("k", k), ("v", v)] {
+        if t.dtype() == DType::I32 || t.dtype() == DType::Q8_1 {
+            return Err(Error::Type {
+                op: OP,
+                what,
+                dtype: t.dtype(),
+            });
+        }
+    }
+    if q.dtype().is_quantized() {
+        return Err(Error::Type {
+            op: OP,
+            what: "q",
+            dtype: q.dtype(),
+        });
+    }
+    if nk[0] != nq[0] {
+        return Err(shape(format!(
+            "k rows have {} elements but q rows {}",
+            nk[0], nq[0]
+        )));
+    }
+    if nv[1] != nk[1] {
+        return Err(shape(format!("v has {} keys but k has {}", nv[1], nk[1])));
+    }
+    if nq[2] % nk[2] != 0 || nq[2] % nv[2] != 0 {
+        return Err(shape(format!(
+            "heads: q has {}, k {}, v {}; q's must be a multiple of both",
+            nq[2], nk[2], nv[2]
+        )));
+    }
+    if nq[3] != nk[3] || nq[3] != nv[3] {
+        return Err(shape(format!(
+            "dim 3: q {}, k {}, v {} must be equal",
+            nq[3], nk[3], nv[3]
+        )));
+    }
+    if let Some(m) = mask {
+        if m.dtype() != DType::F16 {
+            return Err(Error::Type {
+                op: OP,
+                what: "mask",
+                dtype: m.dtype(),
+            });
+        }
+        if !m.is_contiguous() {
+            return Err(shape("the mask must be contiguous".into()));
+        }
+        let nm = m.ne();
+        if nm[0] < nk[1] || nm[1] < nq[1] {
+            return Err(shape(format!(
+                "mask {nm:?} is smaller than KV × N = {} × {}",
+                nk[1], nq[1]
+            )));
+        }
+        if nq[2] % nm[2] != 0 || nq[3] % nm[3] != 0 {
+            return Err(shape(format!(
+                "mask planes {}×{} do not divide q's {}×{}",
+                nm[2], nm[3], nq[2], nq[3]
+            )));
+        }
+    } else if inputs.params.max_bias > 0.0 {
+        return Err(shape("ALiBi (max_bias > 0) needs a mask".into()));
+    }
+    Ok([nv[0], nq[2], nq[1], nq[3]])
+}
+
+/// The exact op, with the terms of every row (what an error model needs). The output values are
+/// bit-identical to [`flash_attn`]'s; this keeps five KV-long vectors per dst row, so prefer
+/// [`flash_attn`] when only the values are wanted.
+pub fn flash_attn_ext<T: AsTensorView + ?Sized>(inputs: &FlashAttnInputs<'_, T>) -> Result<FlashAttn> {
+    let (out, rows) = run(&inputs.views(), true)?;
+    Ok(FlashAttn { out, rows })
+}
+
+/// The exact op: dst (DV, H, N, ne3), permuted as ggml's (see the module notes).
+///
+/// ```
+/// use vkdiff_reference::ops::flash_attn::{flash_attn, FlashAttnInputs, FlashAttnParams};
+/// use vkdiff_reference::tensor::Tensor;
+/// use vkdiff_reference::DType;
+///
+/// // D = 1, one query, two keys: q = 1, k = (1, 2), v = (3, 5), scale 1. S = (1, 2) and
+/// // O = (3·e¹ + 5·e²) / (e¹ + e²).
+/// let q = Tensor::from_f32(DType::F32, [1, 1, 1, 1], &[1.0])?;
+/// let k = Tensor::from_f32(DType::F16, [1, 2, 1, 1], &[1.0, 2.0])?;
+/// let v = Tensor::from_f32(DType::F16, [1, 2, 1, 1], &[3.0, 5.0])?;
+/// let params = FlashAttnParams { scale: 1.0, max_bias: 0.0, logit_softcap: 0.0 };
+/// let out = flash_attn(&FlashAttnInputs { q: &q, k: &k, v: &v, mask: None, params })?;
+/// assert_eq!(out.ne, [1, 1, 1, 1]);
+/// let e = std::f64::consts::E;
+/// assert!((out.values[0] - (3.0 + 5.0 * e) / (1.0 + e)).abs() < 1e-15);
+/// # Ok::<(), vkdiff_reference::Error>(())
+/// ```
+pub fn flash_attn<T: AsTensorView + ?Sized>(inputs: &FlashAttnInputs<'_, T>) -> Result<Output> {
+    Ok(run(&inputs.views(), false)?.0)
+}
+
+/// Query rows per parallel task.
+const QB: usize = 16;
+
+/// Keys per block of the V product (the decoded V block stays in L2).
+const KVB: usize = 256;
+
+/// The first mask value without a defined result (NaN or +∞), in the order the op visits rows
+/// ((i3·N + q)·H + h) and keys, as [`Error::Value`].
+fn check_mask(ms: &[f64], mne: [usize; 4], [_, h, n, ne3]: [usize; 4], kv: usize) -> Result<()> {
+    let bad = |m: f64| m.is_nan() || m == f64::INFINITY;
+    // First bad key of every mask row, then the first dst row that reads a bad one.
+    let first_bad: Vec<Option<usize>> = ms
+        .chunks_exact(mne[0])
+        .map(|row| row[..kv].iter().position(|&m| bad(m)))
+        .collect();
+    for i3 in 0..ne3 {
+        for iq in 0..n {
+            for ih in 0..h {
+                let at = ((i3 % mne[3]) * mne[2] + ih % mne[2]) * mne[1] + iq;
+                if let Some(j) = first_bad[at] {
+                    let m = ms[at * mne[0] + j];
+                    return Err(Error::Value {
+                        op: OP,
+                        reason: format!(
+                            "mask[{iq}][{j}] = {m}: only finite values and −∞ have a defined result"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The per-row part of the op, in the reference's exact order: logits from the dot products
+/// (`dots[j]` = q·k_j summed in d order from +0, `mags[j]` the same over |q|·|k|) and the mask
+/// row, then the softmax weights. Fills `t` (whose vectors are KV long).
+fn softmax_row(
+    dots: &[f64],
+    mags: Option<&[f64]>,
+    mask: Option<&[f64]>,
+    sp: f64,
+    cap: f64,
+    t: &mut RowTerms,
+) {
+    t.fully_masked = true;
+    t.non_finite = false;
+    t.logits.iter_mut().for_each(|x| *x = f64::NEG_INFINITY);
+    t.weights.iter_mut().for_each(|x| *x = 0.0);
+    for j in 0..dots.len() {
+        t.x[j] = sp * dots[j];
+        t.dot_magnitude[j] = mags.map_or(0.0, |m| sp.abs() * m[j]);
+        t.mask[j] = mask.map_or(0.0, |m| m[j]);
+        if t.mask[j] == f64::NEG_INFINITY {
+            continue;
+        }
+        let s = if cap != 0.0 { cap * t.x[j].tanh() } else { t.x[j] };
+        t.logits[j] = s + t.slope * t.mask[j];
+        t.non_finite |= !t.logits[j].is_finite();
+        t.fully_masked = false;
+    }
+    if !t.fully_masked && !t.non_finite {
+        let max = t.logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        for (w, &s) in t.weights.iter_mut().zip(&t.logits) {
+            *w = (s - max).exp();
+        }
+        let sum: f64 = t.weights.iter().sum();
+        t.weights.iter_mut().for_each(|w| *w /= sum);
+    }
+}
+
+/// O = Σ_j w_j·v_j over the unmasked keys in j order, one row at a time, for a V holding NaN or
+/// ±∞: such an element makes its output element NaN (the reference's definition).
+fn pv_row_checked(t: &RowTerms, vd: &[f64], dvp: usize, out: &mut [f64]) {
+    out.iter_mut().for_each(|o| *o = 0.0);
+    for (j, &w) in t.weights.iter().enumerate() {
+        if t.logits[j] == f64::NEG_INFINITY {
+            continue;
+        }
+        for (o, x) in out.iter_mut().zip(&vd[j * dvp..]) {
+            *o = if x.is_finite() { *o + w * x } else { f64::NAN };
+        }
+    }
+}
+
+/// The op for one (batch i3, head ih): every query row's output and (with `keep`) terms.
+#[allow(clippy::type_complexity)]
+fn head(
+    inputs: &Views,
+    ne: [usize; 4],
+    (i3, ih): (usize, usize),
+    ms: Option<&[f64]>,
+    keep: bool,
+) -> Result<Vec<(Vec<f64>, Option<RowTerms>)>> {
+    let Views { q, k, v, params, .. } = inputs;
+    let [dv, h, n, _] = ne;
+    let (dk, kv) = (q.ne()[0], k.ne()[1]);
+    let (ik2, iv2) = (ih / (h / k.ne()[2]), ih / (h / v.ne()[2]));
+    let mne = inputs.mask.map(|m| m.ne()).unwrap_or([0; 4]);
+    let alibi = Alibi::new(params.max_bias, h);
+    let slope = alibi.slope(ih);
+    let sp = params.dot_scale() as f64;
+    let cap = params.logit_softcap as f64;
+
+    // K as panels of LANES keys (k-major), |K| too when the terms are kept.
+    let panels = kv.div_ceil(LANES);
+    let pack = |decode| -> Result<Vec<f64>> {
+        let mut kp = vec![0.0; panels * dk * LANES];
+        let mut tmp = vec![0.0; dk];
+        for (p, panel) in kp.chunks_exact_mut(dk * LANES).enumerate() {
+            let j0 = p * LANES;
+            pack_panel(k, (ik2, i3), j0, LANES.min(kv - j0), (0, dk), decode, &mut tmp, panel)?;
+        }
+        Ok(kp)
+    };
+    let kp = pack(Values::Exact)?;
+    let kp_abs = if keep { Some(pack(Values::Abs)?) } else { None };
+    // V rows, padded to a whole number of panels.
+    let dvp = dv.div_ceil(LANES) * LANES;
+    let mut vd = vec![0.0; kv * dvp];
+    for (j, row) in vd.chunks_exact_mut(dvp).enumerate() {
+        match v.row_bytes(j, iv2, i3, 0, dv) {
+            Some(bytes) if fast_format(v.dtype()) => decode_fast(v.dtype(), bytes, row, 1),
+            _ => v.decode_row(j, iv2, i3, 0, &mut row[..dv], dequantize_into)?,
+        }
+    }
+    let v_finite = vd.iter().all(|x| x.is_finite());
+    // Q rows (and |Q|).
+    let mut qd = vec![0.0; n * dk];
+    for (iq, row) in qd.chunks_exact_mut(dk).enumerate() {
+        q.decode_row(iq, ih, i3, 0, row, dequantize_into)?;
+    }
+    let qd_abs: Option<Vec<f64>> = keep.then(|| qd.iter().map(|x| x.abs()).collect());
+
+    let blocks: Vec<Vec<(Vec<f64>, Option<RowTerms>)>> = (0..n)
+        .step_by(QB)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|q0| {
+            let qn = QB.min(n - q0);
+            // dots[n][j] = q_n · k_j, sequential in d from +0 (the reference's fold).
+            let products = |kp: &[f64], qs: &[f64]| -> Vec<f64> {
+                let q_rows: Vec<&[f64]> = qs[q0 * dk..(q0 + qn) * dk].chunks_exact(dk).collect();
+                let mut dots = vec![0.0; qn * panels * LANES];
+                let mut acc = vec![[0.0; LANES]; qn];
+                for (p, panel) in kp.chunks_exact(dk * LANES).enumerate() {
+                    acc.iter_mut().for_each(|a| *a = [0.0; LANES]);
+                    block(dk, panel, LANES, &q_rows, &mut acc);
+                    for (r, a) in acc.iter().enumerate() {
+                        let at = r * panels * LANES + p * LANES;
+                        dots[at..at + LANES].copy_from_slice(a);
+                    }
+                }
+                dots
+            };
+            let dots = products(&kp, &qd);
+            let mags = kp_abs.as_ref().zip(qd_abs.as_ref()).map(|(kp, qs)| products(kp, qs));
+            let mut weights = vec![0.0; qn * kv];
+            let mut rows: Vec<(Vec<f64>, Option<RowTerms>)> = Vec::with_capacity(qn);
+            let mut computed = vec![false; qn];
+            let mut scratch = None;
+            for r in 0..qn {
+                let iq = q0 + r;
+                let mut t = scratch.take().unwrap_or_else(|| RowTerms {
+                    q: iq,
+                    h: ih,
+                    i3,
+                    v_index: (iv2, i3),
+                    x: vec![0.0; kv],
+                    dot_magnitude: vec![0.0; kv],
+                    mask: vec![0.0; kv],
+                    logits: vec![f64::NEG_INFINITY; kv],
+                    weights: vec![0.0; kv],
+                    slope,
+                    fully_masked: true,
+                    non_finite: false,
+                });
+                t.q = iq;
+                let at = r * panels * LANES;
+                let mask_row = ms.map(|ms| {
+                    let row = ((i3 % mne[3]) * mne[2] + ih % mne[2]) * mne[1] + iq;
+                    &ms[row * mne[0]..row * mne[0] + kv]
+                });
+                softmax_row(
+                    &dots[at..at + kv],
+                    mags.as_ref().map(|m| &m[at..at + kv]),
+                    mask_row,
+                    sp,
+                    cap,
+                    &mut t,
+                );
+                weights[r * kv..(r + 1) * kv].copy_from_slice(&t.weights);
+                computed[r] = !t.fully_masked && !t.non_finite;
+                let mut out = vec![f64::NAN; dv];
+                if !v_finite && computed[r] {
+                    pv_row_checked(&t, &vd, dvp, &mut out);
+                }
+                if keep {
+                    rows.push((out, Some(t)));
+                } else {
+                    rows.push((out, None));
+                    scratch = Some(t);
+                }
+            }
+            if v_finite {
+                // O = W · V, sequential in j from +0. A masked key has weight 0 and a finite V
+                // row, so it adds ±0 to a sum that is never −0: the same bits as skipping it.
+                let w_rows: Vec<&[f64]> = weights.chunks_exact(kv).collect();
+                let d_panels = dvp / LANES;
+                let mut acc = vec![[0.0; LANES]; d_panels * qn];
+                for j0 in (0..kv).step_by(KVB) {
+                    let jn = KVB.min(kv - j0);
+                    let w_blk: Vec<&[f64]> = w_rows.iter().map(|w| &w[j0..j0 + jn]).collect();
+                    for (dp, tile) in acc.chunks_exact_mut(qn).enumerate() {
+                        block(jn, &vd[j0 * dvp + dp * LANES..], dvp, &w_blk, tile);
+                    }
+                }
+                for (r, (out, _)) in rows.iter_mut().enumerate() {
+                    if computed[r] {
+                        for (d, o) in out.iter_mut().enumerate() {
+                            *o = acc[(d / LANES) * qn + r][d % LANES];
+                        }
+                    }
+                }
+            }
+            Ok(rows)
+        })
+        .collect::<Result<_>>()?;
+    Ok(blocks.into_iter().flatten().collect())
+}
+
+/// The op on views; with `keep`, the terms of every row too.
+fn run(inputs: &Views, keep: bool) -> Result<(Output, Vec<RowTerms>)> {
+    let ne = check_views(inputs)?;
+    let [dv, h, n, ne3] = ne;
+    let kv = inputs.k.ne()[1];
+    let ms = inputs.mask.map(|m| m.rows()).transpose()?;
+    if let (Some(ms), Some(m)) = (&ms, inputs.mask) {
+        check_mask(ms, m.ne(), ne, kv)?;
+    }
+    let n_out = dv
+        .checked_mul(h)
+        .and_then(|x| x.checked_mul(n))
+        .and_then(|x| x.checked_mul(ne3));
+    let mut values = zeroed(OP, n_out)?;
+    let heads: Vec<Vec<(Vec<f64>, Option<RowTerms>)>> = (0..ne3 * h)
+        .into_par_iter()
+        .map(|g| head(inputs, ne, (g / h, g % h), ms.as_deref(), keep))
+        .collect::<Result<_>>()?;
+    let mut terms: Vec<Option<RowTerms>> = if keep { vec![None; h * n * ne3] } else { Vec::new() };
+    for (g, rows) in heads.into_iter().enumerate() {
+        let (i3, ih) = (g / h, g % h);
+        for (iq, (out, t)) in rows.into_iter().enumerate() {
+            let r = (i3 * n + iq) * h + ih;
+            values[r * dv..(r + 1) * dv].copy_from_slice(&out);
+            if let Some(t) = t {
+                terms[r] = Some(t);
+            }
+        }
+    }
+    let terms = terms.into_iter().flatten().collect();
+    Ok((Output { ne, values }, terms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32t(ne: [usize; 4], v: &[f32]) -> Tensor {
+        Tensor::from_f32(DType::F32, ne, v).unwrap()
+    }
+
+    fn f16t(ne: [usize; 4], v: &[f32]) -> Tensor {
+        Tensor::from_f32(DType::F16, ne, v).unwrap()
+    }
+
+    fn params(scale: f32) -> FlashAttnParams {
+        FlashAttnParams {
+            scale,
+            max_bias: 0.0,
+            logit_softcap: 0.0,
+        }
+    }
+
+    fn run(
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        m: Option<&Tensor>,
+        p: FlashAttnParams,
+    ) -> FlashAttn {
+        flash_attn_ext(&FlashAttnInputs {
+            q,
+            k,
+            v,
+            mask: m,
+            params: p,
+        })
+        .unwrap()
+    }
+
+    fn close(a: f64, b: f64) {
+        assert!((a - b).abs() <= 1e-14 * b.abs().max(1.0), "{a} vs {b}");
+    }
+
+    #[test]
+    fn d1_two_keys_is_a_two_way_softmax() {
+        // q = 1, k = (1, 2), v = (3, 5): S = (1, 2), O = (3 + 5e)/(1 + e).
+        let out = run(
+            &f32t([1, 1, 1, 1], &[1.0]),
+            &f16t([1, 2, 1, 1], &[1.0, 2.0]),
+            &f16t([1, 2, 1, 1], &[3.0, 5.0]),
+            None,
+            params(1.0),
+        );
+        let e = std::f64::consts::E;
+        assert_eq!(out.out.ne, [1, 1, 1, 1]);
+        close(out.out.values[0], (3.0 + 5.0 * e) / (1.0 + e));
+        close(out.rows[0].weights[1], e / (1.0 + e));
+    }
+
+    #[test]
+    fn d2_scale_and_dot() {
+        // q = (1, 2), keys (1, 0) and (0, 1), scale 0.5: S = (0.5, 1).
+        let out = run(
+            &f32t([2, 1, 1, 1], &[1.0, 2.0]),
+            &f16t([2, 2, 1, 1], &[1.0, 0.0, 0.0, 1.0]),
+            &f16t([2, 2, 1, 1], &[1.0, 10.0, -1.0, 20.0]),
+            None,
+            params(0.5),
+        );
+        let (a, b) = (0.5f64.exp(), 1f64.exp());
+        let (pa, pb) = (a / (a + b), b / (a + b));
+        close(out.out.values[0], pa * 1.0 + pb * -1.0);
+        close(out.out.values[1], pa * 10.0 + pb * 20.0);
+        close(out.rows[0].x[1], 1.0);
+        close(out.rows[0].dot_magnitude[0], 0.5);
+    }
+
+    #[test]
+    fn masked_key_is_skipped_and_fully_masked_row_is_nan() {
+        // N = 2 rows; row 0 masks key 1, row 1 masks both. Mask padded to 64 rows.
+        let ninf = f32::NEG_INFINITY;
+        let mut m = vec![0.0f32; 2 * 64];
+        m[1] = ninf;
+        m[2] = ninf;
+        m[3] = ninf;
+        let out = run(
+            &f32t([1, 2, 1, 1], &[1.0, 1.0]),
+            &f16t([1, 2, 1, 1], &[1.0, 2.0]),
+            &f16t([1, 2, 1, 1], &[3.0, 5.0]),
+            Some(&f16t([2, 64, 1, 1], &m)),
+            params(1.0),
+        );
+        // dst (1, H = 1, N = 2, 1): row 0 sees key 0 only.
+        close(out.out.values[0], 3.0);
+        assert!(out.out.values[1].is_nan());
+        assert!(!out.rows[0].fully_masked && out.rows[1].fully_masked);
+        assert_eq!(out.rows[1].weights, vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn softcap_divides_scale_in_f32_then_applies_tanh() {
+        // scale 1, softcap 3: s' = f32(1/3); S_j = 3·tanh(s'·q·k_j).
+        let p = FlashAttnParams {
+            scale: 1.0,
+            max_bias: 0.0,
+            logit_softcap: 3.0,
+        };
+        let sp = (1.0f32 / 3.0) as f64;
+        assert_eq!(p.dot_scale() as f64, sp);
+        let out = run(
+            &f32t([1, 1, 1, 1], &[2.0]),
+            &f16t([1, 2, 1, 1], &[1.0, 4.0]),
+            &f16t([1, 2, 1, 1], &[0.0, 1.0]),
+            None,
+            p,
+        );
+        let (s0, s1) = (3.0 * (sp * 2.0).tanh(), 3.0 * (sp * 8.0).tanh());
+        close(out.out.values[0], s1.exp() / (s0.exp() + s1.exp()));
+    }
+
+    #[test]
+    fn alibi_slopes_follow_n_head_log2_as_a_power_of_two() {
+        // H = 3: n_head_log2 = 2; max_bias 8: m0 = 2^-4, m1 = 2^-2.
+        let a = Alibi::new(8.0, 3);
+        assert_eq!((a.n_head_log2, a.m0, a.m1), (2, 0.0625, 0.25));
+        assert_eq!(a.slope(0), 0.0625);
+        assert_eq!(a.slope(1), 0.0625 * 0.0625);
+        assert_eq!(a.slope(2), 0.25);
+        assert_eq!(Alibi::new(0.0, 3).slope(2), 1.0);
+        // H = 3 heads, D = 1, one key with mask value −2: S = q·k + slope·(−2); a single key
+        // gives O = v whatever S is, so use two keys: mask (0, −2), equal dots.
+        let mut m = vec![0.0f32; 2 * 64];
+        m[1] = -2.0;
+        let out = run(
+            &f32t([1, 1, 3, 1], &[1.0, 1.0, 1.0]),
+            &f16t([1, 2, 1, 1], &[1.0, 1.0]),
+            &f16t([1, 2, 1, 1], &[0.0, 1.0]),
+            Some(&f16t([2, 64, 1, 1], &m)),
+            FlashAttnParams {
+                scale: 1.0,
+                max_bias: 8.0,
+                logit_softcap: 0.0,
+            },
+        );
+        for (h, slope) in [(0, 0.0625f64), (1, 0.0625 * 0.0625), (2, 0.25)] {
+            let w = (-2.0 * slope).exp();
+            close(out.out.values[h], w / (1.0 + w));
+        }
+    }
+
+    #[test]
+    fn gqa_heads_share_k_and_dst_is_permuted() {
+        // D = 1, N = 2, H = 2, H_k = 1; one key, so O = v, which differs per v head (H_v = 2).
+        let q = f32t([1, 2, 2, 1], &[1.0, 1.0, 1.0, 1.0]);
+        let k = f16t([1, 1, 1, 1], &[1.0]);
+        let v = f16t([1, 1, 2, 1], &[7.0, 9.0]);
+        let out = run(&q, &k, &v, None, params(1.0));
+        // dst (1, H = 2, N = 2, 1): (d, h, q) at q·2 + h.
+        assert_eq!(out.out.ne, [1, 2, 2, 1]);
+        assert_eq!(out.out.values, vec![7.0, 9.0, 7.0, 9.0]);
+        assert_eq!((out.rows[3].q, out.rows[3].h), (1, 1));
+    }
+
+    #[test]
+    fn d4_strided_q_matches_contiguous_q() {
+        // q stored (D, H, N) and viewed as (D, N, H), as llama.cpp's permuted q.
+        let vals: Vec<f32> = (0..4 * 2 * 3).map(|i| (i as f32 * 0.37).sin()).collect();
+        let k = f16t([4, 3, 1, 1], &vals[..12]);
+        let v = f16t([4, 3, 1, 1], &vals[12..]);
+        let stored: Vec<u8> = vals[..16].iter().flat_map(|x| x.to_le_bytes()).collect();
+        // Stored order (d, h, n) with H = 2, N = 2: view (D, N, H) has nb1 = 32, nb2 = 16.
+        let qv = Tensor::new(DType::F32, [4, 2, 2, 1], [4, 32, 16, 64], stored).unwrap();
+        let qc = qv.to_contiguous();
+        let a = run(&qv, &k, &v, None, params(0.5));
+        let b = run(&qc, &k, &v, None, params(0.5));
+        assert_eq!(a.out, b.out);
+    }
+
+    #[test]
+    fn large_logits_do_not_overflow() {
+        // S = (1000, 1001): exp(1000) overflows even f64, the stable form does not.
+        let out = run(
+            &f32t([1, 1, 1, 1], &[1.0]),
+            &f16t([1, 2, 1, 1], &[1000.0, 1001.0]),
+            &f16t([1, 2, 1, 1], &[0.0, 1.0]),
+            None,
+            params(1.0),
+        );
+        close(out.out.values[0], 1.0 / (1.0 + (-1.0f64).exp()));
+    }
+
+    #[test]
+    fn quantized_keys_decode_exactly() {
+        // q8_0 K and V with D = 32, d = 0.5 (raw blocks): key 0 has every q = 1, key 1 every
+        // q = 2, so k_0 = 0.5, k_1 = 1 elementwise; q = 1/32 each gives S = (0.5, 1).
+        let block = |d: f32, qs: [i8; 32]| -> Vec<u8> {
+            let mut b = half::f16::from_f32(d).to_le_bytes().to_vec();
+            b.extend(qs.iter().map(|&x| x as u8));
+            b
+        };
+        let kt = Tensor::from_bytes(
+            DType::Q8_0,
+            [32, 2, 1, 1],
+            [block(0.5, [1; 32]), block(0.5, [2; 32])].concat(),
+        )
+        .unwrap();
+        let mut one = [0i8; 32];
+        one[0] = 2;
+        let vt = Tensor::from_bytes(
+            DType::Q8_0,
+            [32, 2, 1, 1],
+            [block(0.5, [0; 32]), block(0.5, one)].concat(),
+        )
+        .unwrap();
+        let out = run(
+            &f32t([32, 1, 1, 1], &[1.0 / 32.0; 32]),
+            &kt,
+            &vt,
+            None,
+            params(1.0),
+        );
+        // O_0 = weight of key 1 · 1 = e^0.5/(1 + e^0.5).
+        let w = 0.5f64.exp();
+        close(out.out.values[0], w / (1.0 + w));
+    }
+
+    #[test]
+    fn masked_keys_ignore_nan_and_live_ones_propagate_it() {
+        let nan = f32::NAN;
+        let mut m = vec![0.0f32; 2 * 64];
+        m[1] = f32::NEG_INFINITY;
+        let mask = f16t([2, 64, 1, 1], &m);
+        let q = f32t([2, 1, 1, 1], &[1.0, 1.0]);
+        // Key 1 (masked) is NaN in K and V: no effect.
+        let k = f16t([2, 2, 1, 1], &[1.0, 1.0, nan, nan]);
+        let v = f16t([2, 2, 1, 1], &[3.0, 4.0, nan, nan]);
+        let out = run(&q, &k, &v, Some(&mask), params(1.0));
+        assert_eq!(out.out.values, vec![3.0, 4.0]);
+        // Unmasked: a NaN V element spoils its column only, a NaN K the row.
+        let v = f16t([2, 2, 1, 1], &[3.0, 4.0, nan, 0.0]);
+        let k = f16t([2, 2, 1, 1], &[1.0, 1.0, 0.0, 0.0]);
+        let out = run(&q, &k, &v, None, params(1.0));
+        assert!(out.out.values[0].is_nan() && out.out.values[1].is_finite());
+        let k = f16t([2, 2, 1, 1], &[1.0, 1.0, nan, 0.0]);
+        let out = run(&q, &k, &v, None, params(1.0));
+        assert!(out.rows[0].non_finite && out.out.values.iter().all(|x| x.is_nan()));
+    }
+
+    #[test]
+    fn rejects_what_ggml_rejects() {
+        let q = f32t([2, 1, 3, 1], &[0.0; 6]);
+        let k = f16t([2, 1, 2, 1], &[0.0; 4]);
+        let v = f16t([2, 1, 1, 1], &[0.0; 2]);
+        let i = FlashAttnInputs {
+            q: &q,
+            k: &k,
+            v: &v,
+            mask: None,
+            params: params(1.0),
+        };
+        assert!(check(&i).is_err(), "3 heads over 2 K heads");
+        let k = f16t([2, 1, 1, 1], &[0.0; 2]);
+        let alibi = FlashAttnInputs {
+            k: &k,
+            params: FlashAttnParams {
+                max_bias: 1.0,
+                ..params(1.0)
+            },
+            ..i
+        };
+        assert!(check(&alibi).is_err(), "ALiBi without a mask");
+    }
+}

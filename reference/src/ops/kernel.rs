@@ -1,0 +1,499 @@
+//! The inner loop every product shares, made fast without changing a single bit of its result.
+//!
+//! Each output of the reference is a dot product accumulated **sequentially** in f64:
+//! `acc = ((init + a₀·b₀) + a₁·b₁) + …`, each product rounded once and each sum rounded once, in
+//! index order. That order is the definition of the reference's value, so it is never changed:
+//! no reassociation, no tree sums, no fused multiply-add (Rust never contracts `a * b + c`).
+//! What *is* free is the order in which *different* outputs are computed, and that is where the
+//! speed comes from:
+//!
+//! * [`block`] computes a tile of outputs at once: `LANES` (16) rows of A against several rows of
+//!   B, all accumulators live in registers, vectorized across the lanes (16 different dot
+//!   products, each still sequential in k). It is compiled three times (AVX-512, AVX, baseline)
+//!   and picked at run time; the lanes are independent, so every version gives identical bits.
+//! * A is decoded on the fly, [`KB`] elements of [`LANES`] rows at a time, into a small
+//!   transposed panel (k-major) that stays in L1: no decoded copy of the whole matrix is ever
+//!   made.
+//! * The k range is split into blocks whose partial sums are stored and reloaded between blocks
+//!   (an f64 store and load change nothing), so each output still sees k = 0, 1, 2, … in order.
+
+use rayon::prelude::*;
+
+use std::sync::OnceLock;
+
+use crate::formats::{dequantize_into, float, magnitude_into};
+use crate::tensor::{Decoder, TensorView};
+use crate::{DType, Result};
+
+/// What a decoder produces from the stored elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Values {
+    /// The exact values ([`dequantize_into`]).
+    Exact,
+    /// The magnitudes an error bound scales with ([`magnitude_into`]).
+    Magnitude,
+    /// |x| of the exact values.
+    Abs,
+}
+
+impl Values {
+    /// The decoder producing these values.
+    pub(crate) fn decoder(self) -> Decoder {
+        match self {
+            Values::Exact => dequantize_into,
+            Values::Magnitude => magnitude_into,
+            Values::Abs => dequantize_abs,
+        }
+    }
+}
+
+fn dequantize_abs(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()> {
+    dequantize_into(dtype, bytes, out)?;
+    out.iter_mut().for_each(|x| *x = x.abs());
+    Ok(())
+}
+
+/// A rows per panel: the vector width of the tile (two AVX-512 registers of f64).
+pub(crate) const LANES: usize = 16;
+
+/// Elements of k decoded per panel: a multiple of every block length (1, 32, 256), and
+/// 256 · 16 · 8 bytes = 32 KiB of panel.
+pub(crate) const KB: usize = 256;
+
+/// A rows per parallel task (four panels).
+const MT: usize = 4 * LANES;
+
+/// B rows per pass over a task's A rows: bounds the accumulators of a task to NCH · MT f64.
+const NCH: usize = 256;
+
+/// The value of an empty `Iterator::sum::<f64>()`: the reference's dot products are
+/// `iter.map(|(x, y)| x * y).sum()`, and the sum's starting value decides the sign of an
+/// all-(−0) sum, so the fast paths start from exactly the same value.
+pub(crate) fn sum_init() -> f64 {
+    std::iter::empty::<f64>().sum()
+}
+
+/// `acc[r][l] = acc[r][l] + a[k·stride + l] · b[r][k]` for k = 0, 1, …, kn − 1 in order.
+#[inline(always)]
+fn micro<const NR: usize>(
+    kn: usize,
+    a: &[f64],
+    stride: usize,
+    b: [&[f64]; NR],
+    acc: &mut [[f64; LANES]; NR],
+) {
+    let b = b.map(|row| &row[..kn]);
+    let mut c = *acc;
+    for (k, chunk) in a.chunks(stride).take(kn).enumerate() {
+        let av: &[f64; LANES] = chunk[..LANES].try_into().expect("a panel row has LANES values");
+        for r in 0..NR {
+            let bk = b[r][k];
+            for l in 0..LANES {
+                c[r][l] = c[r][l] + av[l] * bk;
+            }
+        }
+    }
+    *acc = c;
+}
+
+#[inline(always)]
+fn block_body<const NR: usize>(
+    kn: usize,
+    a: &[f64],
+    stride: usize,
+    b: &[&[f64]],
+    acc: &mut [[f64; LANES]],
+) {
+    let mut b_groups = b.chunks_exact(NR);
+    let mut acc_groups = acc.chunks_exact_mut(NR);
+    for (bg, ag) in (&mut b_groups).zip(&mut acc_groups) {
+        let bg: [&[f64]; NR] = bg.try_into().expect("NR rows");
+        let ag: &mut [[f64; LANES]; NR] = ag.try_into().expect("NR rows");
+        micro::<NR>(kn, a, stride, bg, ag);
+    }
+    for (br, ar) in b_groups.remainder().iter().zip(acc_groups.into_remainder()) {
+        micro::<1>(kn, a, stride, [br], std::array::from_mut(ar));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn block_avx512(kn: usize, a: &[f64], stride: usize, b: &[&[f64]], acc: &mut [[f64; LANES]]) {
+    block_body::<4>(kn, a, stride, b, acc)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn block_avx(kn: usize, a: &[f64], stride: usize, b: &[&[f64]], acc: &mut [[f64; LANES]]) {
+    block_body::<2>(kn, a, stride, b, acc)
+}
+
+/// For every B row r: `acc[r][l] = acc[r][l] + a[k·stride + l] · b[r][k]`, k = 0 … kn − 1 in
+/// order. `a` holds kn panel rows of at least [`LANES`] values, `stride` apart; each `b[r]` at
+/// least kn values; `acc` one tile row per B row.
+pub(crate) fn block(kn: usize, a: &[f64], stride: usize, b: &[&[f64]], acc: &mut [[f64; LANES]]) {
+    debug_assert_eq!(b.len(), acc.len());
+    if kn == 0 {
+        return;
+    }
+    assert!(a.len() >= (kn - 1) * stride + LANES, "panel too short");
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { block_avx512(kn, a, stride, b, acc) };
+        }
+        if std::arch::is_x86_feature_detected!("avx") {
+            // SAFETY: the CPU has AVX (checked just above).
+            return unsafe { block_avx(kn, a, stride, b, acc) };
+        }
+    }
+    block_body::<1>(kn, a, stride, b, acc)
+}
+
+/// Packs rows `m0 .. m0 + mn` (mn ≤ [`LANES`]) of matrix (i2, i3) of `a`, elements
+/// `k0 .. k0 + kn`, decoded as `values`, into `panel[k·LANES + l]` (zero for l ≥ mn). `tmp`
+/// holds at least kn values. `k0` and `kn` are whole blocks of `a`'s type (or kn reaches the
+/// row's end).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pack_panel(
+    a: &TensorView,
+    (i2, i3): (usize, usize),
+    m0: usize,
+    mn: usize,
+    (k0, kn): (usize, usize),
+    values: Values,
+    tmp: &mut [f64],
+    panel: &mut [f64],
+) -> Result<()> {
+    let panel = &mut panel[..kn * LANES];
+    if mn < LANES {
+        panel.iter_mut().for_each(|x| *x = 0.0);
+    }
+    let tmp = &mut tmp[..kn];
+    let fast = values == Values::Exact && fast_format(a.dtype());
+    for l in 0..mn {
+        if fast {
+            if let Some(bytes) = a.row_bytes(m0 + l, i2, i3, k0, kn) {
+                decode_fast(a.dtype(), bytes, &mut panel[l..], LANES);
+                continue;
+            }
+        }
+        a.decode_row(m0 + l, i2, i3, k0, tmp, values.decoder())?;
+        for (p, &x) in panel.chunks_exact_mut(LANES).zip(tmp.iter()) {
+            p[l] = x;
+        }
+    }
+    Ok(())
+}
+
+/// Whether [`decode_fast`] handles `dtype`.
+pub(crate) fn fast_format(dtype: DType) -> bool {
+    matches!(
+        dtype,
+        DType::F32
+            | DType::F16
+            | DType::Bf16
+            | DType::Q4_0
+            | DType::Q4_1
+            | DType::Q5_0
+            | DType::Q5_1
+            | DType::Q8_0
+    )
+}
+
+/// Every f16 value, exactly as [`float::f16_to_f64`] gives it (so the table is bit-identical to
+/// the decoder by construction): 512 KiB, built once.
+fn f16_table() -> &'static [f64] {
+    static TABLE: OnceLock<Vec<f64>> = OnceLock::new();
+    TABLE.get_or_init(|| (0..=u16::MAX).map(float::f16_to_f64).collect())
+}
+
+#[inline(always)]
+fn f16_at(b: &[u8], at: usize) -> f64 {
+    float::f16_to_f64(u16::from_le_bytes([b[at], b[at + 1]]))
+}
+
+/// Decodes the blocks of a legacy 32-element format: `block(bytes, &mut values)` per block, the
+/// values then stored `stride` apart.
+#[inline(always)]
+fn legacy<const BYTES: usize>(bytes: &[u8], out: &mut [f64], stride: usize, block: impl Fn(&[u8; BYTES], &mut [f64; 32])) {
+    let mut vals = [0.0; 32];
+    for (i, b) in bytes.chunks_exact(BYTES).enumerate() {
+        block(b.try_into().expect("one block"), &mut vals);
+        for (j, &v) in vals.iter().enumerate() {
+            out[(i * 32 + j) * stride] = v;
+        }
+    }
+}
+
+/// The low and high nibble of byte j of `qs` are elements j and j + 16.
+#[inline(always)]
+fn nibbles(qs: &[u8]) -> [i32; 32] {
+    std::array::from_fn(|i| i32::from(if i < 16 { qs[i] & 0xF } else { qs[i - 16] >> 4 }))
+}
+
+/// Exact values of `bytes` (whole blocks of `dtype`, one of [`fast_format`]'s), element k
+/// written to `out[k·stride]`: the same values, bit for bit, as
+/// [`dequantize_into`](crate::formats::dequantize_into) (the same expressions on the same
+/// operands; `fast_decode_is_dequantize` checks it), without its per-block copies.
+pub(crate) fn decode_fast(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) {
+    match dtype {
+        DType::F32 => {
+            for (k, c) in bytes.chunks_exact(4).enumerate() {
+                out[k * stride] = f64::from(f32::from_le_bytes(c.try_into().expect("4 bytes")));
+            }
+        }
+        DType::F16 => {
+            let table = f16_table();
+            for (k, c) in bytes.chunks_exact(2).enumerate() {
+                out[k * stride] = table[usize::from(u16::from_le_bytes([c[0], c[1]]))];
+            }
+        }
+        DType::Bf16 => {
+            for (k, c) in bytes.chunks_exact(2).enumerate() {
+                out[k * stride] = f64::from(float::bf16_to_f32(u16::from_le_bytes([c[0], c[1]])));
+            }
+        }
+        // x = d·(q − 8) + 0 (the + 0 turns −0 into +0, as the block decoder does).
+        DType::Q4_0 => legacy::<18>(bytes, out, stride, |b, v| {
+            let d = f16_at(b, 0);
+            let q = nibbles(&b[2..18]);
+            for j in 0..32 {
+                v[j] = d * f64::from(q[j] - 8) + 0.0;
+            }
+        }),
+        DType::Q4_1 => legacy::<20>(bytes, out, stride, |b, v| {
+            let (d, m) = (f16_at(b, 0), f16_at(b, 2));
+            let q = nibbles(&b[4..20]);
+            for j in 0..32 {
+                v[j] = d * f64::from(q[j]) + m;
+            }
+        }),
+        DType::Q5_0 => legacy::<22>(bytes, out, stride, |b, v| {
+            let d = f16_at(b, 0);
+            let h = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+            let q = nibbles(&b[6..22]);
+            for j in 0..32 {
+                let q = q[j] | (((h >> j) & 1) << 4) as i32;
+                v[j] = d * f64::from(q - 16) + 0.0;
+            }
+        }),
+        DType::Q5_1 => legacy::<24>(bytes, out, stride, |b, v| {
+            let (d, m) = (f16_at(b, 0), f16_at(b, 2));
+            let h = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+            let q = nibbles(&b[8..24]);
+            for j in 0..32 {
+                let q = q[j] | (((h >> j) & 1) << 4) as i32;
+                v[j] = d * f64::from(q) + m;
+            }
+        }),
+        DType::Q8_0 => legacy::<34>(bytes, out, stride, |b, v| {
+            let d = f16_at(b, 0);
+            for j in 0..32 {
+                v[j] = d * f64::from(b[2 + j] as i8);
+            }
+        }),
+        _ => unreachable!("fast_format is false for {dtype}"),
+    }
+}
+
+/// One product of a matrix of A with a list of B rows: dst row `dst_rows[n]` = A · B row
+/// `b_rows[n]` (an index into the decoded B values, K apiece).
+pub(crate) struct Job {
+    /// A's matrix: its (i2, i3).
+    pub a_mat: (usize, usize),
+    /// Index of each B row in the decoded B values.
+    pub b_rows: Vec<usize>,
+    /// The dst row each B row's results go to.
+    pub dst_rows: Vec<usize>,
+}
+
+/// dst[dst_row][m] = Σ_k A[m][k] · B[b_row][k], sequential in k from `init`, for every job and
+/// every m < ne1 of A (A's elements decoded as `values`); `bv` holds B's decoded rows (K
+/// values each), `dst` the dst rows (ne1 of A values each).
+pub(crate) fn gemm(
+    a: &TensorView,
+    values: Values,
+    jobs: &[Job],
+    bv: &[f64],
+    init: f64,
+    dst: &mut [f64],
+) -> Result<()> {
+    let [k, m, ..] = a.ne();
+    let tasks: Vec<(usize, usize)> = jobs
+        .iter()
+        .enumerate()
+        .filter(|(_, j)| !j.b_rows.is_empty())
+        .flat_map(|(j, _)| (0..m).step_by(MT).map(move |m0| (j, m0)))
+        .collect();
+    let blocks = tasks
+        .par_iter()
+        .map(|&(j, m0)| {
+            let job = &jobs[j];
+            let mt = MT.min(m - m0);
+            let panels = mt.div_ceil(LANES);
+            let n_all = job.b_rows.len();
+            // out[n][0..mt]: this task's part of every dst row of the job.
+            let mut out = vec![0.0; n_all * mt];
+            let mut panel = vec![0.0; panels * KB * LANES];
+            let mut tmp = vec![0.0; KB];
+            let mut b_slices: Vec<&[f64]> = Vec::with_capacity(NCH);
+            for n0 in (0..n_all).step_by(NCH) {
+                let nch = NCH.min(n_all - n0);
+                // acc[p][n]: panel p's tile row for B row n0 + n.
+                let mut acc = vec![[init; LANES]; panels * nch];
+                for k0 in (0..k).step_by(KB) {
+                    let kn = KB.min(k - k0);
+                    for p in 0..panels {
+                        let mp = LANES.min(mt - p * LANES);
+                        pack_panel(
+                            a,
+                            job.a_mat,
+                            m0 + p * LANES,
+                            mp,
+                            (k0, kn),
+                            values,
+                            &mut tmp,
+                            &mut panel[p * KB * LANES..],
+                        )?;
+                    }
+                    b_slices.clear();
+                    b_slices.extend(
+                        job.b_rows[n0..n0 + nch]
+                            .iter()
+                            .map(|&r| &bv[r * k + k0..r * k + k0 + kn]),
+                    );
+                    for p in 0..panels {
+                        block(
+                            kn,
+                            &panel[p * KB * LANES..],
+                            LANES,
+                            &b_slices,
+                            &mut acc[p * nch..(p + 1) * nch],
+                        );
+                    }
+                }
+                for n in 0..nch {
+                    let row = &mut out[(n0 + n) * mt..(n0 + n + 1) * mt];
+                    for (p, chunk) in row.chunks_mut(LANES).enumerate() {
+                        chunk.copy_from_slice(&acc[p * nch + n][..chunk.len()]);
+                    }
+                }
+            }
+            Ok(out)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    for (&(j, m0), out) in tasks.iter().zip(blocks) {
+        let mt = MT.min(m - m0);
+        for (&d, row) in jobs[j].dst_rows.iter().zip(out.chunks_exact(mt)) {
+            dst[d * m + m0..d * m + m0 + mt].copy_from_slice(row);
+        }
+    }
+    Ok(())
+}
+
+/// A zeroed f64 buffer of `n` values, or [`crate::Error::Shape`] when `n` values cannot be
+/// addressed (instead of a capacity-overflow panic).
+pub(crate) fn zeroed(op: &'static str, n: Option<usize>) -> Result<Vec<f64>> {
+    match n {
+        Some(n) if n <= isize::MAX as usize / 8 => Ok(vec![0.0; n]),
+        _ => Err(crate::Error::Shape {
+            op,
+            reason: "the result has too many elements to address".into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast decoders give `dequantize_into`'s bits (NaN payloads aside): every f16 and bf16
+    /// value, and random
+    /// blocks (random scale bits too: NaN, ±∞, subnormals) of every block format they handle.
+    #[test]
+    fn fast_decode_is_dequantize() {
+        let check = |dtype: DType, bytes: &[u8]| {
+            let n = bytes.len() / dtype.block_bytes() * dtype.block_len();
+            let mut want = vec![0.0; n];
+            dequantize_into(dtype, bytes, &mut want).unwrap();
+            for stride in [1, 3] {
+                let mut got = vec![7.0; n * stride];
+                decode_fast(dtype, bytes, &mut got, stride);
+                for (k, w) in want.iter().enumerate() {
+                    let g = got[k * stride];
+                    // Any NaN matches any NaN: with NaN in both d and m, which payload the add
+                    // passes on depends on the operand order the compiler picks.
+                    let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+                    assert!(same, "{dtype} element {k}: {g} vs {w}");
+                }
+            }
+        };
+        let all16: Vec<u8> = (0..=u16::MAX).flat_map(|x| x.to_le_bytes()).collect();
+        check(DType::F16, &all16);
+        check(DType::Bf16, &all16);
+        let mut seed = 12345u64;
+        let mut byte = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 56) as u8
+        };
+        let f32s: Vec<u8> = (0..4 * 4096).map(|_| byte()).collect();
+        check(DType::F32, &f32s);
+        for dtype in [DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0] {
+            assert!(fast_format(dtype));
+            let bytes: Vec<u8> = (0..dtype.block_bytes() * 4096).map(|_| byte()).collect();
+            check(dtype, &bytes);
+        }
+    }
+
+    /// Every ISA version of the tile gives the sequential dot product's bits.
+    #[test]
+    fn block_is_the_sequential_dot_product_on_every_isa() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            // Wide exponent range, both signs, some exact zeros and negative zeros.
+            match seed % 16 {
+                0 => 0.0,
+                1 => -0.0,
+                _ => ((seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 2f64.powi((seed % 40) as i32 - 20),
+            }
+        };
+        for (kn, nrows, stride) in [(1, 1, LANES), (7, 5, LANES), (300, 9, LANES + 3), (64, 4, 40)] {
+            let a: Vec<f64> = (0..kn * stride + LANES).map(|_| next()).collect();
+            let b: Vec<Vec<f64>> = (0..nrows).map(|_| (0..kn).map(|_| next()).collect()).collect();
+            let b_refs: Vec<&[f64]> = b.iter().map(|r| r.as_slice()).collect();
+            let want: Vec<[f64; LANES]> = b
+                .iter()
+                .map(|row| {
+                    std::array::from_fn(|l| {
+                        (0..kn).map(|k| a[k * stride + l] * row[k]).sum::<f64>()
+                    })
+                })
+                .collect();
+            let check = |acc: &[[f64; LANES]]| {
+                for (g, w) in acc.iter().zip(&want) {
+                    for (x, y) in g.iter().zip(w) {
+                        assert_eq!(x.to_bits(), y.to_bits(), "kn {kn} rows {nrows}");
+                    }
+                }
+            };
+            let mut acc = vec![[sum_init(); LANES]; nrows];
+            block(kn, &a, stride, &b_refs, &mut acc);
+            check(&acc);
+            let mut acc = vec![[sum_init(); LANES]; nrows];
+            block_body::<1>(kn, &a, stride, &b_refs, &mut acc);
+            check(&acc);
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx") {
+                let mut acc = vec![[sum_init(); LANES]; nrows];
+                // SAFETY: AVX is present.
+                unsafe { block_avx(kn, &a, stride, &b_refs, &mut acc) };
+                check(&acc);
+            }
+        }
+    }
+}

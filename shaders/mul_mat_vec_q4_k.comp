@@ -1,0 +1,45 @@
+#version 450
+
+// mul_mat_vec_q4_k.comp: D = A * B with A in q4_K (144-byte blocks of 256 elements, interface
+// notes 2.4). Interface as mul_mat_vec.comp (mul_mat_vec_base.comp); body, work split and
+// accumulation order in mul_mat_vec_superblock.comp.
+//
+// Group grp (elements 16 grp .. 16 grp + 15) lies in 32-element sub-block sb = grp / 2:
+// q_j = nibble (high for odd sb) of qs[32 (grp / 4) + 16 (grp % 2) + j], with the sub-block's
+// 6-bit scale and min (scale_min). Element = d * scale * q - dmin * min.
+
+#include "mul_mat_vec_base.comp"
+
+#define KQ_HAS_MIN 1
+
+// ggml's get_scale_min_k4: sub-blocks 0..3 keep scale and min in the low 6 bits of bytes
+// sb and sb + 4; sub-blocks 4..7 keep their low 4 bits in the nibbles of byte sb + 4 and
+// their high 2 bits in the top bits of bytes sb - 4 (scale) and sb (min).
+uvec2 scale_min(uint ib, uint sb)
+{
+    if (sb < 4) {
+        return uvec2(uint(data_a[ib].scales[sb]) & 63u, uint(data_a[ib].scales[sb + 4]) & 63u);
+    }
+    const uint low = uint(data_a[ib].scales[sb + 4]);
+    const uint scale_top = uint(data_a[ib].scales[sb - 4]) >> 6;
+    const uint min_top = uint(data_a[ib].scales[sb]) >> 6;
+    return uvec2((low & 0xFu) | (scale_top << 4), (low >> 4) | (min_top << 4));
+}
+
+void group_quants(uint ib, uint grp, out float q[16])
+{
+    const uint first = 32 * (grp / 4) + 16 * (grp % 2);
+    const uint shift = 4 * ((grp / 2) % 2);
+    [[unroll]] for (uint j = 0; j < 16; ++j) {
+        q[j] = float((uint(data_a[ib].qs[first + j]) >> shift) & 0xFu);
+    }
+}
+
+vec2 group_scale(uint ib, uint grp)
+{
+    const uvec2 sm = scale_min(ib, grp / 2);
+    const vec2 d = vec2(data_a[ib].d);
+    return vec2(d.x * float(sm.x), d.y * float(sm.y));
+}
+
+#include "mul_mat_vec_superblock.comp"

@@ -1,0 +1,35 @@
+#version 450
+
+// mul_mat_vec_q6_k.comp: D = A * B with A in q6_K (210-byte blocks of 256 elements, interface
+// notes 2.4). Interface as mul_mat_vec.comp (mul_mat_vec_base.comp); body, work split and
+// accumulation order in mul_mat_vec_superblock.comp.
+//
+// Group grp (elements 16 grp .. 16 grp + 15, n = grp / 8, g = (grp % 8) / 2, l = 16 (grp % 2)
+// + j): low 4 bits = nibble g / 2 of ql[64 n + 32 (g % 2) + l], high 2 bits = bits 2g.. of
+// qh[32 n + l], q_j = (low | high << 4) - 32; scale = the signed byte scales[grp].
+// Element = d * scale * q.
+
+#include "mul_mat_vec_base.comp"
+
+#define KQ_HAS_MIN 0
+
+void group_quants(uint ib, uint grp, out float q[16])
+{
+    const uint n = grp / 8;
+    const uint g = (grp % 8) / 2;
+    const uint l_first = 16 * (grp % 2);
+    const uint low_first = 64 * n + 32 * (g % 2) + l_first;
+    const uint low_shift = 4 * (g / 2);
+    [[unroll]] for (uint j = 0; j < 16; ++j) {
+        const uint low = (uint(data_a[ib].ql[low_first + j]) >> low_shift) & 0xFu;
+        const uint high = (uint(data_a[ib].qh[32 * n + l_first + j]) >> (2 * g)) & 3u;
+        q[j] = float(int(low | (high << 4)) - 32);
+    }
+}
+
+vec2 group_scale(uint ib, uint grp)
+{
+    return vec2(float(data_a[ib].d) * float(int(data_a[ib].scales[grp])), 0.0);
+}
+
+#include "mul_mat_vec_superblock.comp"

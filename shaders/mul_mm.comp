@@ -1,0 +1,531 @@
+#version 450
+
+// mul_mm.comp: D = A * B for many B columns (MUL_MAT), or the mixture-of-experts product
+// (MUL_MAT_ID=1), on the scalar path of the interface notes (section 6): A tiles of BM x BK
+// and B tiles of BN x BK are staged in shared memory as FLOAT_TYPE, and every output element
+// is accumulated by one invocation, in ACC_TYPE, over k ascending.
+//
+// Defines (section 6.1; one variant per combination):
+//   DATA_A_<T>=1      A's type (types.comp): F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K, IQ4_NL,
+//                     IQ4_XS.
+//   B_TYPE            element type of the B buffer: float, float16_t, uint16_t (bf16 bits,
+//                     with B_IS_FLOAT=1 and TO_FLOAT_TYPE=bf16_to_fp32), or the aligned vector
+//                     forms vec4/f16vec4/u16vec4 (LOAD_VEC_B=4) and mat2x4/f16mat2x4
+//                     (LOAD_VEC_B=8). B is always read one element at a time here.
+//   LOAD_VEC_A, ALIGNED
+//                     accepted and ignored: A is read element by element and every read is
+//                     bounds-checked, so the aligned variants compute exactly what the
+//                     unaligned ones do (the host picks them when K is a multiple of the
+//                     tile's alignment and M, N > 8).
+//   FLOAT16=1         the fp16 mode: enables float16 arithmetic.
+//   FLOAT_TYPE        shared-memory type: float16_t in fp16 mode (every A and B value is
+//                     rounded to f16 when staged), float in fp32 mode and for bf16.
+//   ACC_TYPE          accumulator: float, or float16_t for the _f16acc variants.
+//   D_TYPE            float.
+//   MUL_MAT_ID=1      expert-indexed variant (binding 3, ID push constants).
+// Bindings (set 0): 0 data_a (readonly), 1 data_b (readonly), 2 data_d (writeonly; the
+//   split-k scratch when k_split < K), 3 data_ids int[] (readonly, MUL_MAT_ID only).
+// Push constants (uint, this order; strides count elements, for block formats too):
+//   MUL_MAT:    M, N, K, stride_a, stride_b, stride_d, batch_stride_a, batch_stride_b,
+//               batch_stride_d, k_split, ne02, ne12, broadcast2, broadcast3   (the host's
+//               trailing padded_N is not declared)
+//   MUL_MAT_ID: M, N, K, stride_a, stride_b, stride_d, batch_stride_a, batch_stride_b,
+//               batch_stride_d, nei0, nei1, nbi1, ne11                         (ditto)
+// Specialization constants (section 6.4): 0 BLOCK_SIZE (workgroup size), 1 BM, 2 BN, 3 BK,
+//   4 WM, 5 WN, 6 WMITER, 7 TM, 8 TN, 9 TK (unused), 10 WARP. Warps of WARP consecutive
+//   invocations take the (BM/WM) x (BN/WN) warp tiles of the output tile; inside a warp tile
+//   an invocation owns WMITER x WNITER register blocks of TM x TN outputs,
+//   WNITER = WM*WN / (WARP*TM*TN*WMITER). Warps beyond the warp tiles only help to load (with
+//   a subgroup size of 8 the small tiles get BLOCK_SIZE/WARP = 2 or 4 warps for one warp
+//   tile); with fewer warps than warp tiles a warp takes several.
+// Dispatch: MUL_MAT (ceil(M/BM) * split_k, ceil(N/BN), ne12*ne13): x = split * blocks_m +
+//   row tile; z = batch. MUL_MAT_ID (ceil(M/BM), ceil(nei1/BN), n_as): z = expert.
+//
+// Addressing. MUL_MAT: batch z has i13 = z / ne12, i12 = z % ne12 and reads A matrix
+//   (i13 / broadcast3) * ne02 + i12 / broadcast2; A(m, k) at that * batch_stride_a +
+//   m * stride_a + k, B(n, k) at z * batch_stride_b + n * stride_b + k, and split ik covers
+//   k in [ik * k_split, min(K, (ik + 1) * k_split)) and writes D(m, n) at
+//   z * batch_stride_d + ik * batch_stride_d * NumWorkGroups.z + n * stride_d + m.
+//   MUL_MAT_ID: the workgroup gathers, token-major, every (slot ii0, token ii1) whose id
+//   data_ids[ii1 * nbi1 + ii0] is its expert z into row_ids (at most 4096: the host's token
+//   chunking keeps nei0 * nei1 <= 4096); column c of the expert's product is the B row
+//   ii1 * batch_stride_b + (ii0 % ne11) * stride_b and lands in D at
+//   ii1 * batch_stride_d + ii0 * stride_d + m.
+//
+// Differences from upstream's shader at the pinned commit (all of them bounds or coverage):
+//   - every load checks m < M, n < N (or the match count) and k < end_k, and zero-fills, for
+//     quantized and aligned A too, and on the MUL_MAT_ID path (section 12, later-changed 1);
+//   - every store checks m < M and n < N (or the match count), MUL_MAT_ID included;
+//   - k_split need not be a multiple of BK (nor of the block size): both operands are masked
+//     at end_k in every variant (later-changed 6);
+//   - an expert with more matches than the BN * ceil(nei1/BN) columns the dispatch covers (a
+//     token listing one expert twice, section 8.5) is finished by the same workgroups, which
+//     loop over column tiles ic, ic + NumWorkGroups.y, ...;
+//   - warps without a warp tile do not compute (see the specialization constants).
+//
+// Arithmetic (src/tolerance.rs models exactly this): a block value is d*q (+ m) in float
+// (d*sc*q - dmin*m for the K-quants), exact except for the one rounding of the min, then
+// FLOAT_TYPE(value) when staged; output (m, n) is sums = fma(ACC_TYPE(a_k), ACC_TYPE(b_k),
+// sums) for k = start_k, start_k + 1, ... end_k - 1 in that order, starting from 0, and
+// D_TYPE(sums) is stored.
+//
+// Worked example (MUL_MAT, s tile of a quantized A on a subgroup-8 device: BLOCK_SIZE 32,
+// BM = BN = 32, BK = 32, WM = WN = 32, WMITER 2, TM = TN = 2, WARP 8, so WNITER = 16,
+// WSUBM = 16, WSUBN = 2; M = 40, N = 10, K = 96, split_k 2 so k_split = 48): blocks_m = 2;
+// workgroup x = 3 is row tile 1 (rows 32..39 valid) of split 1 (k in [48, 96)). Invocation
+// 13 is lane 5 of warp 1; warp 1 has no warp tile (there is one), so it only loads. Lane 5 of
+// warp 0 owns rows 2*5 + {0, 1} and 16 + 2*5 + {0, 1} of the tile, columns 2*j + {0, 1} for
+// j < 16. The first K step stages k = 48..79: A(32 + r, 48 + c) is element
+// (32 + r) * 96 + 48 + c of batch 0, i.e. block (32 + r) * 3 + 1, index 16 + c (for c < 16)
+// of q4_0 row 32 + r; rows r >= 8 (m >= 40) and columns n >= 10 are zero-filled.
+
+#extension GL_EXT_control_flow_attributes : enable
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+#ifdef FLOAT16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
+
+#include "types.comp"
+
+#ifndef FLOAT_TYPE
+#define FLOAT_TYPE float
+#endif
+#ifndef ACC_TYPE
+#define ACC_TYPE float
+#endif
+#ifndef D_TYPE
+#define D_TYPE float
+#endif
+#ifndef LOAD_VEC_B
+#define LOAD_VEC_B 1
+#endif
+
+layout(constant_id = 0) const uint BLOCK_SIZE = 64;
+layout(constant_id = 1) const uint BM = 64;
+layout(constant_id = 2) const uint BN = 64;
+layout(constant_id = 3) const uint BK = 16;
+layout(constant_id = 4) const uint WM = 32;
+layout(constant_id = 5) const uint WN = 32;
+layout(constant_id = 6) const uint WMITER = 2;
+layout(constant_id = 7) const uint TM = 4;
+layout(constant_id = 8) const uint TN = 2;
+layout(constant_id = 9) const uint TK = 1;
+layout(constant_id = 10) const uint WARP = 32;
+
+layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+
+layout(binding = 0) readonly buffer A { A_TYPE data_a[]; };
+layout(binding = 1) readonly buffer B { B_TYPE data_b[]; };
+layout(binding = 2) writeonly buffer D { D_TYPE data_d[]; };
+#ifdef MUL_MAT_ID
+layout(binding = 3) readonly buffer IDS { int data_ids[]; };
+#endif
+
+layout(push_constant) uniform parameter {
+    uint M;
+    uint N;
+    uint K;
+    uint stride_a;
+    uint stride_b;
+    uint stride_d;
+    uint batch_stride_a;
+    uint batch_stride_b;
+    uint batch_stride_d;
+#ifdef MUL_MAT_ID
+    uint nei0;
+    uint nei1;
+    uint nbi1;
+    uint ne11;
+#else
+    uint k_split;
+    uint ne02;
+    uint ne12;
+    uint broadcast2;
+    uint broadcast3;
+#endif
+} p;
+
+// ---- Tiling derived from the specialization constants ----
+
+const uint SHMEM_STRIDE = BK + 1;
+const uint WNITER = (WM * WN) / (WARP * TM * TN * WMITER);
+const uint WSUBM = WM / WMITER;
+const uint WSUBN = WN / WNITER;
+const uint THREAD_ROWS = WSUBM / TM;          // invocations along M in a warp sub-tile
+const uint THREAD_COLS = WSUBN / TN;          // and along N
+const uint NUM_WARPS = BLOCK_SIZE / WARP;
+const uint WARP_TILES = (BM / WM) * (BN / WN);
+const uint TILES_PER_WARP = (WARP_TILES + NUM_WARPS - 1) / NUM_WARPS;
+const uint A_CACHE = WMITER * TM;
+const uint B_CACHE = WNITER * TN;
+const uint SUMS_PER_TILE = A_CACHE * B_CACHE;
+
+shared FLOAT_TYPE buf_a[BM * SHMEM_STRIDE];   // [row][k]
+shared FLOAT_TYPE buf_b[BN * SHMEM_STRIDE];   // [column][k]
+
+#ifdef MUL_MAT_ID
+const uint ROW_IDS = 4096;
+shared uint row_ids[ROW_IDS];                 // slot | token << 16, token-major
+shared uint match_counts[BLOCK_SIZE];
+shared uint num_matches;
+#endif
+
+// ---- Reading one B element (as float) ----
+
+// The element is widened to a float vector first (16-bit vectors may not be indexed
+// dynamically without 16-bit arithmetic, which fp32-mode devices need not have).
+#if LOAD_VEC_B == 8
+float b_value(uint i)
+{
+    const mat2x4 v = mat2x4(data_b[i / 8]);
+    return v[(i % 8) / 4][i % 4];
+}
+#elif LOAD_VEC_B == 4 && defined(B_IS_FLOAT)
+float b_value(uint i)
+{
+    // bf16 bits, widened exactly.
+    const uvec4 v = uvec4(data_b[i / 4]);
+    return TO_FLOAT_TYPE(v[i % 4]);
+}
+#elif LOAD_VEC_B == 4
+float b_value(uint i)
+{
+    const vec4 v = vec4(data_b[i / 4]);
+    return v[i % 4];
+}
+#elif defined(B_IS_FLOAT)
+float b_value(uint i)
+{
+    return TO_FLOAT_TYPE(uint(data_b[i]));
+}
+#else
+float b_value(uint i)
+{
+    return float(data_b[i]);
+}
+#endif
+
+// ---- Reading one A element (as float) ----
+
+#if QUANT_K == 1
+
+float a_value(uint i)
+{
+#if defined(DATA_A_BF16)
+    return bf16_to_fp32(uint(data_a[i]));
+#else
+    return float(data_a[i]);
+#endif
+}
+
+#else
+
+// K-quant helpers: ggml's get_scale_min_k4 (q4_K, q5_K): sub-blocks 0..3 keep scale and min
+// in the low 6 bits of bytes sb and sb + 4; sub-blocks 4..7 keep their low 4 bits in the
+// nibbles of byte sb + 4 and their high 2 bits in the top bits of bytes sb - 4 and sb.
+#if defined(DATA_A_Q4_K) || defined(DATA_A_Q5_K)
+uvec2 scale_min_k4(uint ib, uint sb)
+{
+    if (sb < 4) {
+        return uvec2(uint(data_a[ib].scales[sb]) & 63u, uint(data_a[ib].scales[sb + 4]) & 63u);
+    }
+    const uint low = uint(data_a[ib].scales[sb + 4]);
+    const uint scale_top = uint(data_a[ib].scales[sb - 4]) >> 6;
+    const uint min_top = uint(data_a[ib].scales[sb]) >> 6;
+    return uvec2((low & 0xFu) | (scale_top << 4), (low >> 4) | (min_top << 4));
+}
+#endif
+
+// Element e (0 <= e < QUANT_K) of block ib, fully scaled. Products of the f16 scale with the
+// integer parts are exact in float (at most 23 significant bits); the only rounding is the
+// subtraction or addition of the min.
+float a_block_value(uint ib, uint e)
+{
+#if defined(DATA_A_Q4_0)
+    const uint byte = uint(data_a[ib].qs[e % 16]);
+    const uint q = e < 16 ? byte & 0xFu : byte >> 4;
+    return float(data_a[ib].d) * float(int(q) - 8);
+#elif defined(DATA_A_Q4_1)
+    const uint byte = uint(data_a[ib].qs[e % 16]);
+    const uint q = e < 16 ? byte & 0xFu : byte >> 4;
+    return fma(float(data_a[ib].d), float(q), float(data_a[ib].m));
+#elif defined(DATA_A_Q5_0)
+    const uint qh = uint(data_a[ib].qh[0]) | (uint(data_a[ib].qh[1]) << 16);
+    const uint byte = uint(data_a[ib].qs[e % 16]);
+    const uint q = (e < 16 ? byte & 0xFu : byte >> 4) | (((qh >> e) & 1u) << 4);
+    return float(data_a[ib].d) * float(int(q) - 16);
+#elif defined(DATA_A_Q5_1)
+    const uint byte = uint(data_a[ib].qs[e % 16]);
+    const uint q = (e < 16 ? byte & 0xFu : byte >> 4) | (((data_a[ib].qh >> e) & 1u) << 4);
+    return fma(float(data_a[ib].d), float(q), float(data_a[ib].m));
+#elif defined(DATA_A_Q8_0)
+    return float(data_a[ib].d) * float(int(data_a[ib].qs[e]));
+#elif defined(DATA_A_IQ4_NL)
+    const uint byte = uint(data_a[ib].qs[e % 16]);
+    return float(data_a[ib].d) * kvalues_iq4nl[e < 16 ? byte & 0xFu : byte >> 4];
+#elif defined(DATA_A_IQ4_XS)
+    // 32-element sub-block sub: bytes 16 sub .. 16 sub + 15, low nibbles first.
+    const uint sub = e / 32;
+    const uint j = e % 32;
+    const uint byte = uint(data_a[ib].qs[16 * sub + j % 16]);
+    const uint ls = ((uint(data_a[ib].scales_l[sub / 2]) >> (4 * (sub % 2))) & 0xFu)
+                  | (((uint(data_a[ib].scales_h) >> (2 * sub)) & 3u) << 4);
+    return float(data_a[ib].d) * (float(int(ls) - 32) * kvalues_iq4nl[j < 16 ? byte & 0xFu : byte >> 4]);
+#elif defined(DATA_A_Q2_K)
+    // n = e / 128, g = (e % 128) / 32, l = e % 32; one scale/min byte per 16 elements.
+    const uint q = (uint(data_a[ib].qs[32 * (e / 128) + e % 32]) >> (2 * ((e % 128) / 32))) & 3u;
+    const uint sm = uint(data_a[ib].scales[e / 16]);
+    const vec2 d = vec2(data_a[ib].d);
+    return fma(d.x * float(sm & 0xFu), float(q), -(d.y * float(sm >> 4)));
+#elif defined(DATA_A_Q3_K)
+    const uint n = e / 128;
+    const uint g = (e % 128) / 32;
+    const uint l = e % 32;
+    const uint grp = e / 16;
+    const uint low = (uint(data_a[ib].qs[32 * n + l]) >> (2 * g)) & 3u;
+    const uint high = (uint(data_a[ib].hmask[l]) >> (4 * n + g)) & 1u;
+    const int q = int(low) - (high != 0u ? 0 : 4);
+    const uint s_low = (uint(data_a[ib].scales[grp % 8]) >> (4 * (grp / 8))) & 0xFu;
+    const uint s_high = (uint(data_a[ib].scales[8 + grp % 4]) >> (2 * (grp / 4))) & 3u;
+    const int s = int(s_low | (s_high << 4)) - 32;
+    return (float(data_a[ib].d) * float(s)) * float(q);
+#elif defined(DATA_A_Q4_K)
+    const uint sb = e / 32;
+    const uint q = (uint(data_a[ib].qs[32 * (e / 64) + e % 32]) >> (4 * (sb % 2))) & 0xFu;
+    const uvec2 sm = scale_min_k4(ib, sb);
+    const vec2 d = vec2(data_a[ib].d);
+    return fma(d.x * float(sm.x), float(q), -(d.y * float(sm.y)));
+#elif defined(DATA_A_Q5_K)
+    const uint sb = e / 32;
+    const uint l = e % 32;
+    const uint low = (uint(data_a[ib].qs[32 * (e / 64) + l]) >> (4 * (sb % 2))) & 0xFu;
+    const uint q = low | (((uint(data_a[ib].qh[l]) >> sb) & 1u) << 4);
+    const uvec2 sm = scale_min_k4(ib, sb);
+    const vec2 d = vec2(data_a[ib].d);
+    return fma(d.x * float(sm.x), float(q), -(d.y * float(sm.y)));
+#elif defined(DATA_A_Q6_K)
+    const uint n = e / 128;
+    const uint g = (e % 128) / 32;
+    const uint l = e % 32;
+    const uint low = (uint(data_a[ib].ql[64 * n + 32 * (g % 2) + l]) >> (4 * (g / 2))) & 0xFu;
+    const uint high = (uint(data_a[ib].qh[32 * n + l]) >> (2 * g)) & 3u;
+    const int q = int(low | (high << 4)) - 32;
+    return (float(data_a[ib].d) * float(int(data_a[ib].scales[e / 16]))) * float(q);
+#endif
+}
+
+float a_value(uint i)
+{
+    return a_block_value(i / QUANT_K, i % QUANT_K);
+}
+
+#endif
+
+// ---- One output tile ----
+
+// Register block r of this invocation: its row and column inside the BM x BN tile.
+// r = ((t * WNITER + wsic) * WMITER + wsir) * TM * TN + cc * TM + cr.
+uint tile_row(uint warp_tile, uint tiwr, uint wsir, uint cr)
+{
+    return (warp_tile % (BM / WM)) * WM + wsir * WSUBM + tiwr * TM + cr;
+}
+
+uint tile_col(uint warp_tile, uint tiwc, uint wsic, uint cc)
+{
+    return (warp_tile / (BM / WM)) * WN + wsic * WSUBN + tiwc * TN + cc;
+}
+
+// Accumulates the tile whose first row is row0 and whose columns are col0 .. col0 + BN - 1
+// over k in [start_k, end_k), then stores it. Must be reached by the whole workgroup.
+void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
+                  uint b_base, uint d_base, uint n_cols)
+{
+    const uint tid = gl_LocalInvocationID.x;
+    const uint warp_i = tid / WARP;
+    const uint tiw = tid % WARP;
+    const uint tiwr = tiw % THREAD_ROWS;
+    const uint tiwc = tiw / THREAD_ROWS;
+    const bool computes = warp_i < NUM_WARPS && tiwc < THREAD_COLS;
+
+    ACC_TYPE sums[TILES_PER_WARP * SUMS_PER_TILE];
+    [[unroll]] for (uint s = 0; s < TILES_PER_WARP * SUMS_PER_TILE; ++s) {
+        sums[s] = ACC_TYPE(0.0);
+    }
+
+    for (uint block_k = start_k; block_k < end_k; block_k += BK) {
+        // Stage A and B, zero outside [0, M) x [block_k, end_k) and the valid columns.
+        for (uint idx = tid; idx < BM * BK; idx += BLOCK_SIZE) {
+            const uint r = idx / BK;
+            const uint c = idx % BK;
+            const uint m = row0 + r;
+            const uint k = block_k + c;
+            float v = 0.0;
+            if (m < p.M && k < end_k) {
+                v = a_value(a_base + m * p.stride_a + k);
+            }
+            buf_a[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
+        }
+        for (uint idx = tid; idx < BN * BK; idx += BLOCK_SIZE) {
+            const uint r = idx / BK;
+            const uint c = idx % BK;
+            const uint col = col0 + r;
+            const uint k = block_k + c;
+            float v = 0.0;
+            if (col < n_cols && k < end_k) {
+#ifdef MUL_MAT_ID
+                const uint packed = row_ids[col];
+                const uint ii0 = packed & 0xFFFFu;
+                const uint ii1 = packed >> 16;
+                v = b_value(ii1 * p.batch_stride_b + (ii0 % p.ne11) * p.stride_b + k);
+#else
+                v = b_value(b_base + col * p.stride_b + k);
+#endif
+            }
+            buf_b[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
+        }
+        barrier();
+
+        const uint steps = min(BK, end_k - block_k);
+        if (computes) {
+            for (uint i = 0; i < steps; ++i) {
+                [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
+                    const uint wt = warp_i + t * NUM_WARPS;
+                    if (wt < WARP_TILES) {
+                        FLOAT_TYPE cache_a[A_CACHE];
+                        FLOAT_TYPE cache_b[B_CACHE];
+                        [[unroll]] for (uint wsir = 0; wsir < WMITER; ++wsir) {
+                            [[unroll]] for (uint cr = 0; cr < TM; ++cr) {
+                                cache_a[wsir * TM + cr] = buf_a[tile_row(wt, tiwr, wsir, cr) * SHMEM_STRIDE + i];
+                            }
+                        }
+                        [[unroll]] for (uint wsic = 0; wsic < WNITER; ++wsic) {
+                            [[unroll]] for (uint cc = 0; cc < TN; ++cc) {
+                                cache_b[wsic * TN + cc] = buf_b[tile_col(wt, tiwc, wsic, cc) * SHMEM_STRIDE + i];
+                            }
+                        }
+                        [[unroll]] for (uint wsic = 0; wsic < WNITER; ++wsic) {
+                            [[unroll]] for (uint wsir = 0; wsir < WMITER; ++wsir) {
+                                [[unroll]] for (uint cc = 0; cc < TN; ++cc) {
+                                    [[unroll]] for (uint cr = 0; cr < TM; ++cr) {
+                                        const uint s = t * SUMS_PER_TILE
+                                                     + ((wsic * WMITER + wsir) * TN + cc) * TM + cr;
+                                        sums[s] = fma(ACC_TYPE(cache_a[wsir * TM + cr]),
+                                                      ACC_TYPE(cache_b[wsic * TN + cc]), sums[s]);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        barrier();
+    }
+
+    if (!computes) {
+        return;
+    }
+    [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
+        const uint wt = warp_i + t * NUM_WARPS;
+        if (wt >= WARP_TILES) {
+            continue;
+        }
+        [[unroll]] for (uint wsic = 0; wsic < WNITER; ++wsic) {
+            [[unroll]] for (uint wsir = 0; wsir < WMITER; ++wsir) {
+                [[unroll]] for (uint cc = 0; cc < TN; ++cc) {
+                    [[unroll]] for (uint cr = 0; cr < TM; ++cr) {
+                        const uint m = row0 + tile_row(wt, tiwr, wsir, cr);
+                        const uint col = col0 + tile_col(wt, tiwc, wsic, cc);
+                        if (m >= p.M || col >= n_cols) {
+                            continue;
+                        }
+                        const uint s = t * SUMS_PER_TILE + ((wsic * WMITER + wsir) * TN + cc) * TM + cr;
+#ifdef MUL_MAT_ID
+                        const uint packed = row_ids[col];
+                        const uint ii0 = packed & 0xFFFFu;
+                        const uint ii1 = packed >> 16;
+                        data_d[ii1 * p.batch_stride_d + ii0 * p.stride_d + m] = D_TYPE(sums[s]);
+#else
+                        data_d[d_base + col * p.stride_d + m] = D_TYPE(sums[s]);
+#endif
+                    }
+                }
+            }
+        }
+    }
+}
+
+#ifdef MUL_MAT_ID
+// Gathers the (slot, token) pairs routed to `expert`, token-major, into row_ids and returns
+// how many there are (capped at ROW_IDS). Each invocation scans a contiguous share of the
+// nei0 * nei1 ids; an exclusive prefix of the per-invocation counts places its matches.
+uint gather_matches(uint expert)
+{
+    const uint tid = gl_LocalInvocationID.x;
+    const uint total = p.nei0 * p.nei1;
+    const uint share = (total + BLOCK_SIZE - 1) / BLOCK_SIZE;
+    const uint first = min(tid * share, total);
+    const uint last = min(first + share, total);
+    uint count = 0;
+    for (uint e = first; e < last; ++e) {
+        if (data_ids[(e / p.nei0) * p.nbi1 + e % p.nei0] == int(expert)) {
+            ++count;
+        }
+    }
+    match_counts[tid] = count;
+    barrier();
+    if (tid == 0) {
+        uint running = 0;
+        for (uint t = 0; t < BLOCK_SIZE; ++t) {
+            const uint c = match_counts[t];
+            match_counts[t] = running;
+            running += c;
+        }
+        num_matches = running;
+    }
+    barrier();
+    uint at = match_counts[tid];
+    for (uint e = first; e < last; ++e) {
+        const uint ii1 = e / p.nei0;
+        const uint ii0 = e % p.nei0;
+        if (data_ids[ii1 * p.nbi1 + ii0] == int(expert)) {
+            if (at < ROW_IDS) {
+                row_ids[at] = ii0 | (ii1 << 16);
+            }
+            ++at;
+        }
+    }
+    barrier();
+    return min(num_matches, ROW_IDS);
+}
+#endif
+
+void main()
+{
+    const uint blocks_m = (p.M + BM - 1) / BM;
+    const uint ir = gl_WorkGroupID.x % blocks_m;
+    const uint row0 = ir * BM;
+#ifdef MUL_MAT_ID
+    const uint expert = gl_WorkGroupID.z;
+    const uint matches = gather_matches(expert);
+    const uint a_base = expert * p.batch_stride_a;
+    // Column tiles ic, ic + NumWorkGroups.y, ...: duplicate ids can give an expert more
+    // matches than the dispatch has columns. The bound is uniform over the workgroup.
+    for (uint tile = gl_WorkGroupID.y; tile * BN < matches; tile += gl_NumWorkGroups.y) {
+        compute_tile(a_base, row0, tile * BN, 0, p.K, 0, 0, matches);
+    }
+#else
+    const uint ik = gl_WorkGroupID.x / blocks_m;
+    const uint batch = gl_WorkGroupID.z;
+    const uint i13 = batch / p.ne12;
+    const uint i12 = batch % p.ne12;
+    const uint batch_a = (i13 / p.broadcast3) * p.ne02 + i12 / p.broadcast2;
+    const uint start_k = min(ik * p.k_split, p.K);
+    const uint end_k = min(p.K, start_k + p.k_split);
+    const uint d_base = batch * p.batch_stride_d + ik * p.batch_stride_d * gl_NumWorkGroups.z;
+    compute_tile(batch_a * p.batch_stride_a, row0, gl_WorkGroupID.y * BN, start_k, end_k,
+                 batch * p.batch_stride_b, d_base, p.N);
+#endif
+}

@@ -1,0 +1,946 @@
+//! FLASH_ATTN_EXT cases on the scalar path (one variant per K/V type: f16, q4_0, q8_0).
+//!
+//! What the strategy covers, simplest arm first so failures shrink toward D = 64, one query,
+//! one head, a few keys, no mask:
+//! * decode (N = 1) and prompt (N > 1) shapes, KV on both sides of every tile edge (Bc = 64 for
+//!   one query, 32 otherwise) up to a few hundred keys;
+//! * heads with GQA ratios 1..8 (GQA mode for one query) and beyond, V with its own head count;
+//! * llama.cpp's layouts: q permuted from (D, H, N), K/V as views of a cache whose rows hold
+//!   every head, or of per-head buffers with spare capacity; keys past KV are NaN there, so a
+//!   kernel that reads them is caught;
+//! * masks: none, zeros, finite values, ALiBi positions −|i − j|, random −∞, causal, whole rows
+//!   −∞ (a divergence on those is reported as "fully masked row"); N_pad = GGML_PAD(N, 64) as
+//!   ggml asserts at the pinned commit, 64 more, or any N_pad ≥ N as later ggml accepts (rows
+//!   past N are NaN);
+//! * ALiBi, logit softcap, scales that make logits overflow exp() in f32, quantized K/V with
+//!   adversarial scales, and a forced split_k (see `vkdiff_gpu::runners::flash_attn`).
+
+use std::fmt;
+
+use half::f16;
+use proptest::prelude::*;
+use proptest::sample::select;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use vkdiff_gpu::runners;
+use vkdiff_gpu::runners::flash_attn::{FlashAttnRun, Path, HEAD_SIZES, SCALAR_KV_TYPES};
+use vkdiff_reference::ops::flash_attn::{
+    flash_attn_ext, Alibi, FlashAttn, FlashAttnInputs, FlashAttnParams, KQ_MASK_PAD,
+};
+use vkdiff_reference::tensor::Tensor;
+use vkdiff_reference::DType;
+
+use super::data::{rng, tensor, values, Blocks, Dist, Scales};
+use super::{Case, Ctx, Outcome};
+use crate::compare::{compare, ElementFailure, Mismatch, Verdict, SHOWN_FAILURES};
+use crate::kernels::{Kernel, Variant, VariantParams};
+use crate::tolerance::{self, FlashAttnShape};
+
+/// How q is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QLayout {
+    /// Densely packed (D, N, H).
+    Contiguous,
+    /// Stored (D, H, N) and viewed as (D, N, H), as llama.cpp's permuted q: nb1 = H·D·4,
+    /// nb2 = D·4.
+    HeadMajor,
+}
+
+/// How K and V are stored. Spare keys (index ≥ KV) hold NaN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvLayout {
+    /// Densely packed (D, KV, H_kv).
+    Contiguous,
+    /// llama.cpp's cache: one row per key holding every head ((D·H_kv) × (KV + spare)), viewed
+    /// as (D, KV, H_kv): nb1 = H_kv·row(D), nb2 = row(D).
+    Cache {
+        /// Keys past KV in the cache.
+        spare: u8,
+    },
+    /// Per-head buffers of KV + spare keys, viewed with KV keys: nb2 = row(D)·(KV + spare).
+    PerHead {
+        /// Keys past KV in each head.
+        spare: u8,
+    },
+}
+
+/// V's head count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VHeads {
+    /// As many as K (every model).
+    SameAsK,
+    /// One V head for all (ggml only needs H mod H_v = 0).
+    One,
+    /// One per query head.
+    PerQueryHead,
+}
+
+/// What the mask holds in its first N rows (rows past N are NaN).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaskKind {
+    /// No mask tensor.
+    None,
+    /// All zeros.
+    Zeros,
+    /// Finite normal values.
+    Random,
+    /// −|pos_q − j| with pos_q = KV − N + q: llama.cpp's ALiBi mask (logits then grow along
+    /// the keys, so the running maximum moves in every tile).
+    Positions,
+    /// Each entry −∞ with probability 1/4, else finite.
+    RandomInf,
+    /// 0 for keys j ≤ KV − N + q, −∞ after; with N > KV the first rows are fully masked.
+    Causal,
+    /// Row 0 and about half the others entirely −∞, the rest finite.
+    FullyMaskedRows,
+}
+
+/// How many rows the mask has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaskPad {
+    /// GGML_PAD(N, 64), what ggml asserts at the pinned commit.
+    Ggml,
+    /// GGML_PAD(N, 64) + 64.
+    GgmlPlus64,
+    /// N + extra rows (any N_pad ≥ N, as later ggml accepts).
+    Rows(u8),
+}
+
+/// One FLASH_ATTN_EXT: q (D, N, H), k (D, KV, H_kv), v (D, KV, H_v), optional mask.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlashAttnCase {
+    /// K and V's type.
+    pub kv_type: DType,
+    /// Head size D.
+    pub d: usize,
+    /// Queries N.
+    pub n: usize,
+    /// Keys KV.
+    pub kv: usize,
+    /// K heads H_kv.
+    pub kv_heads: usize,
+    /// Query heads per K head (H = H_kv·ratio).
+    pub gqa: usize,
+    /// V's heads.
+    pub v_heads: VHeads,
+    /// q's layout.
+    pub q_layout: QLayout,
+    /// K and V's layout.
+    pub kv_layout: KvLayout,
+    /// The mask.
+    pub mask: MaskKind,
+    /// Its rows.
+    pub mask_pad: MaskPad,
+    /// scale.
+    pub scale: f32,
+    /// max_bias (ALiBi; needs a mask).
+    pub max_bias: f32,
+    /// logit_softcap.
+    pub softcap: f32,
+    /// Forced split count (single query only; see the runner).
+    pub split_k: Option<u32>,
+    /// q's values.
+    pub q_dist: Dist,
+    /// K's data.
+    pub k_blocks: Blocks,
+    /// V's data.
+    pub v_blocks: Blocks,
+    /// Data seed.
+    pub seed: u64,
+}
+
+/// The row in the kernel table.
+pub const KERNEL: Kernel = Kernel {
+    name: "flash_attn",
+    shader: "flash_attn.comp",
+    summary: "GGML_OP_FLASH_ATTN_EXT, scalar path: q f32, K/V f16/q4_0/q8_0, mask, ALiBi, softcap, GQA, split-k",
+    error_model: "logit errors γ(D/D_split + log₂ D_split + 5)·Σ|s'·q·k| (+ tanh, ALiBi pow) and exp's 3 + 2|x| ULP as exact weight perturbations, γ(KV + tiles + groups + 2)·Σ P|v| for the sums (tolerance::flash_attn_bounds)",
+    variants,
+    strategy: |v| match v.params {
+        VariantParams::FlashAttn { kv } => strategy(kv).prop_map(Case::FlashAttn).boxed(),
+        _ => unreachable!("flash_attn variant"),
+    },
+    requires: |_, caps| {
+        (!caps.subgroup_shuffle)
+            .then(|| "subgroup shuffle in the compute stage (scalar flash attention)".into())
+    },
+};
+
+fn variants() -> Vec<Variant> {
+    SCALAR_KV_TYPES
+        .iter()
+        .map(|&kv| {
+            Variant::new(
+                "flash_attn",
+                &runners::flash_attn::variant(kv).name,
+                VariantParams::FlashAttn { kv },
+            )
+        })
+        .collect()
+}
+
+/// Key counts on both sides of the tile edges (Bc = 32 and 64).
+const KV_EDGES: [usize; 12] = [31, 32, 33, 63, 64, 65, 95, 96, 97, 127, 128, 129];
+
+/// Cases for K/V type `kv_type`.
+pub fn strategy(kv_type: DType) -> impl Strategy<Value = FlashAttnCase> {
+    let sizes: Vec<usize> = HEAD_SIZES
+        .iter()
+        .copied()
+        .filter(|d| d % kv_type.block_len() == 0)
+        .collect();
+    let d = prop_oneof![3 => Just(sizes[0]), 2 => select(sizes[1..].to_vec())];
+    let n = prop_oneof![4 => Just(1usize), 3 => 2usize..=9, 1 => 10usize..=40];
+    let kv = prop_oneof![2 => 1usize..=3, 3 => select(KV_EDGES.to_vec()), 2 => 4usize..=300];
+    let heads = (
+        1usize..=3,
+        prop_oneof![3 => Just(1usize), 3 => 2usize..=8, 1 => select(vec![12usize, 16])],
+        prop_oneof![
+            8 => Just(VHeads::SameAsK),
+            1 => Just(VHeads::One),
+            1 => Just(VHeads::PerQueryHead)
+        ],
+    );
+    let layouts = (
+        prop_oneof![Just(QLayout::Contiguous), Just(QLayout::HeadMajor)],
+        prop_oneof![
+            Just(KvLayout::Contiguous),
+            (1u8..=40).prop_map(|spare| KvLayout::Cache { spare }),
+            (1u8..=40).prop_map(|spare| KvLayout::PerHead { spare }),
+        ],
+    );
+    let mask = (
+        prop_oneof![
+            3 => Just(MaskKind::None),
+            1 => Just(MaskKind::Zeros),
+            2 => Just(MaskKind::Random),
+            2 => Just(MaskKind::Positions),
+            2 => Just(MaskKind::RandomInf),
+            2 => Just(MaskKind::Causal),
+            1 => Just(MaskKind::FullyMaskedRows),
+        ],
+        prop_oneof![
+            4 => Just(MaskPad::Ggml),
+            1 => Just(MaskPad::GgmlPlus64),
+            2 => (0u8..=5).prop_map(MaskPad::Rows)
+        ],
+    );
+    let params = (
+        prop_oneof![
+            4 => Just(0.125f32),
+            2 => Just(1.0f32),
+            1 => Just(std::f32::consts::FRAC_1_SQRT_2 / 8.0),
+            1 => Just(8.0f32),
+            1 => Just(64.0f32),
+            1 => Just(0.0f32),
+            1 => Just(-0.125f32)
+        ],
+        prop_oneof![
+            3 => Just(0.0f32),
+            1 => Just(8.0f32),
+            1 => Just(1.0f32),
+            1 => Just(0.5f32),
+            1 => Just(16.0f32)
+        ],
+        prop_oneof![
+            3 => Just(0.0f32),
+            1 => Just(50.0f32),
+            1 => Just(30.0f32),
+            1 => Just(10.0f32)
+        ],
+        prop_oneof![3 => Just(None), 1 => (2u32..=6).prop_map(Some)],
+    );
+    let data = (
+        Dist::strategy(),
+        Blocks::strategy(),
+        Blocks::strategy(),
+        any::<u64>(),
+    );
+    (d, n, kv, heads, layouts, mask, params, data).prop_map(
+        move |(
+            d,
+            n,
+            kv,
+            (kv_heads, gqa, v_heads),
+            (q_layout, kv_layout),
+            (mask, mask_pad),
+            (scale, max_bias, softcap, split_k),
+            (q_dist, k_blocks, v_blocks, seed),
+        )| {
+            // Keep the head count ≤ 16 and the case cheap.
+            let kv_heads = if kv_heads * gqa > 16 { 1 } else { kv_heads };
+            // ggml asserts a mask whenever max_bias > 0.
+            let max_bias = if mask == MaskKind::None {
+                0.0
+            } else {
+                max_bias
+            };
+            let (mut q_dist, mut k_blocks, mut scale) = (q_dist, k_blocks, scale);
+            // Huge logits come from a large scale or large q, not both (past ~1e7 an f32
+            // logit cannot tell keys apart and the bound says nothing).
+            if q_dist == Dist::Large && scale.abs() > 1.0 {
+                scale = 0.125;
+            }
+            if softcap != 0.0 {
+                // Vulkan bounds tanh only while exp(x) is finite (|x| < 88): keep the softcap's
+                // argument s'·q·k in that range.
+                if q_dist == Dist::Large {
+                    q_dist = Dist::Normal;
+                }
+                k_blocks = match k_blocks {
+                    Blocks::Quantized(Dist::Large) => Blocks::Quantized(Dist::Normal),
+                    Blocks::Raw(Scales::Extreme | Scales::Mixed) => Blocks::Raw(Scales::Random),
+                    b => b,
+                };
+                scale = scale.clamp(-0.125, 0.125);
+            }
+            FlashAttnCase {
+                kv_type,
+                d,
+                n,
+                kv,
+                kv_heads,
+                gqa,
+                v_heads,
+                q_layout,
+                kv_layout,
+                mask,
+                mask_pad,
+                scale,
+                max_bias,
+                softcap,
+                split_k: if n == 1 { split_k } else { None },
+                q_dist,
+                k_blocks,
+                v_blocks,
+                seed,
+            }
+        },
+    )
+}
+
+impl fmt::Display for FlashAttnCase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let layout = match self.kv_layout {
+            KvLayout::Contiguous => "dense".to_string(),
+            KvLayout::Cache { spare } => format!("cache+{spare}"),
+            KvLayout::PerHead { spare } => format!("per-head+{spare}"),
+        };
+        write!(
+            f,
+            "{} D={} N={} KV={} H={}×{} (V {:?}) q {:?} kv {} mask {:?} ({} rows) scale {} max_bias {} softcap {}{} Q {:?} K {:?} V {:?} seed {}",
+            self.kv_type,
+            self.d,
+            self.n,
+            self.kv,
+            self.kv_heads,
+            self.gqa,
+            self.v_heads,
+            self.q_layout,
+            layout,
+            self.mask,
+            self.mask_rows(),
+            self.scale,
+            self.max_bias,
+            self.softcap,
+            self.split_k
+                .map(|s| format!(" split_k {s}"))
+                .unwrap_or_default(),
+            self.q_dist,
+            self.k_blocks,
+            self.v_blocks,
+            self.seed
+        )
+    }
+}
+
+/// NaN in f16: what spare keys and mask rows past N hold.
+const F16_NAN: u16 = 0x7E00;
+
+impl FlashAttnCase {
+    /// The upstream variant name.
+    pub fn variant(&self) -> String {
+        runners::flash_attn::variant(self.kv_type).name
+    }
+
+    /// Query heads H.
+    pub fn heads(&self) -> usize {
+        self.kv_heads * self.gqa
+    }
+
+    fn v_head_count(&self) -> usize {
+        match self.v_heads {
+            VHeads::SameAsK => self.kv_heads,
+            VHeads::One => 1,
+            VHeads::PerQueryHead => self.heads(),
+        }
+    }
+
+    /// The mask's rows N_pad.
+    pub fn mask_rows(&self) -> usize {
+        let pad = self.n.div_ceil(KQ_MASK_PAD) * KQ_MASK_PAD;
+        match self.mask_pad {
+            MaskPad::Ggml => pad,
+            MaskPad::GgmlPlus64 => pad + KQ_MASK_PAD,
+            MaskPad::Rows(extra) => self.n + extra as usize,
+        }
+    }
+
+    /// The op parameters.
+    pub fn params(&self) -> FlashAttnParams {
+        FlashAttnParams {
+            scale: self.scale,
+            max_bias: self.max_bias,
+            logit_softcap: self.softcap,
+        }
+    }
+
+    /// See [`Case::validate`](super::Case::validate).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.kv_type.is_quantized() && self.d % self.kv_type.block_len() != 0 {
+            return Err(format!(
+                "D = {} is not a multiple of {}'s block size",
+                self.d, self.kv_type
+            ));
+        }
+        if !matches!(self.kv_type, DType::F16 | DType::F32 | DType::Bf16)
+            && !self.kv_type.is_quantized()
+        {
+            return Err(format!("K/V may not be {}", self.kv_type));
+        }
+        for (name, x) in [
+            ("scale", self.scale),
+            ("max_bias", self.max_bias),
+            ("softcap", self.softcap),
+        ] {
+            if !x.is_finite() {
+                return Err(format!("{name} = {x} is not finite"));
+            }
+        }
+        if self.max_bias > 0.0 && self.mask == MaskKind::None {
+            return Err("max_bias > 0 needs a mask (ggml asserts it)".into());
+        }
+        if self.split_k.is_some_and(|s| s < 2) {
+            return Err("a forced split_k must be at least 2".into());
+        }
+        let spare = match self.kv_layout {
+            KvLayout::Contiguous => 0,
+            KvLayout::Cache { spare } | KvLayout::PerHead { spare } => spare as usize,
+        };
+        super::check_sizes(
+            "q",
+            &[
+                ("D", self.d),
+                ("N", self.n),
+                ("H_kv", self.kv_heads),
+                ("gqa", self.gqa),
+            ],
+        )?;
+        super::check_sizes(
+            "K/V",
+            &[
+                ("D", self.d),
+                ("KV + spare", self.kv.saturating_add(spare)),
+                ("heads", self.heads()),
+            ],
+        )?;
+        super::check_sizes("mask", &[("KV", self.kv), ("N_pad", self.mask_rows())])
+    }
+
+    /// q, K, V and the mask, regenerated from the seed.
+    pub fn inputs(&self) -> Result<(Tensor, Tensor, Tensor, Option<Tensor>), String> {
+        let (d, n, h) = (self.d, self.n, self.heads());
+        let q = match self.q_layout {
+            QLayout::Contiguous => tensor(
+                DType::F32,
+                [d, n, h, 1],
+                Blocks::Quantized(self.q_dist),
+                self.seed,
+                0,
+            ),
+            QLayout::HeadMajor => {
+                let stored = tensor(
+                    DType::F32,
+                    [d, h, n, 1],
+                    Blocks::Quantized(self.q_dist),
+                    self.seed,
+                    0,
+                );
+                Tensor::new(
+                    DType::F32,
+                    [d, n, h, 1],
+                    [4, h * d * 4, d * 4, h * d * n * 4],
+                    stored.data().to_vec(),
+                )
+                .map_err(|e| e.to_string())?
+            }
+        };
+        let k = self.kv_tensor(self.kv_heads, self.k_blocks, 1)?;
+        let v = self.kv_tensor(self.v_head_count(), self.v_blocks, 2)?;
+        let mask = (self.mask != MaskKind::None).then(|| self.mask_tensor());
+        Ok((q, k, v, mask))
+    }
+
+    /// K or V with `heads` heads in the case's layout; keys past KV are NaN.
+    fn kv_tensor(&self, heads: usize, blocks: Blocks, stream: u64) -> Result<Tensor, String> {
+        let (t, d, kv) = (self.kv_type, self.d, self.kv);
+        let row = t.row_bytes(d).map_err(|e| e.to_string())?;
+        let (stored_ne, nb, keys, key_stride, head_stride) = match self.kv_layout {
+            KvLayout::Contiguous => ([d, kv, heads, 1], [0, row, row * kv, 0], kv, row, row * kv),
+            KvLayout::Cache { spare } => {
+                let keys = kv + spare as usize;
+                (
+                    [d * heads, keys, 1, 1],
+                    [0, row * heads, row, 0],
+                    keys,
+                    row * heads,
+                    row,
+                )
+            }
+            KvLayout::PerHead { spare } => {
+                let keys = kv + spare as usize;
+                (
+                    [d, keys, heads, 1],
+                    [0, row, row * keys, 0],
+                    keys,
+                    row,
+                    row * keys,
+                )
+            }
+        };
+        let stored = tensor(t, stored_ne, blocks, self.seed, stream);
+        let mut bytes = stored.data().to_vec();
+        for key in kv..keys {
+            for head in 0..heads {
+                let at = key * key_stride + head * head_stride;
+                poison_row(t, &mut bytes[at..at + row]);
+            }
+        }
+        let total = bytes.len();
+        Tensor::new(
+            t,
+            [d, kv, heads, 1],
+            [t.block_bytes(), nb[1], nb[2], total],
+            bytes,
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    /// The f16 mask (KV, N_pad, 1, 1).
+    fn mask_tensor(&self) -> Tensor {
+        let (kv, n, rows) = (self.kv, self.n, self.mask_rows());
+        let mut r = rng(self.seed, 3);
+        let finite = values(Dist::Normal, self.seed, 4, kv * n);
+        let ninf = f16::NEG_INFINITY.to_bits();
+        let mut bits = vec![F16_NAN; kv * rows];
+        let fully: Vec<bool> = (0..n).map(|q| q == 0 || r.gen_bool(0.5)).collect();
+        for q in 0..n {
+            let pos = kv as i64 - n as i64 + q as i64;
+            for j in 0..kv {
+                let x = finite[q * kv + j];
+                bits[q * kv + j] = match self.mask {
+                    MaskKind::None | MaskKind::Zeros => 0,
+                    MaskKind::Random => f16::from_f32(x).to_bits(),
+                    MaskKind::Positions => {
+                        f16::from_f32(-((pos - j as i64).abs() as f32)).to_bits()
+                    }
+                    MaskKind::RandomInf => {
+                        if r.gen_bool(0.25) {
+                            ninf
+                        } else {
+                            f16::from_f32(x).to_bits()
+                        }
+                    }
+                    MaskKind::Causal => {
+                        if (j as i64) <= pos {
+                            0
+                        } else {
+                            ninf
+                        }
+                    }
+                    MaskKind::FullyMaskedRows => {
+                        if fully[q] {
+                            ninf
+                        } else {
+                            f16::from_f32(x).to_bits()
+                        }
+                    }
+                };
+            }
+        }
+        let bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+        Tensor::from_bytes(DType::F16, [kv, rows, 1, 1], bytes).expect("dense mask")
+    }
+
+    /// Runs and judges the case.
+    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        let (q, k, v, mask) = match self.inputs() {
+            Ok(x) => x,
+            Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
+        };
+        let inputs = FlashAttnInputs {
+            q: &q,
+            k: &k,
+            v: &v,
+            mask: mask.as_ref(),
+            params: self.params(),
+        };
+        if let Err(reason) = runners::flash_attn::precondition(&inputs) {
+            return Outcome::Skip(format!("precondition: {reason}"));
+        }
+        let want = match flash_attn_ext(&inputs) {
+            Ok(w) => w,
+            Err(e) => return Outcome::Skip(format!("ggml rejects the op: {e}")),
+        };
+        let job = FlashAttnRun {
+            inputs,
+            force_split_k: self.split_k,
+        };
+        let run = match ctx.run(want.out.ne, |gpu, tree| {
+            runners::flash_attn::run(gpu, tree, &job)
+        }) {
+            Ok(r) => r,
+            Err(outcome) => return outcome,
+        };
+        let plan = runners::flash_attn::plan(Path::Scalar, &inputs, self.split_k);
+        let shape = FlashAttnShape {
+            d: self.d,
+            kv: self.kv,
+            bc: plan.tiles.bc,
+            wg: plan.tiles.wg,
+            d_split: runners::flash_attn::d_split(ctx.gpu.caps(), self.d),
+            split_k: plan.split_k,
+            softcap: self.softcap,
+            alibi: Alibi::new(self.max_bias, self.heads()),
+        };
+        let v_values = match v.rows() {
+            Ok(x) => x,
+            Err(e) => return Outcome::Error(format!("decoding V: {e}")),
+        };
+        let bounds = tolerance::flash_attn_bounds(&shape, &want, &v_values, v.ne());
+        let mut verdict = compare(
+            &run.values,
+            &want.out.values,
+            &bounds,
+            |i| want.out.index_of(i),
+            |i| {
+                if want.row_of(i).fully_masked {
+                    FULLY_MASKED
+                } else {
+                    ""
+                }
+            },
+        );
+        judge_fully_masked_rows(&mut verdict, &run.values, &want);
+        verdict.overrun = run.overrun;
+        Outcome::from_verdict(verdict, run.gpu_ns)
+    }
+}
+
+/// ggml's CPU path gives NaN in every element of a fully masked row (see
+/// `vkdiff_reference::ops::flash_attn`). The comparison does not judge NaN expectations (NaN
+/// inputs leave Vulkan results undefined), but these come from finite inputs: any other value
+/// written there is a divergence, reported with its own region.
+fn judge_fully_masked_rows(verdict: &mut Verdict, got: &[f32], want: &FlashAttn) {
+    let dv = want.out.ne[0];
+    for (r, row) in want.rows.iter().enumerate() {
+        if !row.fully_masked {
+            continue;
+        }
+        for (i, &g) in got.iter().enumerate().skip(r * dv).take(dv) {
+            // Poison was already reported as unwritten.
+            if g.is_nan() {
+                continue;
+            }
+            verdict.failed += 1;
+            if verdict.failures.len() < SHOWN_FAILURES {
+                verdict.failures.push(ElementFailure {
+                    index: want.out.index_of(i),
+                    got: g,
+                    want: f64::NAN,
+                    bound: 0.0,
+                    ratio: f64::INFINITY,
+                    kind: Mismatch::NonFinite,
+                    region: FULLY_MASKED.to_string(),
+                });
+            }
+        }
+    }
+}
+
+/// The region name of elements in a fully masked row: ggml's CPU path gives NaN there (its sum
+/// of exponentials stays 0 and it multiplies by 1/0), so a kernel that writes anything else is
+/// reported apart from ordinary out-of-bound elements.
+pub const FULLY_MASKED: &str = "fully masked row: ggml gives NaN (0·1/0)";
+
+/// Overwrites one stored row of K/V with NaN: f16 NaN elements, or blocks whose scales are
+/// NaN.
+fn poison_row(t: DType, row: &mut [u8]) {
+    if t.is_quantized() {
+        for block in row.chunks_exact_mut(t.block_bytes()) {
+            for &off in t.f16_fields() {
+                block[off..off + 2].copy_from_slice(&F16_NAN.to_le_bytes());
+            }
+        }
+    } else {
+        for x in row.chunks_exact_mut(2) {
+            x.copy_from_slice(&F16_NAN.to_le_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    use vkdiff_reference::ops::flash_attn::flash_attn_ext;
+
+    fn case() -> FlashAttnCase {
+        FlashAttnCase {
+            kv_type: DType::Q4_0,
+            d: 64,
+            n: 3,
+            kv: 5,
+            kv_heads: 2,
+            gqa: 2,
+            v_heads: VHeads::SameAsK,
+            q_layout: QLayout::HeadMajor,
+            kv_layout: KvLayout::Cache { spare: 3 },
+            mask: MaskKind::Causal,
+            mask_pad: MaskPad::Rows(1),
+            scale: 0.125,
+            max_bias: 0.0,
+            softcap: 0.0,
+            split_k: None,
+            q_dist: Dist::Normal,
+            k_blocks: Blocks::Quantized(Dist::Normal),
+            v_blocks: Blocks::Raw(Scales::Mixed),
+            seed: 7,
+        }
+    }
+
+    #[test]
+    fn views_match_dense_copies_and_spare_keys_are_nan() {
+        let c = case();
+        let (q, k, v, m) = c.inputs().unwrap();
+        assert!(!q.is_contiguous() && !k.is_contiguous());
+        assert_eq!(k.ne(), [64, 5, 2, 1]);
+        assert_eq!(m.as_ref().unwrap().ne(), [5, 4, 1, 1]);
+        // The view reads no NaN (spare keys lie outside it) and agrees with its dense copy.
+        let kr = k.rows().unwrap();
+        assert!(kr.iter().all(|x| x.is_finite()));
+        assert_eq!(kr, k.to_contiguous().rows().unwrap());
+        // Key 5 of head 0 (the first spare) is poisoned: its block scale is NaN.
+        let row = DType::Q4_0.row_bytes(64).unwrap();
+        let at = 5 * 2 * row;
+        assert_eq!(&k.data()[at..at + 2], &F16_NAN.to_le_bytes());
+        let p = FlashAttnInputs {
+            q: &q,
+            k: &k,
+            v: &v,
+            mask: m.as_ref(),
+            params: c.params(),
+        };
+        let out = flash_attn_ext(&p).unwrap();
+        // Causal with N = 3 ≤ KV = 5: no fully masked row, every output finite.
+        assert!(out.out.values.iter().all(|x| x.is_finite()));
+        runners::flash_attn::precondition(&p).unwrap();
+    }
+
+    #[test]
+    fn causal_rows_beyond_the_keys_are_fully_masked() {
+        let c = FlashAttnCase {
+            n: 4,
+            kv: 2,
+            ..case()
+        };
+        let (q, k, v, m) = c.inputs().unwrap();
+        let out = flash_attn_ext(&FlashAttnInputs {
+            q: &q,
+            k: &k,
+            v: &v,
+            mask: m.as_ref(),
+            params: c.params(),
+        })
+        .unwrap();
+        // Query q sees keys j ≤ KV − N + q = q − 2: rows 0 and 1 see none.
+        let masked: Vec<bool> = out.rows.iter().map(|r| r.fully_masked).collect();
+        let h = c.heads();
+        assert!(masked[..2 * h].iter().all(|&m| m));
+        assert!(masked[2 * h..].iter().all(|&m| !m));
+    }
+
+    #[test]
+    fn strategy_reaches_every_path() {
+        // Over a few hundred cases: GQA mode, forced splits, both tile shapes, every head size,
+        // keys past the last full tile, fully masked rows, ALiBi with finite mask values.
+        let mut runner = TestRunner::deterministic();
+        let s = strategy(DType::F16);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..400 {
+            let c = s.new_tree(&mut runner).unwrap().current();
+            let (q, k, v, m) = c.inputs().unwrap();
+            let p = FlashAttnInputs {
+                q: &q,
+                k: &k,
+                v: &v,
+                mask: m.as_ref(),
+                params: c.params(),
+            };
+            let plan = runners::flash_attn::plan(Path::Scalar, &p, c.split_k);
+            let out = flash_attn_ext(&p).unwrap();
+            seen.insert(format!("D{}", c.d));
+            for (hit, what) in [
+                (plan.gqa_ratio > 1, "gqa"),
+                (plan.split_k > 1, "split"),
+                (plan.small_rows, "small rows"),
+                (!plan.small_rows, "large rows"),
+                (c.kv % plan.tiles.bc as usize != 0, "partial tile"),
+                (c.kv > 2 * plan.tiles.bc as usize, "three tiles"),
+                (out.rows.iter().any(|r| r.fully_masked), "fully masked"),
+                (
+                    c.max_bias > 0.0 && matches!(c.mask, MaskKind::Positions | MaskKind::Random),
+                    "alibi",
+                ),
+                (c.softcap != 0.0, "softcap"),
+                (c.mask_rows() % 64 != 0, "loose mask rows"),
+            ] {
+                if hit {
+                    seen.insert(what.to_string());
+                }
+            }
+        }
+        for want in [
+            "gqa",
+            "split",
+            "small rows",
+            "large rows",
+            "partial tile",
+            "three tiles",
+            "fully masked",
+            "alibi",
+            "softcap",
+            "loose mask rows",
+            "D64",
+            "D80",
+            "D96",
+            "D112",
+            "D128",
+            "D256",
+        ] {
+            assert!(seen.contains(want), "no case with {want}: {seen:?}");
+        }
+    }
+
+    #[test]
+    fn bounds_are_finite_where_the_value_is() {
+        let mut runner = TestRunner::deterministic();
+        let caps = vkdiff_gpu::DeviceCaps {
+            subgroup_size: 8,
+            ..Default::default()
+        };
+        for t in SCALAR_KV_TYPES {
+            let s = strategy(t);
+            for _ in 0..60 {
+                let c = s.new_tree(&mut runner).unwrap().current();
+                let (q, k, v, m) = c.inputs().unwrap();
+                let p = FlashAttnInputs {
+                    q: &q,
+                    k: &k,
+                    v: &v,
+                    mask: m.as_ref(),
+                    params: c.params(),
+                };
+                let want = flash_attn_ext(&p).unwrap();
+                let plan = runners::flash_attn::plan(Path::Scalar, &p, c.split_k);
+                let shape = FlashAttnShape {
+                    d: c.d,
+                    kv: c.kv,
+                    bc: plan.tiles.bc,
+                    wg: plan.tiles.wg,
+                    d_split: runners::flash_attn::d_split(&caps, c.d),
+                    split_k: plan.split_k,
+                    softcap: c.softcap,
+                    alibi: Alibi::new(c.max_bias, c.heads()),
+                };
+                let b = tolerance::flash_attn_bounds(&shape, &want, &v.rows().unwrap(), v.ne());
+                for (w, b) in want.out.values.iter().zip(&b) {
+                    if w.is_finite() {
+                        assert!(b.is_finite() && *b > 0.0, "{c}: bound {b} for {w}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_single_key_is_copied_exactly_up_to_the_final_scaling() {
+        // One key: O = v. The weight is exp(0) = 1 (3 ULP), L the same number, so only the
+        // final O·(1/L) and the weight error remain: the bound is a few u·|v|.
+        let c = FlashAttnCase {
+            kv_type: DType::F16,
+            kv: 1,
+            n: 1,
+            gqa: 1,
+            kv_heads: 1,
+            mask: MaskKind::None,
+            kv_layout: KvLayout::Contiguous,
+            ..case()
+        };
+        let (q, k, v, _) = c.inputs().unwrap();
+        let p = FlashAttnInputs {
+            q: &q,
+            k: &k,
+            v: &v,
+            mask: None,
+            params: c.params(),
+        };
+        let want = flash_attn_ext(&p).unwrap();
+        let shape = FlashAttnShape {
+            d: 64,
+            kv: 1,
+            bc: 64,
+            wg: 128,
+            d_split: 8,
+            split_k: 1,
+            softcap: 0.0,
+            alibi: Alibi::new(0.0, 1),
+        };
+        let vr = v.rows().unwrap();
+        let b = tolerance::flash_attn_bounds(&shape, &want, &vr, v.ne());
+        for ((w, b), x) in want.out.values.iter().zip(&b).zip(&vr) {
+            assert_eq!(w, x);
+            assert!(
+                *b < 64.0 * tolerance::U32 * x.abs().max(1e-30) + 1e-35,
+                "{b} for {x}"
+            );
+        }
+    }
+
+    #[test]
+    fn generated_cases_are_valid_and_runnable() {
+        let mut runner = TestRunner::deterministic();
+        for t in SCALAR_KV_TYPES {
+            let s = strategy(t);
+            for _ in 0..50 {
+                let c = s.new_tree(&mut runner).unwrap().current();
+                c.validate().unwrap();
+                let (q, k, v, m) = c.inputs().unwrap();
+                let p = FlashAttnInputs {
+                    q: &q,
+                    k: &k,
+                    v: &v,
+                    mask: m.as_ref(),
+                    params: c.params(),
+                };
+                runners::flash_attn::precondition(&p).unwrap_or_else(|e| panic!("{c}: {e}"));
+            }
+        }
+    }
+}

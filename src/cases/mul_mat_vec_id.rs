@@ -1,0 +1,415 @@
+//! MUL_MAT_ID cases that upstream routes to the matrix-vector ID kernel: one token (ids.ne1 = 1)
+//! whose n_used expert slots each multiply one expert matrix by one b row (§4.2, §4.3).
+//!
+//! Ids are generated inside [0, n_as): ggml accepts any i32 there (ids are data, not shape), but
+//! an id outside the experts has no defined result (the mat-vec kernel reads whatever memory it
+//! points at), so there is nothing to compare against; the reference rejects such ids.
+
+use std::fmt;
+
+use proptest::prelude::*;
+use rand::seq::SliceRandom;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use vkdiff_gpu::runners;
+use vkdiff_reference::ops::mul_mat_id;
+use vkdiff_reference::tensor::Tensor;
+use vkdiff_reference::DType;
+
+use super::data::{rng, tensor, Blocks, Dist};
+use super::{Case, Ctx, Outcome};
+use crate::compare::compare;
+use crate::kernels::{Kernel, Variant, VariantParams};
+use crate::tolerance;
+
+/// Expert types the mat-vec ID kernel takes: the mat-vec A types except bf16, which upstream
+/// routes to the matrix-matrix ID kernel even for one token (§4.3; its `mul_mat_vec_id_bf16_f32`
+/// is compiled but never selected).
+pub fn a_types() -> impl Iterator<Item = DType> {
+    super::mul_mat_vec::A_TYPES
+        .iter()
+        .copied()
+        .filter(|&a| a != DType::Bf16)
+}
+
+/// How the token's expert slots pick experts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Routing {
+    /// Every slot to the last expert (the matrix furthest from offset 0).
+    AllToOne,
+    /// A random permutation of the experts, cycled when n_used > n_as: distinct experts as
+    /// top-k routing picks them, so with n_as > n_used some experts are unused.
+    Distinct,
+    /// Each slot independently uniform: repeated ids and unused experts at random.
+    Random,
+    /// Slots in pairs share an expert (ids[2j] = ids[2j + 1]): one expert read for two
+    /// different b rows when ne11 = n_used.
+    Repeated,
+}
+
+impl Routing {
+    /// Simplest first.
+    pub fn strategy() -> impl Strategy<Value = Routing> {
+        prop_oneof![
+            Just(Routing::AllToOne),
+            Just(Routing::Distinct),
+            Just(Routing::Random),
+            Just(Routing::Repeated)
+        ]
+    }
+}
+
+/// One MUL_MAT_ID through the mat-vec ID kernel: dst (M, n_used, 1, 1) from experts
+/// as (K, M, n_as, 1), b (K, ne11, 1, 1) f32 and ids (n_used, 1) i32.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MulMatVecIdCase {
+    /// The experts' type.
+    pub a_type: DType,
+    /// Inner dimension (ne00 = ne10).
+    pub k: usize,
+    /// Rows of each expert = dst.ne0.
+    pub m: usize,
+    /// Experts (as.ne2).
+    pub n_as: usize,
+    /// Expert slots of the token (ids.ne0 = dst.ne1).
+    pub n_used: usize,
+    /// b rows of the token (b.ne1), a divisor of n_used: slot e reads row e mod ne11.
+    pub ne11: usize,
+    /// How ids are drawn.
+    pub routing: Routing,
+    /// Extra elements between b's rows (0: contiguous). The host copies b to contiguous first.
+    pub b_row_pad: usize,
+    /// The experts' data.
+    pub a_blocks: Blocks,
+    /// b's data.
+    pub b_dist: Dist,
+    /// Data seed (experts, b and ids are regenerated from it).
+    pub seed: u64,
+}
+
+/// The row in the kernel table.
+pub const KERNEL: Kernel = Kernel {
+    name: "mul_mat_vec_id",
+    shader: "mul_mat_vec.comp",
+    summary: "single-token MUL_MAT_ID (mixture of experts) through the mat-vec kernel, B f32",
+    error_model:
+        "the mat-vec model of the experts' type, per expert slot (tolerance::mul_mat_vec_id_bounds)",
+    variants,
+    strategy: |v| match v.params {
+        VariantParams::MulMatVecId { a } => strategy(a).prop_map(Case::MulMatVecId).boxed(),
+        _ => unreachable!("mul_mat_vec_id variant"),
+    },
+    requires: |_, _| None,
+};
+
+fn variants() -> Vec<Variant> {
+    a_types()
+        .map(|a| {
+            Variant::new(
+                "mul_mat_vec_id",
+                &runners::mul_mat_vec_id::variant(a).name,
+                VariantParams::MulMatVecId { a },
+            )
+        })
+        .collect()
+}
+
+/// Elements of the experts tensor a case may have (4M: generating and decoding them dominates
+/// a case's time): large K·M shapes get fewer experts, down to one for the largest.
+const EXPERT_ELEMENTS: usize = 1 << 22;
+
+/// Products a·b a case may compute (K·M·n_used): many slots over a long K get fewer rows
+/// (lavapipe runs the K-quant bodies at about 0.2 G products/s).
+const PRODUCTS: usize = 1 << 26;
+
+/// Sizes around every block and workgroup edge, small first. n_used is 1..8 as in real models,
+/// sometimes up to 64, rarely at Vulkan's limit of 4096 slots; rare huge M exercises the
+/// 64-slice z dispatch.
+pub fn strategy(a: DType) -> impl Strategy<Value = MulMatVecIdCase> {
+    let block = a.block_len();
+    let k = if block > 1 {
+        prop_oneof![4 => 1usize..=4, 3 => 5usize..=16, 1 => 17usize..=130]
+            .prop_map(move |n| n * block)
+            .boxed()
+    } else {
+        prop_oneof![4 => 1usize..=64, 3 => 65usize..=520, 1 => 521usize..=4200].boxed()
+    };
+    let m = prop_oneof![40 => 1usize..=16, 30 => 17usize..=130, 10 => 131usize..=700, 1 => 65530usize..=66000];
+    let n_as = prop_oneof![4 => 1usize..=8, 3 => 9usize..=64, 1 => 65usize..=160];
+    let n_used = prop_oneof![20 => 1usize..=8, 4 => 9usize..=64, 1 => 4090usize..=4096];
+    // ne11: 1 (shared row), n_used (a row per slot), or another divisor of n_used (picked by
+    // index below).
+    let ne11 = prop_oneof![Just(0usize), Just(1usize), 2usize..64];
+    let pad = prop_oneof![3 => Just(0usize), 1 => 1usize..=5];
+    // Order matters for shrinking: proptest shrinks a tuple's elements in order without
+    // revisiting them, so the routing and the data distributions settle on the simplest arms
+    // that still fail (AllToOne…, Quantized(Normal), Normal: few exact zeros to hide a wrong
+    // expert) before the sizes shrink under them; the seed comes last.
+    (
+        Routing::strategy(),
+        Blocks::strategy(),
+        Dist::strategy(),
+        (k, m, n_as, n_used, ne11),
+        pad,
+        any::<u64>(),
+    )
+        .prop_map(
+            move |(routing, a_blocks, b_dist, (k, m, n_as, n_used, ne11), b_row_pad, seed)| {
+                // Keep the expensive corners cheap: huge M or thousands of slots with a
+                // short K, few experts, and few rows.
+                let (k, n_as) = if m > 60000 {
+                    (k.min(32.max(block)), n_as.min(2))
+                } else {
+                    (k, n_as)
+                };
+                let n_used = if m > 60000 { n_used.min(2) } else { n_used };
+                let (k, m) = if n_used > 64 {
+                    (k.min(64.max(block)), m.min(8))
+                } else {
+                    (k, m)
+                };
+                let m = if m <= 60000 {
+                    m.min((PRODUCTS / (k * n_used)).max(1))
+                } else {
+                    m
+                };
+                // Huge M may take 4× the budget, so that a z-dispatched case with K = 32 still
+                // has two experts to tell apart (256-element super-blocks keep one).
+                let budget = if m > 60000 { 4 } else { 1 } * EXPERT_ELEMENTS;
+                let n_as = n_as.min((budget / (k * m)).max(1));
+                let divisors: Vec<usize> = (1..=n_used).filter(|d| n_used % d == 0).collect();
+                let ne11 = match ne11 {
+                    0 => 1,
+                    1 => n_used,
+                    i => divisors[i % divisors.len()],
+                };
+                MulMatVecIdCase {
+                    a_type: a,
+                    k,
+                    m,
+                    n_as,
+                    n_used,
+                    ne11,
+                    routing,
+                    b_row_pad,
+                    a_blocks,
+                    b_dist,
+                    seed,
+                }
+            },
+        )
+}
+
+impl fmt::Display for MulMatVecIdCase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}×f32 K={} M={} experts {} slots {} ne11 {} routing {:?} pad {} A {:?} B {:?} seed {}",
+            self.a_type,
+            self.k,
+            self.m,
+            self.n_as,
+            self.n_used,
+            self.ne11,
+            self.routing,
+            self.b_row_pad,
+            self.a_blocks,
+            self.b_dist,
+            self.seed
+        )
+    }
+}
+
+impl MulMatVecIdCase {
+    /// The upstream variant name.
+    pub fn variant(&self) -> String {
+        runners::mul_mat_vec_id::variant(self.a_type).name
+    }
+
+    /// See [`Case::validate`](super::Case::validate).
+    pub fn validate(&self) -> Result<(), String> {
+        if !a_types().any(|a| a == self.a_type) {
+            return Err(format!("mat-vec ID experts may not be {}", self.a_type));
+        }
+        if self.k % self.a_type.block_len() != 0 {
+            return Err(format!(
+                "K = {} is not a multiple of {}'s block size {}",
+                self.k,
+                self.a_type,
+                self.a_type.block_len()
+            ));
+        }
+        super::check_sizes(
+            "experts",
+            &[("K", self.k), ("M", self.m), ("n_as", self.n_as)],
+        )?;
+        super::check_sizes(
+            "b",
+            &[
+                ("K + pad", self.k.saturating_add(self.b_row_pad)),
+                ("ne11", self.ne11),
+            ],
+        )?;
+        super::check_sizes("dst", &[("M", self.m), ("n_used", self.n_used)])?;
+        if self.n_used % self.ne11 != 0 {
+            return Err(format!(
+                "ne11 = {} does not divide n_used = {} (ggml_mul_mat_id)",
+                self.ne11, self.n_used
+            ));
+        }
+        Ok(())
+    }
+
+    /// The token's expert ids, each in [0, n_as), from the seed's ids stream.
+    pub fn ids(&self) -> Vec<i32> {
+        let mut r = rng(self.seed, 2);
+        let n = self.n_as;
+        let ids: Vec<usize> = match self.routing {
+            Routing::AllToOne => vec![n - 1; self.n_used],
+            Routing::Distinct => {
+                let mut perm: Vec<usize> = (0..n).collect();
+                perm.shuffle(&mut r);
+                (0..self.n_used).map(|e| perm[e % n]).collect()
+            }
+            Routing::Random => (0..self.n_used).map(|_| r.gen_range(0..n)).collect(),
+            Routing::Repeated => {
+                let pairs: Vec<usize> = (0..self.n_used.div_ceil(2))
+                    .map(|_| r.gen_range(0..n))
+                    .collect();
+                (0..self.n_used).map(|e| pairs[e / 2]).collect()
+            }
+        };
+        ids.into_iter().map(|x| x as i32).collect()
+    }
+
+    /// The experts, b and ids, regenerated from the seed. b's rows are `b_row_pad` elements
+    /// apart beyond K.
+    pub fn inputs(&self) -> Result<(Tensor, Tensor, Tensor), String> {
+        let experts = tensor(
+            self.a_type,
+            [self.k, self.m, self.n_as, 1],
+            self.a_blocks,
+            self.seed,
+            0,
+        );
+        let b_dense = tensor(
+            DType::F32,
+            [self.k + self.b_row_pad, self.ne11, 1, 1],
+            Blocks::Quantized(self.b_dist),
+            self.seed,
+            1,
+        );
+        // View the first K elements of each padded row (a ggml view with nb1 > ne0·nb0).
+        let b = Tensor::new(
+            DType::F32,
+            [self.k, self.ne11, 1, 1],
+            b_dense.nb(),
+            b_dense.data().to_vec(),
+        )
+        .map_err(|e| e.to_string())?;
+        let ids_bytes = self.ids().iter().flat_map(|x| x.to_le_bytes()).collect();
+        let ids = Tensor::from_bytes(DType::I32, [self.n_used, 1, 1, 1], ids_bytes)
+            .map_err(|e| e.to_string())?;
+        Ok((experts, b, ids))
+    }
+
+    /// Runs and judges the case.
+    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        let (a, b, ids) = match self.inputs() {
+            Ok(x) => x,
+            Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
+        };
+        if let Err(reason) = runners::mul_mat_vec_id::precondition(&a, &b, &ids) {
+            return Outcome::Skip(format!("precondition: {reason}"));
+        }
+        let (want, magnitude) = match (
+            mul_mat_id::mul_mat_id(&a, &b, &ids),
+            mul_mat_id::mul_mat_id_magnitude(&a, &b, &ids),
+        ) {
+            (Ok(w), Ok(m)) => (w, m),
+            (Err(e), _) | (_, Err(e)) => {
+                return Outcome::Skip(format!("ggml rejects the inputs: {e}"))
+            }
+        };
+        let run = match ctx.run(want.ne, |gpu, tree| {
+            runners::mul_mat_vec_id::run(gpu, tree, &a, &b, &ids)
+        }) {
+            Ok(r) => r,
+            Err(outcome) => return outcome,
+        };
+        let block_size = runners::mul_mat_vec_id::spec_constants(ctx.gpu.caps(), self.a_type)[0];
+        let bounds =
+            tolerance::mul_mat_vec_id_bounds(&magnitude.values, self.k, block_size, self.a_type);
+        let mut verdict = compare(
+            &run.values,
+            &want.values,
+            &bounds,
+            |i| want.index_of(i),
+            |_| "",
+        );
+        verdict.overrun = run.overrun;
+        Outcome::from_verdict(verdict, run.gpu_ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(routing: Routing, n_as: usize, n_used: usize) -> MulMatVecIdCase {
+        MulMatVecIdCase {
+            a_type: DType::F32,
+            k: 4,
+            m: 3,
+            n_as,
+            n_used,
+            ne11: 1,
+            routing,
+            b_row_pad: 0,
+            a_blocks: Blocks::Quantized(Dist::Normal),
+            b_dist: Dist::Normal,
+            seed: 9,
+        }
+    }
+
+    #[test]
+    fn routings_draw_what_they_promise() {
+        assert_eq!(case(Routing::AllToOne, 5, 3).ids(), vec![4, 4, 4]);
+        let d = case(Routing::Distinct, 8, 5).ids();
+        let mut s = d.clone();
+        s.sort();
+        s.dedup();
+        assert_eq!(s.len(), 5, "distinct: {d:?}");
+        // Cycled when there are fewer experts than slots.
+        let c = case(Routing::Distinct, 2, 5).ids();
+        assert_eq!((c[0], c[1]), (c[2], c[3]), "{c:?}");
+        let r = case(Routing::Repeated, 50, 5).ids();
+        assert_eq!((r[0], r[2]), (r[1], r[3]), "{r:?}");
+        for routing in [Routing::Random, Routing::Repeated, Routing::Distinct] {
+            assert!(case(routing, 3, 40)
+                .ids()
+                .iter()
+                .all(|&x| (0..3).contains(&x)));
+        }
+    }
+
+    #[test]
+    fn strategy_keeps_ne11_a_divisor_and_ids_in_range() {
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        let mut runner = TestRunner::deterministic();
+        for _ in 0..300 {
+            let c = strategy(DType::Q4_0)
+                .new_tree(&mut runner)
+                .unwrap()
+                .current();
+            assert_eq!(c.validate(), Ok(()), "{c}");
+            assert_eq!(c.n_used % c.ne11, 0);
+            assert!(c.k * c.m * c.n_as <= (4 * EXPERT_ELEMENTS).max(c.k * c.m));
+            let (a, b, ids) = c.inputs().unwrap();
+            assert!(mul_mat_id::check(&a, &b, &ids).is_ok());
+            assert!(mul_mat_id::expert_ids(&a, &ids).is_ok());
+        }
+    }
+}

@@ -1,0 +1,573 @@
+//! MUL_MAT cases that upstream routes to the matrix-matrix kernel (`mul_mm.comp`): dst.ne1 > 8,
+//! or 2..8 columns with batches (§4.3).
+//!
+//! One variant row per pipeline family the host selects on a scalar fp16 device (lavapipe):
+//! the SPIR-V name of the unaligned variant, e.g. `matmul_q4_0_f32_f16acc`. Each row also
+//! covers its `_aligned` twin, which the host picks per dispatch from the shape (K a multiple
+//! of the tile's 32/64/128, M and N > 8; which tile depends on the device's shared memory);
+//! the strategy makes about half the cases aligned on a 32 KiB device. Grouping the twins
+//! keeps the rows device-independent and halves the suite (31 rows here, 18 for MUL_MAT_ID).
+//!
+//! A row is reached from every input the host maps to it (§4.3, §8.4): `matmul_f16[_f16acc]`
+//! also runs quantized A with an f16 B (A dequantized to f16 by the host) and any A whose B is
+//! a padded f32 view (B copied to f16); `matmul_f32_f16` runs f32 A with an f16 or padded f32
+//! B; `matmul_bf16` runs bf16 A with a bf16 or f32 B (B converted to bf16).
+//!
+//! What the strategy covers, simplest arm first: M, N and K on both sides of every tile edge
+//! (32/64/128 rows and columns, BK = 16 or 32, the 32/256-element blocks), batches with
+//! broadcast over dim 2, padded B rows, both precision requests, a forced split_k of 2..4 (3
+//! becomes 2; k_split = ⌈K/split_k⌉ is not a multiple of BK in general), long K for the f16
+//! accumulators, and data from every distribution and raw block kind.
+
+use std::fmt;
+
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+use vkdiff_gpu::runners;
+use vkdiff_gpu::runners::mul_mm::{MulMmRun, Prec, Selection, Staging};
+use vkdiff_reference::ops::mul_mat;
+use vkdiff_reference::tensor::Tensor;
+use vkdiff_reference::DType;
+
+use super::data::{tensor, Blocks, Dist};
+use super::{Case, Ctx, Outcome};
+use crate::compare::compare;
+use crate::kernels::{Kernel, Variant, VariantParams};
+use crate::tolerance::{self, Fp, MulMmArith};
+
+/// The quantized A types with a direct mul_mm pipeline (§6.1), in table order.
+pub const QUANT_TYPES: &[DType] = &[
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Q2_K,
+    DType::Q3_K,
+    DType::Q4_K,
+    DType::Q5_K,
+    DType::Q6_K,
+    DType::Iq4Nl,
+    DType::Iq4Xs,
+];
+
+/// Products a·b a case may compute (M·N·K·batches): lavapipe runs the f16 arithmetic at tens
+/// of millions of fmas a second, and the error model walks every product once.
+pub const PRODUCTS: usize = 1 << 22;
+
+/// One MUL_MAT through the matrix-matrix kernel: dst (M, N, ne02·r2, ne03) = A (K, M, ne02,
+/// ne03) × B (K, N, ne02·r2, ne03).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MulMmCase {
+    /// A's type.
+    pub a_type: DType,
+    /// B's type (f32, f16, or bf16 with a bf16 A).
+    pub b_type: DType,
+    /// Inner dimension.
+    pub k: usize,
+    /// Rows of A = dst.ne0.
+    pub m: usize,
+    /// Columns of B = dst.ne1.
+    pub n: usize,
+    /// A's dim-2 batches.
+    pub ne02: usize,
+    /// Broadcast factor over dim 2: ne12 = ne02·r2.
+    pub r2: usize,
+    /// Dim-3 batches of A and B.
+    pub ne03: usize,
+    /// Extra elements between B's rows (0: contiguous; else the host copies B to f16).
+    pub b_row_pad: usize,
+    /// The precision request.
+    pub prec: Prec,
+    /// Split K this many ways (None: upstream's choice, no split here).
+    pub force_split_k: Option<u32>,
+    /// A's data.
+    pub a_blocks: Blocks,
+    /// B's data.
+    pub b_dist: Dist,
+    /// Data seed.
+    pub seed: u64,
+}
+
+/// The row in the kernel table.
+pub const KERNEL: Kernel = Kernel {
+    name: "mul_mm",
+    shader: "mul_mm.comp",
+    summary: "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path: A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq4_nl/iq4_xs, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)",
+    error_model: "running error bound along the exact partial sums: operands rounded to f16 (2⁻¹¹), products and adds in ACC_TYPE (f16: 2⁻¹¹ each), flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (tolerance::mul_mm_bounds)",
+    variants,
+    strategy: |v| match v.params {
+        VariantParams::MulMm { a, b, acc16 } => strategy(a, b, acc16)
+            .prop_map(Case::MulMm)
+            .boxed(),
+        _ => unreachable!("mul_mm variant"),
+    },
+    requires,
+};
+
+/// Why `caps` does not run the listed (scalar fp16) variants, if it does not.
+pub fn requires(_: &Variant, caps: &vkdiff_gpu::DeviceCaps) -> Option<String> {
+    if caps.coopmat || caps.coopmat2 {
+        Some(format!(
+            "{} device: upstream uses the cooperative-matrix matmul paths there (not modelled yet)",
+            caps.class()
+        ))
+    } else if !caps.fp16 {
+        Some(
+            "no shaderFloat16: upstream selects the `_fp32` variants, which the table does not list"
+                .into(),
+        )
+    } else {
+        None
+    }
+}
+
+/// The pipeline families of a scalar fp16 device, as (kernel A, kernel B, f16 accumulator).
+pub fn families(id: bool) -> Vec<(DType, DType, bool)> {
+    let mut v = vec![
+        (DType::F32, DType::F32, false),
+        (DType::F16, DType::F32, false),
+        (DType::F16, DType::F32, true),
+        (DType::F16, DType::F16, false),
+        (DType::F16, DType::F16, true),
+        (DType::Bf16, DType::Bf16, false),
+    ];
+    if !id {
+        v.insert(1, (DType::F32, DType::F16, false));
+    }
+    for &q in QUANT_TYPES {
+        if !id {
+            v.push((q, DType::F32, false));
+        }
+        v.push((q, DType::F32, true));
+    }
+    v
+}
+
+/// The row name of a family: its unaligned SPIR-V name in fp16 mode.
+pub fn family_name(a: DType, b: DType, acc16: bool, id: bool) -> String {
+    Selection {
+        mode: runners::mul_mm::Mode::Fp16,
+        a,
+        b,
+        acc16,
+        id,
+    }
+    .name(false)
+}
+
+fn variants() -> Vec<Variant> {
+    families(false)
+        .into_iter()
+        .map(|(a, b, acc16)| {
+            Variant::new(
+                "mul_mm",
+                &family_name(a, b, acc16, false),
+                VariantParams::MulMm { a, b, acc16 },
+            )
+        })
+        .collect()
+}
+
+/// The precision request a family needs: f16 accumulators come with GGML_PREC_DEFAULT, the
+/// f32 slots of f16 and quantized A with GGML_PREC_F32; other families take either.
+pub fn prec_strategy(a: DType, acc16: bool) -> BoxedStrategy<Prec> {
+    if acc16 {
+        Just(Prec::Default).boxed()
+    } else if a == DType::F16 || a.is_quantized() {
+        Just(Prec::F32).boxed()
+    } else {
+        prop_oneof![Just(Prec::Default), Just(Prec::F32)].boxed()
+    }
+}
+
+/// The input (A, B, padded?) combinations the host maps to the family (a, b): simplest first.
+/// `pad` true means B's rows must be padded (a padded f32 B is how the host comes to convert
+/// it to f16), false that they must not be (a padded B would leave the family), None either.
+pub fn inputs_for(a: DType, b: DType, id: bool) -> Vec<(DType, DType, Option<bool>)> {
+    match (a, b) {
+        (DType::F16, DType::F16) => {
+            let mut v = vec![(DType::F16, DType::F16, None), (DType::F16, DType::F32, Some(true))];
+            if !id {
+                // Quantized A with an f16 (or converted f32) B: A dequantized to f16.
+                for &q in QUANT_TYPES {
+                    v.push((q, DType::F16, None));
+                    v.push((q, DType::F32, Some(true)));
+                }
+            }
+            v
+        }
+        (DType::F32, DType::F16) => vec![
+            (DType::F32, DType::F16, None),
+            (DType::F32, DType::F32, Some(true)),
+        ],
+        (DType::Bf16, _) => vec![
+            (DType::Bf16, DType::Bf16, None),
+            (DType::Bf16, DType::F32, None),
+        ],
+        (a, b) => vec![(a, b, Some(false))],
+    }
+}
+
+/// B row padding for a (must pad?) requirement.
+pub fn pad_strategy(pad: Option<bool>) -> BoxedStrategy<usize> {
+    match pad {
+        Some(true) => (1usize..=5).boxed(),
+        Some(false) => Just(0usize).boxed(),
+        None => prop_oneof![3 => Just(0usize), 1 => 1usize..=5].boxed(),
+    }
+}
+
+/// K for A type `a`: around BK (16, 32) and tile-alignment (32, 64, 128) edges, in elements
+/// (whole blocks for block formats), small first; rarely long, for the f16 accumulators.
+pub fn k_strategy(a: DType) -> BoxedStrategy<usize> {
+    let block = a.block_len();
+    if block == 256 {
+        prop_oneof![4 => 1usize..=2, 2 => 3usize..=8, 1 => 9usize..=16]
+            .prop_map(|n| n * 256)
+            .boxed()
+    } else if block > 1 {
+        prop_oneof![4 => 1usize..=4, 3 => 5usize..=16, 1 => 17usize..=64]
+            .prop_map(move |n| n * block)
+            .boxed()
+    } else {
+        prop_oneof![
+            4 => 1usize..=40,
+            3 => (1usize..=8).prop_map(|j| 32 * j),
+            2 => 41usize..=300,
+            1 => (1usize..=4).prop_map(|j| 128 * j),
+            1 => 1000usize..=4200,
+        ]
+        .boxed()
+    }
+}
+
+/// Rows (M) or columns around the 32/64/128 tile edges, small first.
+pub fn edge_strategy(min: usize) -> BoxedStrategy<usize> {
+    prop_oneof![
+        8 => min..=40,
+        3 => 41usize..=72,
+        2 => 120usize..=136,
+        1 => 250usize..=260,
+    ]
+    .boxed()
+}
+
+/// Cases for the family (a, b, acc16).
+pub fn strategy(a: DType, b: DType, acc16: bool) -> impl Strategy<Value = MulMmCase> {
+    let inputs = inputs_for(a, b, false);
+    let typed = proptest::sample::select(inputs).prop_flat_map(|(a_in, b_in, pad)| {
+        (Just(a_in), Just(b_in), pad_strategy(pad), k_strategy(a_in))
+    });
+    let n = prop_oneof![6 => 9usize..=40, 1 => 2usize..=8, 2 => 41usize..=72, 1 => 120usize..=136];
+    let batches = prop_oneof![3 => Just((1usize, 1usize, 1usize)), 1 => (1usize..=2, 1usize..=3, 1usize..=2)];
+    let split = prop_oneof![4 => Just(None), 1 => (2u32..=4).prop_map(Some)];
+    // Order matters for shrinking (proptest shrinks a tuple's members in order): the data
+    // distributions settle on their simplest arms first, the seed comes last.
+    (
+        Blocks::strategy(),
+        Dist::strategy(),
+        typed,
+        (edge_strategy(1), n, batches),
+        prec_strategy(a, acc16),
+        split,
+        any::<u64>(),
+    )
+        .prop_map(
+            |(a_blocks, b_dist, (a_type, b_type, b_row_pad, k), (m, n, batches), prec, force_split_k, seed)| {
+                let (ne02, mut r2, ne03) = batches;
+                // 2..8 columns reach this kernel only with batches.
+                if n <= 8 && ne02 * r2 * ne03 == 1 {
+                    r2 = 2;
+                }
+                let batches = ne02 * r2 * ne03;
+                let block = a_type.block_len();
+                // Keep the product budget: K first (to whole blocks), then M.
+                let k = if m * n * batches * k > PRODUCTS {
+                    ((PRODUCTS / (m * n * batches)) / block * block).max(block)
+                } else {
+                    k
+                };
+                let m = m.min((PRODUCTS / (n * batches * k)).max(1));
+                MulMmCase {
+                    a_type,
+                    b_type,
+                    k,
+                    m,
+                    n,
+                    ne02,
+                    r2,
+                    ne03,
+                    b_row_pad,
+                    prec,
+                    force_split_k,
+                    a_blocks,
+                    b_dist,
+                    seed,
+                }
+            },
+        )
+}
+
+impl fmt::Display for MulMmCase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}×{} K={} M={} N={} batches {}·{}×{} pad {} prec {:?} split {} A {:?} B {:?} seed {}",
+            self.a_type,
+            self.b_type,
+            self.k,
+            self.m,
+            self.n,
+            self.ne02,
+            self.r2,
+            self.ne03,
+            self.b_row_pad,
+            self.prec,
+            self.force_split_k.map_or("-".into(), |s| s.to_string()),
+            self.a_blocks,
+            self.b_dist,
+            self.seed
+        )
+    }
+}
+
+/// The arithmetic the kernel performs for a plan (see [`tolerance::mul_mm_bounds`]): `a_in` is
+/// A's type before staging.
+pub fn arith_of(staging: &Staging, a_in: DType, split_k: usize, k_split: usize) -> MulMmArith {
+    let sel = staging.selection;
+    let a_operand = if sel.f16_operands() || staging.a_to_f16 {
+        Fp::F16
+    } else if sel.a == DType::Bf16 {
+        Fp::Bf16
+    } else {
+        Fp::F32
+    };
+    let b_operand = match staging.b_to {
+        Some(DType::Bf16) => Fp::Bf16,
+        Some(_) => Fp::F16,
+        None if sel.f16_operands() => Fp::F16,
+        None if sel.b == DType::Bf16 => Fp::Bf16,
+        None => Fp::F32,
+    };
+    MulMmArith {
+        a_min_rounding: matches!(
+            a_in,
+            DType::Q4_1 | DType::Q5_1 | DType::Q2_K | DType::Q4_K | DType::Q5_K
+        ),
+        a_operand,
+        b_operand,
+        acc: if sel.acc16 { Fp::F16 } else { Fp::F32 },
+        split_k,
+        k_split,
+    }
+}
+
+/// Judges a kernel's output: the reference, the bounds, and overflow (see
+/// [`tolerance::MulMmBounds::judged_want`]).
+pub fn judge(
+    run: &vkdiff_gpu::runners::KernelRun,
+    want: &vkdiff_reference::ops::Output,
+    bounds: &tolerance::MulMmBounds,
+) -> Outcome {
+    let judged = bounds.judged_want(&run.values, &want.values);
+    let mut verdict = compare(
+        &run.values,
+        &judged,
+        &bounds.bounds,
+        |i| want.index_of(i),
+        |_| "",
+    );
+    verdict.overrun = run.overrun;
+    Outcome::from_verdict(verdict, run.gpu_ns)
+}
+
+impl MulMmCase {
+    /// The row's name: the unaligned SPIR-V the host selects on a scalar fp16 device.
+    pub fn variant(&self) -> String {
+        match runners::mul_mm::choose(
+            runners::mul_mm::Mode::Fp16,
+            self.a_type,
+            self.b_type,
+            self.b_row_pad == 0,
+            self.prec,
+        ) {
+            Ok(s) => s.selection.name(false),
+            Err(_) => format!("matmul_{}_{}", self.a_type, self.b_type),
+        }
+    }
+
+    /// See [`Case::validate`](super::Case::validate).
+    pub fn validate(&self) -> Result<(), String> {
+        let a_ok = matches!(self.a_type, DType::F32 | DType::F16 | DType::Bf16)
+            || QUANT_TYPES.contains(&self.a_type);
+        if !a_ok {
+            return Err(format!("matmul A may not be {}", self.a_type));
+        }
+        match self.b_type {
+            DType::F32 | DType::F16 => {}
+            DType::Bf16 if self.a_type == DType::Bf16 => {}
+            b => return Err(format!("matmul B may not be {b} with a {} A", self.a_type)),
+        }
+        if self.k % self.a_type.block_len() != 0 {
+            return Err(format!(
+                "K = {} is not a multiple of {}'s block size {}",
+                self.k,
+                self.a_type,
+                self.a_type.block_len()
+            ));
+        }
+        if self.force_split_k.is_some_and(|s| s == 0) {
+            return Err("force_split_k must be at least 1".into());
+        }
+        super::check_sizes(
+            "A",
+            &[
+                ("K", self.k),
+                ("M", self.m),
+                ("ne02", self.ne02),
+                ("ne03", self.ne03),
+            ],
+        )?;
+        super::check_sizes(
+            "B",
+            &[
+                ("K + pad", self.k.saturating_add(self.b_row_pad)),
+                ("N", self.n),
+                ("ne02", self.ne02),
+                ("r2", self.r2),
+                ("ne03", self.ne03),
+            ],
+        )?;
+        super::check_sizes(
+            "dst",
+            &[
+                ("M", self.m),
+                ("N", self.n),
+                ("ne02", self.ne02),
+                ("r2", self.r2),
+                ("ne03", self.ne03),
+            ],
+        )
+    }
+
+    /// A and B, regenerated from the seed. B's rows are `b_row_pad` elements apart beyond K.
+    pub fn inputs(&self) -> Result<(Tensor, Tensor), String> {
+        let ne12 = self.ne02 * self.r2;
+        let a = tensor(
+            self.a_type,
+            [self.k, self.m, self.ne02, self.ne03],
+            self.a_blocks,
+            self.seed,
+            0,
+        );
+        let b_dense = tensor(
+            self.b_type,
+            [self.k + self.b_row_pad, self.n, ne12, self.ne03],
+            Blocks::Quantized(self.b_dist),
+            self.seed,
+            1,
+        );
+        let b = Tensor::new(
+            self.b_type,
+            [self.k, self.n, ne12, self.ne03],
+            b_dense.nb(),
+            b_dense.data().to_vec(),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok((a, b))
+    }
+
+    /// Runs and judges the case.
+    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        let (a, b) = match self.inputs() {
+            Ok(x) => x,
+            Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
+        };
+        let plan =
+            match runners::mul_mm::plan(ctx.gpu.caps(), &a, &b, self.prec, self.force_split_k) {
+                Ok(p) => p,
+                Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
+            };
+        let want = match mul_mat::mul_mat(&a, &b) {
+            Ok(w) => w,
+            Err(e) => return Outcome::Skip(format!("ggml rejects the shapes: {e}")),
+        };
+        let (a_rows, b_rows) = match (a.rows(), b.rows()) {
+            (Ok(x), Ok(y)) => (x, y),
+            (Err(e), _) | (_, Err(e)) => return Outcome::Error(e.to_string()),
+        };
+        let ne12 = self.ne02 * self.r2;
+        // dst column (n, i2, i3) multiplies A matrix (i3, i2 / r2) by B row (n, i2, i3).
+        let columns: Vec<(usize, usize)> = (0..self.n * ne12 * self.ne03)
+            .map(|c| {
+                let (i2, i3) = ((c / self.n) % ne12, c / (self.n * ne12));
+                ((i3 * self.ne02 + i2 / self.r2) * self.m, c)
+            })
+            .collect();
+        let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
+        let bounds = tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns);
+        let run = match ctx.run(want.ne, |gpu, tree| {
+            runners::mul_mm::run(
+                gpu,
+                tree,
+                &MulMmRun {
+                    a: &a,
+                    b: &b,
+                    prec: self.prec,
+                    force_split_k: self.force_split_k,
+                },
+            )
+        }) {
+            Ok(r) => r,
+            Err(outcome) => return outcome,
+        };
+        judge(&run, &want, &bounds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    use vkdiff_gpu::DeviceCaps;
+
+    fn lavapipe() -> DeviceCaps {
+        DeviceCaps {
+            subgroup_size: 8,
+            shared_memory: 32768,
+            fp16: true,
+            storage16: true,
+            max_workgroup_count: [65535; 3],
+            ..DeviceCaps::default()
+        }
+    }
+
+    #[test]
+    fn every_case_of_a_row_runs_that_row() {
+        let caps = lavapipe();
+        let mut runner = TestRunner::deterministic();
+        for (a, b, acc16) in families(false) {
+            let name = family_name(a, b, acc16, false);
+            let (mut aligned, mut split) = (0, 0);
+            for _ in 0..40 {
+                let c = strategy(a, b, acc16)
+                    .new_tree(&mut runner)
+                    .unwrap()
+                    .current();
+                assert_eq!(c.validate(), Ok(()), "{c}");
+                assert_eq!(c.variant(), name, "{c}");
+                let (ta, tb) = c.inputs().unwrap();
+                let p = runners::mul_mm::plan(&caps, &ta, &tb, c.prec, c.force_split_k)
+                    .unwrap_or_else(|e| panic!("{c}: {e}"));
+                assert_eq!(p.staging.selection.name(false), name, "{c}");
+                assert!(c.m * c.n * c.k * c.ne02 * c.r2 * c.ne03 <= PRODUCTS.max(c.k * c.n * 4));
+                aligned += usize::from(p.dispatch.aligned);
+                split += usize::from(p.split_k > 1);
+            }
+            assert!(aligned >= 2, "{name}: {aligned} aligned cases of 40");
+            assert!(split >= 2, "{name}: {split} split cases of 40");
+        }
+    }
+}

@@ -1,0 +1,435 @@
+//! MUL_MAT_ID cases that upstream routes to the matrix-matrix ID kernel (`mul_mm.comp` with
+//! MUL_MAT_ID=1): two or more tokens (one for bf16 experts, which have no mat-vec ID path),
+//! §4.3 and §8.5.
+//!
+//! One row per pipeline family on a scalar fp16 device, named by its unaligned SPIR-V and
+//! covering the `_aligned` twin (see `mul_mm.rs`). Quantized experts always get the f16
+//! accumulator there (the precision request is ignored), so both requests are generated.
+//!
+//! What the strategy covers, simplest arm first: every token to one expert (with n_used > 1
+//! that lists the expert several times per token: more matches than the dispatch has
+//! columns, §8.5), distinct experts per token (unused experts when n_as > n_used), random ids
+//! (repeats and unused experts), pairs of slots sharing an expert; n_used 1..8 as in real
+//! models, up to 64, and hundreds so that a few tokens already span several row-id chunks
+//! (4096 / n_used tokens each); ne11 = 1, n_used or another divisor; M and K around the tile
+//! edges; f16 and padded B where the host accepts them (only f16 experts take a non-f32 B:
+//! the host asserts otherwise, §12 item 17).
+//!
+//! Ids are generated inside [0, n_as): an id outside has no defined result (see
+//! `mul_mat_vec_id.rs`).
+
+use std::fmt;
+
+use proptest::prelude::*;
+use rand::seq::SliceRandom;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use vkdiff_gpu::runners;
+use vkdiff_gpu::runners::mul_mm::{MulMmIdRun, Prec};
+use vkdiff_reference::ops::mul_mat_id;
+use vkdiff_reference::tensor::Tensor;
+use vkdiff_reference::DType;
+
+use super::data::{rng, tensor, Blocks, Dist};
+use super::mul_mat_vec_id::Routing;
+use super::mul_mm::{
+    arith_of, edge_strategy, families, family_name, inputs_for, judge, k_strategy,
+    pad_strategy, QUANT_TYPES,
+};
+use super::{Case, Ctx, Outcome};
+use crate::kernels::{Kernel, Variant, VariantParams};
+use crate::tolerance;
+
+/// Products a case may compute (M·K·n_used·n_tokens).
+const PRODUCTS: usize = 1 << 22;
+
+/// Elements of the experts tensor a case may have.
+const EXPERT_ELEMENTS: usize = 1 << 21;
+
+/// One MUL_MAT_ID through the matrix-matrix kernel: dst (M, n_used, n_tokens, 1) from experts
+/// (K, M, n_as, 1), b (K, ne11, n_tokens, 1) and ids (n_used, n_tokens).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MulMmIdCase {
+    /// The experts' type.
+    pub a_type: DType,
+    /// b's type.
+    pub b_type: DType,
+    /// Inner dimension.
+    pub k: usize,
+    /// Rows of each expert = dst.ne0.
+    pub m: usize,
+    /// Experts.
+    pub n_as: usize,
+    /// Expert slots per token (ids.ne0).
+    pub n_used: usize,
+    /// b rows per token, a divisor of n_used: slot e reads row e mod ne11.
+    pub ne11: usize,
+    /// Tokens (ids.ne1).
+    pub n_tokens: usize,
+    /// How ids are drawn (per token).
+    pub routing: Routing,
+    /// Extra elements between b's rows.
+    pub b_row_pad: usize,
+    /// The precision request.
+    pub prec: Prec,
+    /// The experts' data.
+    pub a_blocks: Blocks,
+    /// b's data.
+    pub b_dist: Dist,
+    /// Data seed (experts, b and ids).
+    pub seed: u64,
+}
+
+/// The row in the kernel table.
+pub const KERNEL: Kernel = Kernel {
+    name: "mul_mm_id",
+    shader: "mul_mm.comp",
+    summary: "MUL_MAT_ID (mixture of experts) for several tokens through the matrix-matrix kernel, scalar fp16 path: experts f32/f16/bf16/quantized, row-id gathering, token chunks of 4096/n_used",
+    error_model: "the mul_mm running error bound per (slot, token) with its expert's rows (tolerance::mul_mm_bounds)",
+    variants,
+    strategy: |v| match v.params {
+        VariantParams::MulMmId { a, b, acc16 } => strategy(a, b, acc16)
+            .prop_map(Case::MulMmId)
+            .boxed(),
+        _ => unreachable!("mul_mm_id variant"),
+    },
+    requires: super::mul_mm::requires,
+};
+
+fn variants() -> Vec<Variant> {
+    families(true)
+        .into_iter()
+        .map(|(a, b, acc16)| {
+            Variant::new(
+                "mul_mm_id",
+                &family_name(a, b, acc16, true),
+                VariantParams::MulMmId { a, b, acc16 },
+            )
+        })
+        .collect()
+}
+
+/// Cases for the ID family (a, b, acc16).
+pub fn strategy(a: DType, b: DType, acc16: bool) -> impl Strategy<Value = MulMmIdCase> {
+    let typed = proptest::sample::select(inputs_for(a, b, true)).prop_flat_map(
+        |(a_in, b_in, pad)| (Just(a_in), Just(b_in), pad_strategy(pad), k_strategy(a_in)),
+    );
+    // Quantized experts ignore the request: generate both. Others follow the family.
+    let prec = if a.is_quantized() {
+        prop_oneof![Just(Prec::Default), Just(Prec::F32)].boxed()
+    } else {
+        super::mul_mm::prec_strategy(a, acc16)
+    };
+    let min_tokens = if a == DType::Bf16 { 1 } else { 2 };
+    let n_tokens = prop_oneof![6 => min_tokens..=40usize, 2 => 41usize..=140];
+    let n_used = prop_oneof![12 => 1usize..=8, 3 => 9usize..=64, 1 => 100usize..=700];
+    let n_as = prop_oneof![4 => 1usize..=8, 2 => 9usize..=32];
+    // ne11: 1 (shared row), n_used (a row per slot), or another divisor (picked by index).
+    let ne11 = prop_oneof![Just(0usize), Just(1usize), 2usize..64];
+    (
+        Routing::strategy(),
+        Blocks::strategy(),
+        Dist::strategy(),
+        typed,
+        (edge_strategy(1), n_as, n_used, n_tokens, ne11),
+        prec,
+        any::<u64>(),
+    )
+        .prop_map(
+            |(routing, a_blocks, b_dist, (a_type, b_type, b_row_pad, k), (m, n_as, n_used, n_tokens, ne11), prec, seed)| {
+                let block = a_type.block_len();
+                // Many slots: few tokens, short K, few rows, still several chunks.
+                let (k, m, n_tokens) = if n_used > 64 {
+                    (k.min(64.max(block)), m.min(16), n_tokens.min(24))
+                } else {
+                    (k, m, n_tokens)
+                };
+                let pairs = n_used * n_tokens;
+                let k = if m * k * pairs > PRODUCTS {
+                    ((PRODUCTS / (m * pairs)) / block * block).max(block)
+                } else {
+                    k
+                };
+                let m = m.min((PRODUCTS / (k * pairs)).max(1));
+                let n_as = n_as.min((EXPERT_ELEMENTS / (k * m)).max(1));
+                let divisors: Vec<usize> = (1..=n_used).filter(|d| n_used % d == 0).collect();
+                let ne11 = match ne11 {
+                    0 => 1,
+                    1 => n_used,
+                    i => divisors[i % divisors.len()],
+                };
+                MulMmIdCase {
+                    a_type,
+                    b_type,
+                    k,
+                    m,
+                    n_as,
+                    n_used,
+                    ne11,
+                    n_tokens,
+                    routing,
+                    b_row_pad,
+                    prec,
+                    a_blocks,
+                    b_dist,
+                    seed,
+                }
+            },
+        )
+}
+
+impl fmt::Display for MulMmIdCase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}×{} K={} M={} experts {} slots {} ne11 {} tokens {} routing {:?} pad {} prec {:?} A {:?} B {:?} seed {}",
+            self.a_type,
+            self.b_type,
+            self.k,
+            self.m,
+            self.n_as,
+            self.n_used,
+            self.ne11,
+            self.n_tokens,
+            self.routing,
+            self.b_row_pad,
+            self.prec,
+            self.a_blocks,
+            self.b_dist,
+            self.seed
+        )
+    }
+}
+
+impl MulMmIdCase {
+    /// The row's name: the unaligned SPIR-V the host selects on a scalar fp16 device.
+    pub fn variant(&self) -> String {
+        match runners::mul_mm::choose_id(
+            runners::mul_mm::Mode::Fp16,
+            self.a_type,
+            self.b_type,
+            self.b_row_pad == 0,
+            self.prec,
+        ) {
+            Ok(s) => s.selection.name(false),
+            Err(_) => format!("matmul_id_{}_{}", self.a_type, self.b_type),
+        }
+    }
+
+    /// See [`Case::validate`](super::Case::validate).
+    pub fn validate(&self) -> Result<(), String> {
+        let a_ok = matches!(self.a_type, DType::F32 | DType::F16 | DType::Bf16)
+            || QUANT_TYPES.contains(&self.a_type);
+        if !a_ok {
+            return Err(format!("matmul_id experts may not be {}", self.a_type));
+        }
+        match self.b_type {
+            DType::F32 | DType::F16 => {}
+            DType::Bf16 if self.a_type == DType::Bf16 => {}
+            b => return Err(format!("matmul_id b may not be {b} with {} experts", self.a_type)),
+        }
+        if self.k % self.a_type.block_len() != 0 {
+            return Err(format!(
+                "K = {} is not a multiple of {}'s block size {}",
+                self.k,
+                self.a_type,
+                self.a_type.block_len()
+            ));
+        }
+        super::check_sizes(
+            "experts",
+            &[("K", self.k), ("M", self.m), ("n_as", self.n_as)],
+        )?;
+        super::check_sizes(
+            "b",
+            &[
+                ("K + pad", self.k.saturating_add(self.b_row_pad)),
+                ("ne11", self.ne11),
+                ("tokens", self.n_tokens),
+            ],
+        )?;
+        super::check_sizes(
+            "dst",
+            &[("M", self.m), ("n_used", self.n_used), ("tokens", self.n_tokens)],
+        )?;
+        if self.n_used % self.ne11 != 0 {
+            return Err(format!(
+                "ne11 = {} does not divide n_used = {} (ggml_mul_mat_id)",
+                self.ne11, self.n_used
+            ));
+        }
+        Ok(())
+    }
+
+    /// The ids, token-major, each in [0, n_as), from the seed's ids stream.
+    pub fn ids(&self) -> Vec<i32> {
+        let mut r = rng(self.seed, 2);
+        let n = self.n_as;
+        let mut ids = Vec::with_capacity(self.n_used * self.n_tokens);
+        for _ in 0..self.n_tokens {
+            match self.routing {
+                Routing::AllToOne => ids.extend(std::iter::repeat_n(n - 1, self.n_used)),
+                Routing::Distinct => {
+                    let mut perm: Vec<usize> = (0..n).collect();
+                    perm.shuffle(&mut r);
+                    ids.extend((0..self.n_used).map(|e| perm[e % n]));
+                }
+                Routing::Random => ids.extend((0..self.n_used).map(|_| r.gen_range(0..n))),
+                Routing::Repeated => {
+                    let pairs: Vec<usize> = (0..self.n_used.div_ceil(2))
+                        .map(|_| r.gen_range(0..n))
+                        .collect();
+                    ids.extend((0..self.n_used).map(|e| pairs[e / 2]));
+                }
+            }
+        }
+        ids.into_iter().map(|x| x as i32).collect()
+    }
+
+    /// The experts, b and ids, regenerated from the seed.
+    pub fn inputs(&self) -> Result<(Tensor, Tensor, Tensor), String> {
+        let experts = tensor(
+            self.a_type,
+            [self.k, self.m, self.n_as, 1],
+            self.a_blocks,
+            self.seed,
+            0,
+        );
+        let b_dense = tensor(
+            self.b_type,
+            [self.k + self.b_row_pad, self.ne11, self.n_tokens, 1],
+            Blocks::Quantized(self.b_dist),
+            self.seed,
+            1,
+        );
+        let b = Tensor::new(
+            self.b_type,
+            [self.k, self.ne11, self.n_tokens, 1],
+            b_dense.nb(),
+            b_dense.data().to_vec(),
+        )
+        .map_err(|e| e.to_string())?;
+        let ids_bytes = self.ids().iter().flat_map(|x| x.to_le_bytes()).collect();
+        let ids = Tensor::from_bytes(DType::I32, [self.n_used, self.n_tokens, 1, 1], ids_bytes)
+            .map_err(|e| e.to_string())?;
+        Ok((experts, b, ids))
+    }
+
+    /// Runs and judges the case.
+    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        let (a, b, ids) = match self.inputs() {
+            Ok(x) => x,
+            Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
+        };
+        let plan = match runners::mul_mm::plan_id(ctx.gpu.caps(), &a, &b, &ids, self.prec) {
+            Ok(p) => p,
+            Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
+        };
+        let want = match mul_mat_id::mul_mat_id(&a, &b, &ids) {
+            Ok(w) => w,
+            Err(e) => return Outcome::Skip(format!("ggml rejects the inputs: {e}")),
+        };
+        let (a_rows, b_rows) = match (a.rows(), b.rows()) {
+            (Ok(x), Ok(y)) => (x, y),
+            (Err(e), _) | (_, Err(e)) => return Outcome::Error(e.to_string()),
+        };
+        // dst column (slot e, token t) multiplies expert ids[t][e] by b row (e mod ne11, t).
+        let columns: Vec<(usize, usize)> = self
+            .ids()
+            .iter()
+            .enumerate()
+            .map(|(c, &x)| {
+                let (t, e) = (c / self.n_used, c % self.n_used);
+                (x as usize * self.m, t * self.ne11 + e % self.ne11)
+            })
+            .collect();
+        let arith = arith_of(&plan.staging, self.a_type, 1, self.k);
+        let bounds = tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns);
+        let run = match ctx.run(want.ne, |gpu, tree| {
+            runners::mul_mm::run_id(
+                gpu,
+                tree,
+                &MulMmIdRun {
+                    a: &a,
+                    b: &b,
+                    ids: &ids,
+                    prec: self.prec,
+                },
+            )
+        }) {
+            Ok(r) => r,
+            Err(outcome) => return outcome,
+        };
+        judge(&run, &want, &bounds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    use vkdiff_gpu::DeviceCaps;
+
+    #[test]
+    fn every_case_of_a_row_runs_that_row_and_chunks_happen() {
+        let caps = DeviceCaps {
+            subgroup_size: 8,
+            shared_memory: 32768,
+            fp16: true,
+            storage16: true,
+            max_workgroup_count: [65535; 3],
+            ..DeviceCaps::default()
+        };
+        let mut runner = TestRunner::deterministic();
+        for (a, b, acc16) in families(true) {
+            let name = family_name(a, b, acc16, true);
+            let mut chunked = 0;
+            for _ in 0..40 {
+                let c = strategy(a, b, acc16)
+                    .new_tree(&mut runner)
+                    .unwrap()
+                    .current();
+                assert_eq!(c.validate(), Ok(()), "{c}");
+                assert_eq!(c.variant(), name, "{c}");
+                let (ta, tb, ti) = c.inputs().unwrap();
+                assert!(mul_mat_id::expert_ids(&ta, &ti).is_ok());
+                let p = runners::mul_mm::plan_id(&caps, &ta, &tb, &ti, c.prec)
+                    .unwrap_or_else(|e| panic!("{c}: {e}"));
+                assert_eq!(p.staging.selection.name(false), name, "{c}");
+                chunked += usize::from(p.chunks.len() > 1);
+            }
+            assert!(chunked >= 1, "{name}: no case spans several chunks");
+        }
+    }
+
+    #[test]
+    fn routing_per_token() {
+        let mut c = MulMmIdCase {
+            a_type: DType::F32,
+            b_type: DType::F32,
+            k: 4,
+            m: 3,
+            n_as: 5,
+            n_used: 3,
+            ne11: 1,
+            n_tokens: 4,
+            routing: Routing::AllToOne,
+            b_row_pad: 0,
+            prec: Prec::F32,
+            a_blocks: Blocks::Quantized(Dist::Normal),
+            b_dist: Dist::Normal,
+            seed: 3,
+        };
+        assert_eq!(c.ids(), vec![4; 12]);
+        c.routing = Routing::Distinct;
+        for token in c.ids().chunks(3) {
+            let mut t = token.to_vec();
+            t.sort();
+            t.dedup();
+            assert_eq!(t.len(), 3, "{token:?}");
+        }
+        c.routing = Routing::Repeated;
+        assert!(c.ids().chunks(3).all(|t| t[0] == t[1]));
+    }
+}
