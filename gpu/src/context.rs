@@ -123,6 +123,12 @@ impl Gpu {
         let instance = Instance::new()?;
         let adapter = instance.select(selector)?;
         let device = Device::new(&instance, &adapter)?;
+        // What the layer says about creating the device concerns no case: it is our host code's
+        // problem, reported here rather than charged to whichever case runs first.
+        let messages = instance.take_messages();
+        if !messages.is_empty() {
+            return Err(GpuError::Validation(messages));
+        }
         let d = &device.raw;
         let binding: Vec<_> = (0..MAX_BINDINGS)
             .map(|i| {

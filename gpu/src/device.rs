@@ -153,13 +153,27 @@ struct Validation {
     messages: *const Mutex<Vec<String>>,
 }
 
-/// Messages of validation layers older than an extension we use: they do not know its feature
-/// struct and call chaining it an error. Named, so that exactly this is ignored (VUIDs as in the
-/// layer; sTypes of VK_KHR_cooperative_matrix, VK_NV_cooperative_matrix2, VK_KHR_shader_bfloat16).
-const LAYER_OLDER_THAN_EXTENSION: (&str, [&str; 3]) = (
-    "VUID-VkDeviceCreateInfo-pNext-pNext",
-    ["(1000506000)", "(1000593000)", "(1000141000)"],
-);
+/// Messages of validation layers older than an extension we enable (Debian 12 ships 1.3.239):
+/// the layer does not know the extension, so it warns that it cannot validate it and calls its
+/// feature struct an unknown sType. Named, so that exactly these are ignored: (text the message
+/// contains, one of which must also appear). Everything else the layer says fails the case.
+const LAYER_OLDER_THAN_EXTENSION: [(&str, [&str; 3]); 2] = [
+    // vkCreateDevice's pNext chain: the feature structs of VK_KHR_cooperative_matrix,
+    // VK_NV_cooperative_matrix2 and VK_KHR_shader_bfloat16, by sType.
+    (
+        "VUID-VkDeviceCreateInfo-pNext-pNext",
+        ["(1000506000)", "(1000593000)", "(1000141000)"],
+    ),
+    // "Device Extension X is not supported by this layer".
+    (
+        "is not supported by this layer",
+        [
+            "VK_KHR_cooperative_matrix ",
+            "VK_NV_cooperative_matrix2 ",
+            "VK_KHR_shader_bfloat16 ",
+        ],
+    ),
+];
 
 unsafe extern "system" fn on_message(
     severity: vk::DebugUtilsMessageSeverityFlagsEXT,
@@ -177,8 +191,10 @@ unsafe extern "system" fn on_message(
     let text = unsafe { (*data).message_as_c_str() }
         .map(|m| m.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let (vuid, stypes) = LAYER_OLDER_THAN_EXTENSION;
-    if text.contains(vuid) && stypes.iter().any(|t| text.contains(t)) {
+    if LAYER_OLDER_THAN_EXTENSION
+        .iter()
+        .any(|(what, names)| text.contains(what) && names.iter().any(|n| text.contains(n)))
+    {
         return vk::FALSE;
     }
     // Also to stderr at once: if the driver then crashes, the message survives in the log
