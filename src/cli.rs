@@ -30,8 +30,9 @@ use crate::worker::{self, Evaluator, InProcess, Worker};
     about = "Differential tester for ggml-vulkan compute shaders against an exact CPU reference"
 )]
 pub struct Cli {
+    /// The subcommand and its options.
     #[command(subcommand)]
-    command: Command,
+    pub command: Command,
 }
 
 /// Which device and shader tree a command uses.
