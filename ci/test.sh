@@ -10,6 +10,8 @@ source ci/env.sh
 # any message fails its case. Override with VKDIFF_VALIDATE=0.
 export VKDIFF_VALIDATE="${VKDIFF_VALIDATE:-1}"
 start=$(date +%s)
+# Includes the reference's criterion benchmarks (reference/benches/ops.rs, `test = true`): under
+# `cargo test` each runs once on cut-down shapes (about a second), results checked.
 cargo test --release --workspace "$@"
 # Every fuzz target for a bounded time (FUZZ_SECONDS, default 30; FUZZ_SECONDS=0 skips).
 if [ "${FUZZ_SECONDS:-30}" != 0 ]; then

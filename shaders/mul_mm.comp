@@ -161,6 +161,19 @@ const uint TILES_PER_WARP = (WARP_TILES + NUM_WARPS - 1) / NUM_WARPS;
 const uint A_CACHE = WMITER * TM;
 const uint B_CACHE = WNITER * TN;
 const uint SUMS_PER_TILE = A_CACHE * B_CACHE;
+const uint LOADS_A = (BM * BK + BLOCK_SIZE - 1) / BLOCK_SIZE;   // staging steps per invocation
+const uint LOADS_B = (BN * BK + BLOCK_SIZE - 1) / BLOCK_SIZE;
+
+// Loops whose trip count is not a constant are written as LOOP_CHUNK-step unrolled bodies
+// inside a loop: lavapipe (gallivm) ends every loop of an invocation once all its loops
+// together have iterated LP_MAX_TGSI_LOOP_ITERATIONS = 65535 times (one counter shared by
+// every loop), silently dropping the rest of K. With a loop per staging element and per k,
+// the small float tile (81 iterations per K step) stopped accumulating near K = 12500. Now a
+// K step costs at most 1 + (LOADS_A + LOADS_B + BK) / LOOP_CHUNK iterations, and fewer where
+// the driver unrolls the constant-trip staging loops (K = 70000 runs on the small tile). On
+// the MUL_MAT_ID path one workgroup may do several column tiles (duplicate ids), each a full
+// K loop: the budget is shared by them.
+#define LOOP_CHUNK 4
 
 shared FLOAT_TYPE buf_a[BM * SHMEM_STRIDE];   // [row][k]
 shared FLOAT_TYPE buf_b[BN * SHMEM_STRIDE];   // [column][k]
@@ -356,43 +369,56 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
 
     for (uint block_k = start_k; block_k < end_k; block_k += BK) {
         // Stage A and B, zero outside [0, M) x [block_k, end_k) and the valid columns.
-        for (uint idx = tid; idx < BM * BK; idx += BLOCK_SIZE) {
-            const uint r = idx / BK;
-            const uint c = idx % BK;
-            const uint m = row0 + r;
-            const uint k = block_k + c;
-            float v = 0.0;
-            if (m < p.M && k < end_k) {
-                v = a_value(a_base + m * p.stride_a + k);
+        // (Loops go in chunks of LOOP_CHUNK unrolled steps: see LOOP_CHUNK.)
+        for (uint j0 = 0; j0 < LOADS_A; j0 += LOOP_CHUNK) {
+            [[unroll]] for (uint jj = 0; jj < LOOP_CHUNK; ++jj) {
+                const uint idx = tid + (j0 + jj) * BLOCK_SIZE;
+                if (idx < BM * BK) {
+                    const uint r = idx / BK;
+                    const uint c = idx % BK;
+                    const uint m = row0 + r;
+                    const uint k = block_k + c;
+                    float v = 0.0;
+                    if (m < p.M && k < end_k) {
+                        v = a_value(a_base + m * p.stride_a + k);
+                    }
+                    buf_a[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
+                }
             }
-            buf_a[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
         }
-        for (uint idx = tid; idx < BN * BK; idx += BLOCK_SIZE) {
-            const uint r = idx / BK;
-            const uint c = idx % BK;
-            const uint col = col0 + r;
-            const uint k = block_k + c;
-            float v = 0.0;
-            if (col < n_cols && k < end_k) {
+        for (uint j0 = 0; j0 < LOADS_B; j0 += LOOP_CHUNK) {
+            [[unroll]] for (uint jj = 0; jj < LOOP_CHUNK; ++jj) {
+                const uint idx = tid + (j0 + jj) * BLOCK_SIZE;
+                if (idx < BN * BK) {
+                    const uint r = idx / BK;
+                    const uint c = idx % BK;
+                    const uint col = col0 + r;
+                    const uint k = block_k + c;
+                    float v = 0.0;
+                    if (col < n_cols && k < end_k) {
 #ifdef MUL_MAT_ID
-                const uint packed = row_ids[col];
-                const uint ii0 = packed & 0xFFFFu;
-                const uint ii1 = packed >> 16;
-                v = b_value(ii1 * p.batch_stride_b + (ii0 % p.ne11) * p.stride_b + k);
+                        const uint packed = row_ids[col];
+                        const uint ii0 = packed & 0xFFFFu;
+                        const uint ii1 = packed >> 16;
+                        v = b_value(ii1 * p.batch_stride_b + (ii0 % p.ne11) * p.stride_b + k);
 #else
-                v = b_value(b_base + col * p.stride_b + k);
+                        v = b_value(b_base + col * p.stride_b + k);
 #endif
+                    }
+                    buf_b[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
+                }
             }
-            buf_b[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
         }
         barrier();
 
+        // k = block_k + i for i ascending: the order src/tolerance.rs assumes.
         const uint steps = min(BK, end_k - block_k);
-        if (computes) {
-            for (uint i = 0; i < steps; ++i) {
+        for (uint i0 = 0; i0 < steps; i0 += LOOP_CHUNK) {
+            [[unroll]] for (uint ii = 0; ii < LOOP_CHUNK; ++ii) {
+                const uint i = i0 + ii;
                 [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
                     const uint wt = warp_i + t * NUM_WARPS;
-                    if (wt < WARP_TILES) {
+                    if (computes && i < steps && wt < WARP_TILES) {
                         FLOAT_TYPE cache_a[A_CACHE];
                         FLOAT_TYPE cache_b[B_CACHE];
                         [[unroll]] for (uint wsir = 0; wsir < WMITER; ++wsir) {
@@ -424,32 +450,28 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
         barrier();
     }
 
-    if (!computes) {
-        return;
-    }
+    // Plain conditions, no early exits: lavapipe 22.3 miscompiles some loops with them.
     [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
         const uint wt = warp_i + t * NUM_WARPS;
-        if (wt >= WARP_TILES) {
-            continue;
-        }
-        [[unroll]] for (uint wsic = 0; wsic < WNITER; ++wsic) {
-            [[unroll]] for (uint wsir = 0; wsir < WMITER; ++wsir) {
-                [[unroll]] for (uint cc = 0; cc < TN; ++cc) {
-                    [[unroll]] for (uint cr = 0; cr < TM; ++cr) {
-                        const uint m = row0 + tile_row(wt, tiwr, wsir, cr);
-                        const uint col = col0 + tile_col(wt, tiwc, wsic, cc);
-                        if (m >= p.M || col >= n_cols) {
-                            continue;
-                        }
-                        const uint s = t * SUMS_PER_TILE + ((wsic * WMITER + wsir) * TN + cc) * TM + cr;
+        if (computes && wt < WARP_TILES) {
+            [[unroll]] for (uint wsic = 0; wsic < WNITER; ++wsic) {
+                [[unroll]] for (uint wsir = 0; wsir < WMITER; ++wsir) {
+                    [[unroll]] for (uint cc = 0; cc < TN; ++cc) {
+                        [[unroll]] for (uint cr = 0; cr < TM; ++cr) {
+                            const uint m = row0 + tile_row(wt, tiwr, wsir, cr);
+                            const uint col = col0 + tile_col(wt, tiwc, wsic, cc);
+                            const uint s = t * SUMS_PER_TILE + ((wsic * WMITER + wsir) * TN + cc) * TM + cr;
+                            if (m < p.M && col < n_cols) {
 #ifdef MUL_MAT_ID
-                        const uint packed = row_ids[col];
-                        const uint ii0 = packed & 0xFFFFu;
-                        const uint ii1 = packed >> 16;
-                        data_d[ii1 * p.batch_stride_d + ii0 * p.stride_d + m] = D_TYPE(sums[s]);
+                                const uint packed = row_ids[col];
+                                const uint ii0 = packed & 0xFFFFu;
+                                const uint ii1 = packed >> 16;
+                                data_d[ii1 * p.batch_stride_d + ii0 * p.stride_d + m] = D_TYPE(sums[s]);
 #else
-                        data_d[d_base + col * p.stride_d + m] = D_TYPE(sums[s]);
+                                data_d[d_base + col * p.stride_d + m] = D_TYPE(sums[s]);
 #endif
+                            }
+                        }
                     }
                 }
             }

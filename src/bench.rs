@@ -267,7 +267,7 @@ pub fn table(
             .unwrap_or_else(|| "?".into())
     );
     let other = against
-        .map(|a| format!(" {:>12} {:>7}", "against µs", "ratio"))
+        .map(|_| format!(" {:>12} {:>7}", "against µs", "ratio"))
         .unwrap_or_default();
     let _ = writeln!(
         s,

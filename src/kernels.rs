@@ -48,6 +48,25 @@ pub enum VariantParams {
         /// The experts' type.
         a: DType,
     },
+    /// MUL_MAT through the matrix-matrix kernel: the pipeline family's kernel A and B types
+    /// and accumulator (the row also covers the aligned twin).
+    MulMm {
+        /// A's type as the kernel reads it.
+        a: DType,
+        /// B's type as the kernel reads it.
+        b: DType,
+        /// f16 accumulators.
+        acc16: bool,
+    },
+    /// MUL_MAT_ID through the matrix-matrix kernel (as [`VariantParams::MulMm`]).
+    MulMmId {
+        /// The experts' type.
+        a: DType,
+        /// B's type as the kernel reads it.
+        b: DType,
+        /// f16 accumulators.
+        acc16: bool,
+    },
 }
 
 /// One compiled variant of a kernel.
@@ -78,6 +97,8 @@ pub const KERNELS: &[Kernel] = &[
     cases::mul_mat_vec::KERNEL,
     cases::mul_mat_vec_id::KERNEL,
     cases::flash_attn::KERNEL,
+    cases::mul_mm::KERNEL,
+    cases::mul_mm_id::KERNEL,
 ];
 
 /// The kernel named `name`.

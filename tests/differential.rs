@@ -110,6 +110,60 @@ variant_tests!(flash_attn {
     q8_0 => "flash_attn_f32_f16_q8_0",
 });
 
+variant_tests!(mul_mm {
+    f32_f32 => "matmul_f32_f32",
+    f32_f16 => "matmul_f32_f16",
+    f16_f32 => "matmul_f16_f32",
+    f16_f32_f16acc => "matmul_f16_f32_f16acc",
+    f16_f16 => "matmul_f16",
+    f16_f16_f16acc => "matmul_f16_f16acc",
+    bf16 => "matmul_bf16",
+    q4_0_f32 => "matmul_q4_0_f32",
+    q4_0_f32_f16acc => "matmul_q4_0_f32_f16acc",
+    q4_1_f32 => "matmul_q4_1_f32",
+    q4_1_f32_f16acc => "matmul_q4_1_f32_f16acc",
+    q5_0_f32 => "matmul_q5_0_f32",
+    q5_0_f32_f16acc => "matmul_q5_0_f32_f16acc",
+    q5_1_f32 => "matmul_q5_1_f32",
+    q5_1_f32_f16acc => "matmul_q5_1_f32_f16acc",
+    q8_0_f32 => "matmul_q8_0_f32",
+    q8_0_f32_f16acc => "matmul_q8_0_f32_f16acc",
+    q2_k_f32 => "matmul_q2_k_f32",
+    q2_k_f32_f16acc => "matmul_q2_k_f32_f16acc",
+    q3_k_f32 => "matmul_q3_k_f32",
+    q3_k_f32_f16acc => "matmul_q3_k_f32_f16acc",
+    q4_k_f32 => "matmul_q4_k_f32",
+    q4_k_f32_f16acc => "matmul_q4_k_f32_f16acc",
+    q5_k_f32 => "matmul_q5_k_f32",
+    q5_k_f32_f16acc => "matmul_q5_k_f32_f16acc",
+    q6_k_f32 => "matmul_q6_k_f32",
+    q6_k_f32_f16acc => "matmul_q6_k_f32_f16acc",
+    iq4_nl_f32 => "matmul_iq4_nl_f32",
+    iq4_nl_f32_f16acc => "matmul_iq4_nl_f32_f16acc",
+    iq4_xs_f32 => "matmul_iq4_xs_f32",
+    iq4_xs_f32_f16acc => "matmul_iq4_xs_f32_f16acc",
+});
+variant_tests!(mul_mm_id {
+    f32_f32 => "matmul_id_f32_f32",
+    f16_f32 => "matmul_id_f16_f32",
+    f16_f32_f16acc => "matmul_id_f16_f32_f16acc",
+    f16_f16 => "matmul_id_f16",
+    f16_f16_f16acc => "matmul_id_f16_f16acc",
+    bf16 => "matmul_id_bf16",
+    q4_0_f32_f16acc => "matmul_id_q4_0_f32_f16acc",
+    q4_1_f32_f16acc => "matmul_id_q4_1_f32_f16acc",
+    q5_0_f32_f16acc => "matmul_id_q5_0_f32_f16acc",
+    q5_1_f32_f16acc => "matmul_id_q5_1_f32_f16acc",
+    q8_0_f32_f16acc => "matmul_id_q8_0_f32_f16acc",
+    q2_k_f32_f16acc => "matmul_id_q2_k_f32_f16acc",
+    q3_k_f32_f16acc => "matmul_id_q3_k_f32_f16acc",
+    q4_k_f32_f16acc => "matmul_id_q4_k_f32_f16acc",
+    q5_k_f32_f16acc => "matmul_id_q5_k_f32_f16acc",
+    q6_k_f32_f16acc => "matmul_id_q6_k_f32_f16acc",
+    iq4_nl_f32_f16acc => "matmul_id_iq4_nl_f32_f16acc",
+    iq4_xs_f32_f16acc => "matmul_id_iq4_xs_f32_f16acc",
+});
+
 /// The named tests above must cover the kernel table exactly.
 #[test]
 fn every_variant_in_the_table_has_a_test() {
@@ -118,6 +172,8 @@ fn every_variant_in_the_table_has_a_test() {
         mul_mat_vec::NAMES,
         mul_mat_vec_id::NAMES,
         flash_attn::NAMES,
+        mul_mm::NAMES,
+        mul_mm_id::NAMES,
     ]
     .concat();
     for k in KERNELS {

@@ -221,3 +221,41 @@ fn flash_attn_writing_zero_for_a_fully_masked_row_is_its_own_finding() {
     assert_eq!((c.n, c.heads()), (1, 1), "shrunk to {c}");
     assert!(c.kv <= 3, "shrunk to {c}");
 }
+
+#[test]
+fn mul_mm_skipping_a_one_element_last_k_tile_is_caught_and_shrunk() {
+    // An off-by-one in the K-tile loop bound: a last BK tile holding a single k is skipped
+    // (K ≡ 1 mod BK loses its last term).
+    let tree = mutant(
+        "mm-k-tile",
+        "mul_mm.comp",
+        "block_k < end_k; block_k += BK",
+        "block_k + 1 < end_k; block_k += BK",
+    );
+    let (case, _) = caught("matmul_f32_f32", &tree);
+    let Case::MulMm(c) = case else {
+        panic!("mul_mm case")
+    };
+    // Minimal: one row, the fewest columns the mat-mat path takes, and a K with a last tile
+    // of one element (BK = 16; the failing Ks are not contiguous, so proptest's binary search
+    // may stop at 17 rather than 1).
+    assert!(c.k % 16 == 1 && c.k <= 40 && c.m == 1, "shrunk to {c}");
+    assert!(c.n * c.ne02 * c.r2 * c.ne03 <= 9, "shrunk to {c}");
+}
+
+#[test]
+fn mul_mm_id_reading_expert_0_for_every_expert_is_caught_and_shrunk() {
+    let tree = mutant(
+        "mm-id-expert",
+        "mul_mm.comp",
+        "const uint a_base = expert * p.batch_stride_a;",
+        "const uint a_base = 0u * p.batch_stride_a;",
+    );
+    let (case, _) = caught("matmul_id_f32_f32", &tree);
+    let Case::MulMmId(c) = case else {
+        panic!("mul_mm_id case")
+    };
+    // Minimal: two experts, one of them used by a slot, one element each.
+    assert_eq!((c.k, c.m, c.n_as), (1, 1, 2), "shrunk to {c}");
+    assert!(c.ids().iter().any(|&x| x == 1), "shrunk to {c}");
+}

@@ -6,9 +6,10 @@
 //! samples).
 //!
 //! Run as a test (`cargo test --release --workspace`, which CI runs; there is no `--bench`
-//! argument then) it is a smoke test instead: every benchmark body once, on shapes cut down so
-//! it takes a second or two, its result checked for shape and finiteness. Set
-//! `VKDIFF_BENCH_FULL=1` to smoke-test at full size.
+//! argument then) it is a smoke test instead: it runs itself again in criterion's run-once mode
+//! (`--bench --test`) on shapes cut down 16-fold (a second or two), every result checked for
+//! shape and finiteness. `VKDIFF_BENCH_FULL=1` smoke-tests the full shapes;
+//! `VKDIFF_BENCH_CUT=n` divides the shapes by n in any mode.
 //!
 //! Counting: FLOPs are the op's multiply-adds × 2 (mat-mul 2·M·N·K; flash attention
 //! 2·N·KV·(DK + DV)·H, the softmax not counted; wkv7 9·S²·H·T: sa, the state update and y).
@@ -161,38 +162,59 @@ fn benches(cut: usize) -> Vec<Bench> {
     out
 }
 
-/// Run as a test: every body once, results checked.
-fn smoke() {
-    let full = std::env::var("VKDIFF_BENCH_FULL").is_ok_and(|v| v == "1");
-    let start = Instant::now();
-    for bench in benches(if full { 1 } else { 16 }) {
-        let run = (bench.make)();
-        let t0 = Instant::now();
-        let out = run();
-        let secs = t0.elapsed().as_secs_f64();
-        assert_eq!(out.values.len(), out.ne.iter().product::<usize>(), "{}", bench.name);
-        assert!(out.values.iter().all(|x| x.is_finite()), "{}: non-finite output", bench.name);
-        println!(
-            "smoke {:40} {:9.3} ms  {:7.2} GFLOP/s",
-            bench.name,
-            secs * 1e3,
-            bench.flops / secs / 1e9
-        );
-    }
-    println!("benches (smoke test, shapes cut down): ok in {:.1} s", start.elapsed().as_secs_f64());
+/// CPU time of this process so far (all threads), in seconds, from /proc/self/stat (Linux; 10
+/// ms resolution); None elsewhere. On a shared machine wall time includes waiting for a core,
+/// CPU time does not.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesized command name: utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// Checks what a body returned: dst's element count and finite values.
+fn check(name: &str, out: &Output) {
+    assert_eq!(out.values.len(), out.ne.iter().product::<usize>(), "{name}");
+    assert!(
+        out.values.iter().all(|x| x.is_finite()),
+        "{name}: non-finite output"
+    );
 }
 
 fn main() {
-    if !std::env::args().any(|a| a == "--bench") {
-        return smoke();
+    let args: Vec<String> = std::env::args().collect();
+    if !args.iter().any(|a| a == "--bench") {
+        // Run by `cargo test` (whatever its arguments): run again through criterion's own
+        // run-once mode (`--bench --test`), on cut-down shapes unless VKDIFF_BENCH_FULL=1.
+        let full = std::env::var("VKDIFF_BENCH_FULL").is_ok_and(|v| v == "1");
+        let start = Instant::now();
+        let status = std::process::Command::new(std::env::current_exe().expect("own path"))
+            .args(["--bench", "--test"])
+            .env("VKDIFF_BENCH_CUT", if full { "1" } else { "16" })
+            .status()
+            .expect("run the benchmarks once");
+        assert!(status.success(), "benchmarks failed: {status}");
+        println!(
+            "benches: every benchmark ran once in {:.1} s",
+            start.elapsed().as_secs_f64()
+        );
+        return;
     }
+    let cut = std::env::var("VKDIFF_BENCH_CUT")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(1);
+    let test_mode = args.iter().any(|a| a == "--test");
     let mut c = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .configure_from_args();
     let mut table = Vec::new();
-    for bench in benches(1) {
-        // Median per-iteration time over criterion's samples, for the table.
+    for bench in benches(cut) {
+        // Per-iteration times of criterion's samples (median for the table), and CPU time
+        // over all of them.
         let samples = Mutex::new(Vec::new());
+        let cpu = Mutex::new((0.0f64, 0u64));
         let mut group = c.benchmark_group("reference");
         group.throughput(Throughput::BytesDecimal(bench.bytes));
         let long = bench.flops > 1e9;
@@ -200,32 +222,65 @@ fn main() {
         group.measurement_time(Duration::from_secs(if long { 15 } else { 5 }));
         group.bench_function(&bench.name, |b| {
             let run = (bench.make)();
+            check(&bench.name, &run());
             b.iter_custom(|iters| {
+                let c0 = cpu_seconds();
                 let t0 = Instant::now();
                 for _ in 0..iters {
                     black_box(run());
                 }
                 let elapsed = t0.elapsed();
-                samples.lock().expect("samples").push(elapsed.as_secs_f64() / iters as f64);
+                samples
+                    .lock()
+                    .expect("samples")
+                    .push(elapsed.as_secs_f64() / iters as f64);
+                if let (Some(c0), Some(c1)) = (c0, cpu_seconds()) {
+                    let mut c = cpu.lock().expect("cpu");
+                    c.0 += c1 - c0;
+                    c.1 += iters;
+                }
                 elapsed
             })
         });
         group.finish();
         let mut s = samples.into_inner().expect("samples");
+        let (cpu_total, iters) = cpu.into_inner().expect("cpu");
         if !s.is_empty() {
             s.sort_by(f64::total_cmp);
-            table.push((bench.name, bench.flops, bench.bytes, s[s.len() / 2]));
+            let cpu_per_iter = (iters > 0).then(|| cpu_total / iters as f64);
+            table.push((
+                bench.name,
+                bench.flops,
+                bench.bytes,
+                s[s.len() / 2],
+                cpu_per_iter,
+            ));
         }
     }
     c.final_summary();
     if !table.is_empty() {
-        println!("\n{:40} {:>12} {:>10} {:>8}", "benchmark", "median", "GFLOP/s", "GB/s");
-        for (name, flops, bytes, secs) in table {
+        let what = if test_mode {
+            "one run each (test mode)"
+        } else {
+            "median of the samples"
+        };
+        println!(
+            "\nwall: {what}; CPU: process CPU time per iteration (all threads); GFLOP/cs: GFLOP \
+             per CPU-second"
+        );
+        println!(
+            "{:40} {:>12} {:>9} {:>8} {:>12} {:>9}",
+            "benchmark", "wall", "GFLOP/s", "GB/s", "CPU", "GFLOP/cs"
+        );
+        for (name, flops, bytes, secs, cpu) in table {
+            let cpu = cpu.filter(|&c| c > 0.0);
             println!(
-                "{name:40} {:>9.2} ms {:>10.2} {:>8.2}",
+                "{name:40} {:>9.2} ms {:>9.2} {:>8.2} {:>12} {:>9}",
                 secs * 1e3,
                 flops / secs / 1e9,
-                bytes as f64 / secs / 1e9
+                bytes as f64 / secs / 1e9,
+                cpu.map_or("-".into(), |c| format!("{:.2} ms", c * 1e3)),
+                cpu.map_or("-".into(), |c| format!("{:.2}", flops / c / 1e9)),
             );
         }
     }

@@ -1,6 +1,6 @@
-//! ggml's tensor model: an element type, four element counts `ne` (ne[0] fastest) and four byte
-//! strides `nb`, over a byte buffer. Strides make non-contiguous, permuted and broadcast inputs
-//! expressible exactly as ggml sees them.
+//! ggml's tensor model: an element type, four element counts `ne` (`ne[0]` fastest) and four
+//! byte strides `nb`, over a byte buffer. Strides make non-contiguous, permuted and broadcast
+//! inputs expressible exactly as ggml sees them.
 //!
 //! [`Tensor`] owns its bytes; [`TensorView`] borrows them (no copy). Every op takes either:
 //! the functions take `impl Into<TensorView>` (so `&Tensor` and `&TensorView` both work) and the
@@ -32,7 +32,10 @@ use crate::{Error, Result};
 pub(crate) type Decoder = fn(DType, &[u8], &mut [f64]) -> Result<()>;
 
 fn shape_error(reason: String) -> Error {
-    Error::Shape { op: "tensor", reason }
+    Error::Shape {
+        op: "tensor",
+        reason,
+    }
 }
 
 /// The largest element count a tensor may have: its f64 values must be addressable
@@ -53,7 +56,11 @@ fn validate(dtype: DType, ne: [usize; 4], nb: [usize; 4], len: usize) -> Result<
             dtype.block_bytes()
         )));
     }
-    let too_large = || shape_error(format!("{dtype} tensor {ne:?} with strides {nb:?} is too large to address"));
+    let too_large = || {
+        shape_error(format!(
+            "{dtype} tensor {ne:?} with strides {nb:?} is too large to address"
+        ))
+    };
     ne.iter()
         .try_fold(1usize, |acc, &x| acc.checked_mul(x))
         .filter(|&n| n <= MAX_ELEMENTS)
@@ -153,7 +160,7 @@ impl<'a> TensorView<'a> {
         self.dtype
     }
 
-    /// Element counts, ne[0] fastest.
+    /// Element counts, `ne[0]` fastest.
     pub fn ne(&self) -> [usize; 4] {
         self.ne
     }
@@ -244,7 +251,14 @@ impl<'a> TensorView<'a> {
     /// The bytes of elements `k0 .. k0 + n` of row (i1, i2, i3) when they are consecutive
     /// whole blocks (a block format, or a float type with nb0 = its size); None otherwise. The
     /// caller keeps the indices in range and the range on block boundaries.
-    pub(crate) fn row_bytes(&self, i1: usize, i2: usize, i3: usize, k0: usize, n: usize) -> Option<&'a [u8]> {
+    pub(crate) fn row_bytes(
+        &self,
+        i1: usize,
+        i2: usize,
+        i3: usize,
+        k0: usize,
+        n: usize,
+    ) -> Option<&'a [u8]> {
         let size = self.dtype.block_bytes();
         if !self.dtype.is_quantized() && self.nb[0] != size {
             return None;
@@ -283,7 +297,8 @@ impl<'a> TensorView<'a> {
     /// A densely packed copy with the same type and values (what ggml's cpy/cont produces).
     pub fn to_contiguous(&self) -> Tensor {
         let [ne0, ne1, ne2, ne3] = self.ne;
-        let (nb, total) = dense_layout(self.dtype, self.ne).expect("checked when the view was made");
+        let (nb, total) =
+            dense_layout(self.dtype, self.ne).expect("checked when the view was made");
         if nb == self.nb {
             return Tensor {
                 dtype: self.dtype,
@@ -361,7 +376,7 @@ impl Tensor {
         })
     }
 
-    /// A densely packed tensor of `values` (ne[0] fastest) converted to `dtype` with ggml's
+    /// A densely packed tensor of `values` (`ne[0]` fastest) converted to `dtype` with ggml's
     /// reference quantizers ([`crate::formats::quantize`]).
     pub fn from_f32(dtype: DType, ne: [usize; 4], values: &[f32]) -> Result<Self> {
         let n = ne.iter().try_fold(1usize, |acc, &x| acc.checked_mul(x));
@@ -390,7 +405,7 @@ impl Tensor {
         self.dtype
     }
 
-    /// Element counts, ne[0] fastest.
+    /// Element counts, `ne[0]` fastest.
     pub fn ne(&self) -> [usize; 4] {
         self.ne
     }

@@ -10,6 +10,8 @@ pub mod data;
 pub mod flash_attn;
 pub mod mul_mat_vec;
 pub mod mul_mat_vec_id;
+pub mod mul_mm;
+pub mod mul_mm_id;
 pub mod wkv7;
 
 use std::fmt;
@@ -56,6 +58,10 @@ pub enum Case {
     FlashAttn(flash_attn::FlashAttnCase),
     /// Single-token MUL_MAT_ID through the matrix-vector ID kernel.
     MulMatVecId(mul_mat_vec_id::MulMatVecIdCase),
+    /// MUL_MAT through the matrix-matrix kernel.
+    MulMm(mul_mm::MulMmCase),
+    /// MUL_MAT_ID through the matrix-matrix ID kernel.
+    MulMmId(mul_mm_id::MulMmIdCase),
 }
 
 impl Case {
@@ -66,6 +72,8 @@ impl Case {
             Case::MulMatVec(_) => "mul_mat_vec",
             Case::FlashAttn(_) => "flash_attn",
             Case::MulMatVecId(_) => "mul_mat_vec_id",
+            Case::MulMm(_) => "mul_mm",
+            Case::MulMmId(_) => "mul_mm_id",
         }
     }
 
@@ -76,6 +84,8 @@ impl Case {
             Case::MulMatVec(c) => c.variant(),
             Case::FlashAttn(c) => c.variant(),
             Case::MulMatVecId(c) => c.variant(),
+            Case::MulMm(c) => c.variant(),
+            Case::MulMmId(c) => c.variant(),
         }
     }
 
@@ -87,6 +97,8 @@ impl Case {
             Case::MulMatVec(c) => c.validate(),
             Case::FlashAttn(c) => c.validate(),
             Case::MulMatVecId(c) => c.validate(),
+            Case::MulMm(c) => c.validate(),
+            Case::MulMmId(c) => c.validate(),
         }
     }
 
@@ -100,6 +112,8 @@ impl Case {
             Case::MulMatVec(c) => c.evaluate(ctx),
             Case::FlashAttn(c) => c.evaluate(ctx),
             Case::MulMatVecId(c) => c.evaluate(ctx),
+            Case::MulMm(c) => c.evaluate(ctx),
+            Case::MulMmId(c) => c.evaluate(ctx),
         }
     }
 }
@@ -111,6 +125,8 @@ impl fmt::Display for Case {
             Case::MulMatVec(c) => write!(f, "{c}"),
             Case::FlashAttn(c) => write!(f, "{c}"),
             Case::MulMatVecId(c) => write!(f, "{c}"),
+            Case::MulMm(c) => write!(f, "{c}"),
+            Case::MulMmId(c) => write!(f, "{c}"),
         }
     }
 }

@@ -187,7 +187,10 @@ pub fn prec_strategy(a: DType, acc16: bool) -> BoxedStrategy<Prec> {
 pub fn inputs_for(a: DType, b: DType, id: bool) -> Vec<(DType, DType, Option<bool>)> {
     match (a, b) {
         (DType::F16, DType::F16) => {
-            let mut v = vec![(DType::F16, DType::F16, None), (DType::F16, DType::F32, Some(true))];
+            let mut v = vec![
+                (DType::F16, DType::F16, None),
+                (DType::F16, DType::F32, Some(true)),
+            ];
             if !id {
                 // Quantized A with an f16 (or converted f32) B: A dequantized to f16.
                 for &q in QUANT_TYPES {
@@ -260,7 +263,8 @@ pub fn strategy(a: DType, b: DType, acc16: bool) -> impl Strategy<Value = MulMmC
         (Just(a_in), Just(b_in), pad_strategy(pad), k_strategy(a_in))
     });
     let n = prop_oneof![6 => 9usize..=40, 1 => 2usize..=8, 2 => 41usize..=72, 1 => 120usize..=136];
-    let batches = prop_oneof![3 => Just((1usize, 1usize, 1usize)), 1 => (1usize..=2, 1usize..=3, 1usize..=2)];
+    let batches =
+        prop_oneof![3 => Just((1usize, 1usize, 1usize)), 1 => (1usize..=2, 1usize..=3, 1usize..=2)];
     let split = prop_oneof![4 => Just(None), 1 => (2u32..=4).prop_map(Some)];
     // Order matters for shrinking (proptest shrinks a tuple's members in order): the data
     // distributions settle on their simplest arms first, the seed comes last.
@@ -274,7 +278,15 @@ pub fn strategy(a: DType, b: DType, acc16: bool) -> impl Strategy<Value = MulMmC
         any::<u64>(),
     )
         .prop_map(
-            |(a_blocks, b_dist, (a_type, b_type, b_row_pad, k), (m, n, batches), prec, force_split_k, seed)| {
+            |(
+                a_blocks,
+                b_dist,
+                (a_type, b_type, b_row_pad, k),
+                (m, n, batches),
+                prec,
+                force_split_k,
+                seed,
+            )| {
                 let (ne02, mut r2, ne03) = batches;
                 // 2..8 columns reach this kernel only with batches.
                 if n <= 8 && ne02 * r2 * ne03 == 1 {

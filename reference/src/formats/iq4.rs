@@ -26,8 +26,8 @@ pub const QK4_NL: usize = 32;
 /// Elements per iq4_xs super-block (ggml's QK_K).
 const QK_K: usize = 256;
 
-/// An iq4_nl block (18 bytes): `d` at 0, `qs` at 2; x[j] = d·K[qs[j] & 0xF],
-/// x[j + 16] = d·K[qs[j] >> 4] (K = [`KVALUES_IQ4NL`]).
+/// An iq4_nl block (18 bytes): `d` at 0, `qs` at 2; `x[j] = d·K[qs[j] & 0xF]`,
+/// `x[j + 16] = d·K[qs[j] >> 4]` (K = [`KVALUES_IQ4NL`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockIq4Nl {

@@ -26,7 +26,7 @@ use super::DType;
 pub const QK_K: usize = 256;
 
 /// A q2_K block (84 bytes): `scales` at 0, `qs` at 16, `d` at 80, `dmin` at 82;
-/// x = d·(scales[grp] & 0xF)·q − dmin·(scales[grp] >> 4) with 2-bit q.
+/// `x = d·(scales[grp] & 0xF)·q − dmin·(scales[grp] >> 4)` with 2-bit q.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockQ2_K {
@@ -88,7 +88,7 @@ pub struct BlockQ5_K {
 }
 
 /// A q6_K block (210 bytes): `ql` at 0, `qh` at 128, `scales` at 192, `d` at 208;
-/// x = d·scales[grp]·(q − 32) with 6-bit q and signed 8-bit scales.
+/// `x = d·scales[grp]·(q − 32)` with 6-bit q and signed 8-bit scales.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockQ6_K {

@@ -15,7 +15,7 @@
 //! * s' = scale, or scale/logit_softcap **rounded to f32** when logit_softcap ≠ 0 (ggml and the
 //!   Vulkan host both divide in f32 before anything else, §12.6);
 //! * x_j = s'·(q · k_j); S_j = x_j, or logit_softcap·tanh(x_j) with a softcap;
-//! * S_j += slope(h)·mask[q][j], slope(h) = m0^(h+1) for h < n_head_log2, else
+//! * S_j += slope(h)·`mask[q][j]`, slope(h) = m0^(h+1) for h < n_head_log2, else
 //!   m1^(2(h − n_head_log2) + 1), 1 without ALiBi; n_head_log2 = 2^⌊log₂ H⌋ (the power itself,
 //!   §12.7) and m0 = 2^(−max_bias/n_head_log2), m1 = 2^(−max_bias/2/n_head_log2) computed in f32
 //!   with `powf` as ggml's host does; the reference then takes m0^(h+1) exactly (f64);
@@ -113,17 +113,19 @@ impl Alibi {
             return (1.0, 1);
         }
         let n = self.n_head_log2 as usize;
+        // Exponents saturate at u32::MAX (2^32 heads and more: no overflow panic).
+        let exp = |e: usize| u32::try_from(e).unwrap_or(u32::MAX);
         if h < n {
-            (self.m0, h as u32 + 1)
+            (self.m0, exp(h.saturating_add(1)))
         } else {
-            (self.m1, 2 * (h - n) as u32 + 1)
+            (self.m1, exp((h - n).saturating_mul(2).saturating_add(1)))
         }
     }
 
     /// Head h's slope, base^exponent from the f32 base, in f64.
     pub fn slope(&self, h: usize) -> f64 {
         let (base, e) = self.slope_parts(h);
-        (base as f64).powi(e as i32)
+        (base as f64).powi(i32::try_from(e).unwrap_or(i32::MAX))
     }
 }
 
@@ -188,7 +190,7 @@ pub struct RowTerms {
     pub x: Vec<f64>,
     /// |s'|·Σ_d |q_d·k_jd|: what the rounding error of x_j scales with.
     pub dot_magnitude: Vec<f64>,
-    /// mask[q][j] (0 without a mask; −∞ where masked).
+    /// `mask[q][j]` (0 without a mask; −∞ where masked).
     pub mask: Vec<f64>,
     /// S_j, the logits the softmax takes (−∞ where masked).
     pub logits: Vec<f64>,
@@ -304,7 +306,9 @@ fn check_views(inputs: &Views) -> Result<[usize; 4]> {
 /// The exact op, with the terms of every row (what an error model needs). The output values are
 /// bit-identical to [`flash_attn`]'s; this keeps five KV-long vectors per dst row, so prefer
 /// [`flash_attn`] when only the values are wanted.
-pub fn flash_attn_ext<T: AsTensorView + ?Sized>(inputs: &FlashAttnInputs<'_, T>) -> Result<FlashAttn> {
+pub fn flash_attn_ext<T: AsTensorView + ?Sized>(
+    inputs: &FlashAttnInputs<'_, T>,
+) -> Result<FlashAttn> {
     let (out, rows) = run(&inputs.views(), true)?;
     Ok(FlashAttn { out, rows })
 }
@@ -333,7 +337,7 @@ pub fn flash_attn<T: AsTensorView + ?Sized>(inputs: &FlashAttnInputs<'_, T>) -> 
 }
 
 /// Query rows per parallel task.
-const QB: usize = 16;
+const QB: usize = 64;
 
 /// Keys per block of the V product (the decoded V block stays in L2).
 const KVB: usize = 256;
@@ -377,29 +381,119 @@ fn softmax_row(
     cap: f64,
     t: &mut RowTerms,
 ) {
-    t.fully_masked = true;
-    t.non_finite = false;
-    t.logits.iter_mut().for_each(|x| *x = f64::NEG_INFINITY);
-    t.weights.iter_mut().for_each(|x| *x = 0.0);
-    for j in 0..dots.len() {
-        t.x[j] = sp * dots[j];
-        t.dot_magnitude[j] = mags.map_or(0.0, |m| sp.abs() * m[j]);
-        t.mask[j] = mask.map_or(0.0, |m| m[j]);
-        if t.mask[j] == f64::NEG_INFINITY {
-            continue;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { softmax_row_avx512(dots, mags, mask, sp, cap, t) };
         }
-        let s = if cap != 0.0 { cap * t.x[j].tanh() } else { t.x[j] };
-        t.logits[j] = s + t.slope * t.mask[j];
-        t.non_finite |= !t.logits[j].is_finite();
-        t.fully_masked = false;
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { softmax_row_avx2(dots, mags, mask, sp, cap, t) };
+        }
     }
-    if !t.fully_masked && !t.non_finite {
-        let max = t.logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        for (w, &s) in t.weights.iter_mut().zip(&t.logits) {
-            *w = (s - max).exp();
+    softmax_row_body(dots, mags, mask, sp, cap, t)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn softmax_row_avx512(
+    dots: &[f64],
+    mags: Option<&[f64]>,
+    mask: Option<&[f64]>,
+    sp: f64,
+    cap: f64,
+    t: &mut RowTerms,
+) {
+    softmax_row_body(dots, mags, mask, sp, cap, t)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn softmax_row_avx2(
+    dots: &[f64],
+    mags: Option<&[f64]>,
+    mask: Option<&[f64]>,
+    sp: f64,
+    cap: f64,
+    t: &mut RowTerms,
+) {
+    softmax_row_body(dots, mags, mask, sp, cap, t)
+}
+
+/// [`softmax_row`]'s work (no closures: they would not get the target features).
+#[inline(always)]
+fn softmax_row_body(
+    dots: &[f64],
+    mags: Option<&[f64]>,
+    mask: Option<&[f64]>,
+    sp: f64,
+    cap: f64,
+    t: &mut RowTerms,
+) {
+    let kv = dots.len();
+    let slope = t.slope;
+    let x = &mut t.x[..kv];
+    for (x, &d) in x.iter_mut().zip(dots) {
+        *x = sp * d;
+    }
+    match mags {
+        Some(m) => {
+            for (o, &m) in t.dot_magnitude[..kv].iter_mut().zip(m) {
+                *o = sp.abs() * m;
+            }
         }
-        let sum: f64 = t.weights.iter().sum();
-        t.weights.iter_mut().for_each(|w| *w /= sum);
+        None => t.dot_magnitude[..kv].fill(0.0),
+    }
+    let mk = &mut t.mask[..kv];
+    match mask {
+        Some(m) => mk.copy_from_slice(&m[..kv]),
+        None => mk.fill(0.0),
+    }
+    // S_j = x_j (or cap·tanh x_j) + slope·mask_j, −∞ where masked; written branch-free so the
+    // common case vectorizes (the same operations on the same operands as a branchy loop).
+    let logits = &mut t.logits[..kv];
+    let (mut live, mut bad) = (false, false);
+    for ((l, &x), &m) in logits.iter_mut().zip(x.iter()).zip(mk.iter()) {
+        let s = if cap != 0.0 { cap * x.tanh() } else { x };
+        let v = s + slope * m;
+        let masked = m == f64::NEG_INFINITY;
+        *l = if masked { f64::NEG_INFINITY } else { v };
+        live |= !masked;
+        bad |= !masked & !v.is_finite();
+    }
+    t.fully_masked = !live;
+    t.non_finite = bad;
+    let weights = &mut t.weights[..kv];
+    if t.fully_masked || t.non_finite {
+        weights.fill(0.0);
+        return;
+    }
+    // The largest logit. f64::max is associative and commutative over these values (finite or
+    // −∞) up to the sign of a zero maximum, and that sign cannot change s − max for any s
+    // (x − (±0) = x for x ≠ 0; ±0 − (±0) is ±0 and exp(±0) = 1): so lanes in any order.
+    let mut lanes = [f64::NEG_INFINITY; 8];
+    let mut chunks = logits.chunks_exact(8);
+    for c in &mut chunks {
+        for i in 0..8 {
+            lanes[i] = lanes[i].max(c[i]);
+        }
+    }
+    let mut max = f64::NEG_INFINITY;
+    for &x in chunks.remainder().iter().chain(&lanes) {
+        max = max.max(x);
+    }
+    // exp(−∞ − max) = +0 exactly: no need to call exp for a masked key.
+    for (w, &s) in weights.iter_mut().zip(logits.iter()) {
+        *w = if s == f64::NEG_INFINITY {
+            0.0
+        } else {
+            (s - max).exp()
+        };
+    }
+    let sum: f64 = weights.iter().sum();
+    for w in weights.iter_mut() {
+        *w /= sum;
     }
 }
 
@@ -426,7 +520,9 @@ fn head(
     ms: Option<&[f64]>,
     keep: bool,
 ) -> Result<Vec<(Vec<f64>, Option<RowTerms>)>> {
-    let Views { q, k, v, params, .. } = inputs;
+    let Views {
+        q, k, v, params, ..
+    } = inputs;
     let [dv, h, n, _] = ne;
     let (dk, kv) = (q.ne()[0], k.ne()[1]);
     let (ik2, iv2) = (ih / (h / k.ne()[2]), ih / (h / v.ne()[2]));
@@ -443,7 +539,16 @@ fn head(
         let mut tmp = vec![0.0; dk];
         for (p, panel) in kp.chunks_exact_mut(dk * LANES).enumerate() {
             let j0 = p * LANES;
-            pack_panel(k, (ik2, i3), j0, LANES.min(kv - j0), (0, dk), decode, &mut tmp, panel)?;
+            pack_panel(
+                k,
+                (ik2, i3),
+                j0,
+                LANES.min(kv - j0),
+                (0, dk),
+                decode,
+                &mut tmp,
+                panel,
+            )?;
         }
         Ok(kp)
     };
@@ -459,6 +564,18 @@ fn head(
         }
     }
     let v_finite = vd.iter().all(|x| x.is_finite());
+    // For the tiled product: V in d-panels, panel dp holding V[j][16·dp ..] for every key j
+    // (k-major, as the tile reads it), so a block of keys is contiguous.
+    let d_panels = dvp / LANES;
+    let mut vp = Vec::new();
+    if v_finite {
+        vp = vec![0.0; kv * dvp];
+        for (j, row) in vd.chunks_exact(dvp).enumerate() {
+            for (dp, lanes) in row.chunks_exact(LANES).enumerate() {
+                vp[(dp * kv + j) * LANES..(dp * kv + j + 1) * LANES].copy_from_slice(lanes);
+            }
+        }
+    }
     // Q rows (and |Q|).
     let mut qd = vec![0.0; n * dk];
     for (iq, row) in qd.chunks_exact_mut(dk).enumerate() {
@@ -488,7 +605,10 @@ fn head(
                 dots
             };
             let dots = products(&kp, &qd);
-            let mags = kp_abs.as_ref().zip(qd_abs.as_ref()).map(|(kp, qs)| products(kp, qs));
+            let mags = kp_abs
+                .as_ref()
+                .zip(qd_abs.as_ref())
+                .map(|(kp, qs)| products(kp, qs));
             let mut weights = vec![0.0; qn * kv];
             let mut rows: Vec<(Vec<f64>, Option<RowTerms>)> = Vec::with_capacity(qn);
             let mut computed = vec![false; qn];
@@ -540,13 +660,12 @@ fn head(
                 // O = W · V, sequential in j from +0. A masked key has weight 0 and a finite V
                 // row, so it adds ±0 to a sum that is never −0: the same bits as skipping it.
                 let w_rows: Vec<&[f64]> = weights.chunks_exact(kv).collect();
-                let d_panels = dvp / LANES;
                 let mut acc = vec![[0.0; LANES]; d_panels * qn];
                 for j0 in (0..kv).step_by(KVB) {
                     let jn = KVB.min(kv - j0);
                     let w_blk: Vec<&[f64]> = w_rows.iter().map(|w| &w[j0..j0 + jn]).collect();
                     for (dp, tile) in acc.chunks_exact_mut(qn).enumerate() {
-                        block(jn, &vd[j0 * dvp + dp * LANES..], dvp, &w_blk, tile);
+                        block(jn, &vp[(dp * kv + j0) * LANES..], LANES, &w_blk, tile);
                     }
                 }
                 for (r, (out, _)) in rows.iter_mut().enumerate() {
@@ -581,7 +700,11 @@ fn run(inputs: &Views, keep: bool) -> Result<(Output, Vec<RowTerms>)> {
         .into_par_iter()
         .map(|g| head(inputs, ne, (g / h, g % h), ms.as_deref(), keep))
         .collect::<Result<_>>()?;
-    let mut terms: Vec<Option<RowTerms>> = if keep { vec![None; h * n * ne3] } else { Vec::new() };
+    let mut terms: Vec<Option<RowTerms>> = if keep {
+        vec![None; h * n * ne3]
+    } else {
+        Vec::new()
+    };
     for (g, rows) in heads.into_iter().enumerate() {
         let (i3, ih) = (g / h, g % h);
         for (iq, (out, t)) in rows.into_iter().enumerate() {
@@ -665,7 +788,7 @@ mod tests {
         );
         let (a, b) = (0.5f64.exp(), 1f64.exp());
         let (pa, pb) = (a / (a + b), b / (a + b));
-        close(out.out.values[0], pa * 1.0 + pb * -1.0);
+        close(out.out.values[0], pa * 1.0 - pb);
         close(out.out.values[1], pa * 10.0 + pb * 20.0);
         close(out.rows[0].x[1], 1.0);
         close(out.rows[0].dot_magnitude[0], 0.5);

@@ -21,6 +21,7 @@ use rayon::prelude::*;
 
 use std::sync::OnceLock;
 
+use super::transpose;
 use crate::formats::{dequantize_into, float, magnitude_into};
 use crate::tensor::{Decoder, TensorView};
 use crate::{DType, Result};
@@ -60,6 +61,9 @@ pub(crate) const LANES: usize = 16;
 /// 256 · 16 · 8 bytes = 32 KiB of panel.
 pub(crate) const KB: usize = 256;
 
+/// Elements of k per panel when a job has at most 8 B rows (a multiple of [`KB`]).
+const KB_FEW: usize = 8 * KB;
+
 /// A rows per parallel task (four panels).
 const MT: usize = 4 * LANES;
 
@@ -82,14 +86,18 @@ fn micro<const NR: usize>(
     b: [&[f64]; NR],
     acc: &mut [[f64; LANES]; NR],
 ) {
-    let b = b.map(|row| &row[..kn]);
+    let mut rows: [&[f64]; NR] = [&[]; NR];
+    for (r, row) in rows.iter_mut().zip(b) {
+        *r = &row[..kn];
+    }
+    let a = &a[..(kn - 1) * stride + LANES];
     let mut c = *acc;
-    for (k, chunk) in a.chunks(stride).take(kn).enumerate() {
-        let av: &[f64; LANES] = chunk[..LANES].try_into().expect("a panel row has LANES values");
+    for k in 0..kn {
+        let av: &[f64; LANES] = a[k * stride..k * stride + LANES].try_into().expect("LANES");
         for r in 0..NR {
-            let bk = b[r][k];
+            let bk = rows[r][k];
             for l in 0..LANES {
-                c[r][l] = c[r][l] + av[l] * bk;
+                c[r][l] += av[l] * bk;
             }
         }
     }
@@ -118,9 +126,18 @@ fn block_body<const NR: usize>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn block_avx512(kn: usize, a: &[f64], stride: usize, b: &[&[f64]], acc: &mut [[f64; LANES]]) {
-    block_body::<4>(kn, a, stride, b, acc)
+unsafe fn block_avx512(
+    kn: usize,
+    a: &[f64],
+    stride: usize,
+    b: &[&[f64]],
+    acc: &mut [[f64; LANES]],
+) {
+    block_body::<NR_AVX512>(kn, a, stride, b, acc)
 }
+
+/// B rows per tile with AVX-512: 2·NR accumulators of the 32 registers.
+const NR_AVX512: usize = 8;
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
@@ -172,7 +189,18 @@ pub(crate) fn pack_panel(
     }
     let tmp = &mut tmp[..kn];
     let fast = values == Values::Exact && fast_format(a.dtype());
-    for l in 0..mn {
+    let mut l = 0;
+    // Eight rows at a time: their values written 8 consecutive lanes at once.
+    while fast && kn % 32 == 0 && l + 8 <= mn {
+        let rows: [Option<&[u8]>; 8] =
+            std::array::from_fn(|r| a.row_bytes(m0 + l + r, i2, i3, k0, kn));
+        if rows.iter().any(Option::is_none) {
+            break;
+        }
+        decode_rows8(a.dtype(), rows.map(|r| r.unwrap_or_default()), panel, l);
+        l += 8;
+    }
+    for l in l..mn {
         if fast {
             if let Some(bytes) = a.row_bytes(m0 + l, i2, i3, k0, kn) {
                 decode_fast(a.dtype(), bytes, &mut panel[l..], LANES);
@@ -204,25 +232,191 @@ pub(crate) fn fast_format(dtype: DType) -> bool {
 
 /// Every f16 value, exactly as [`float::f16_to_f64`] gives it (so the table is bit-identical to
 /// the decoder by construction): 512 KiB, built once.
-fn f16_table() -> &'static [f64] {
+pub(crate) fn f16_table() -> &'static [f64] {
     static TABLE: OnceLock<Vec<f64>> = OnceLock::new();
     TABLE.get_or_init(|| (0..=u16::MAX).map(float::f16_to_f64).collect())
 }
 
 #[inline(always)]
-fn f16_at(b: &[u8], at: usize) -> f64 {
+pub(crate) fn f16_at(b: &[u8], at: usize) -> f64 {
     float::f16_to_f64(u16::from_le_bytes([b[at], b[at + 1]]))
 }
 
-/// Decodes the blocks of a legacy 32-element format: `block(bytes, &mut values)` per block, the
-/// values then stored `stride` apart.
+/// One block of a legacy 32-element format decoded to its exact values.
+trait LegacyBlock {
+    const BYTES: usize;
+    fn values(b: &[u8], v: &mut [f64; 32]);
+}
+
+/// Decodes the blocks of a legacy 32-element format, the values stored `stride` apart.
 #[inline(always)]
-fn legacy<const BYTES: usize>(bytes: &[u8], out: &mut [f64], stride: usize, block: impl Fn(&[u8; BYTES], &mut [f64; 32])) {
+fn legacy<B: LegacyBlock>(bytes: &[u8], out: &mut [f64], stride: usize) {
     let mut vals = [0.0; 32];
-    for (i, b) in bytes.chunks_exact(BYTES).enumerate() {
-        block(b.try_into().expect("one block"), &mut vals);
+    for (i, b) in bytes.chunks_exact(B::BYTES).enumerate() {
+        B::values(b, &mut vals);
+        // Keeps the 32 values computed as vectors apart from the strided stores (fused, both
+        // end up scalar).
+        let vals = std::hint::black_box(&vals);
+        let base = i * 32 * stride;
+        assert!(base + 31 * stride < out.len(), "room for the block");
         for (j, &v) in vals.iter().enumerate() {
-            out[(i * 32 + j) * stride] = v;
+            out[base + j * stride] = v;
+        }
+    }
+}
+
+/// Rows l0 .. l0 + 8 of `panel` (k-major, [`LANES`] wide) from their bytes: whole 32-element
+/// groups of a [`fast_format`] type, the same number in each row.
+fn decode_rows8(dtype: DType, rows: [&[u8]; 8], panel: &mut [f64], l0: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx512f") && has!("f16c") {
+            // SAFETY: the CPU has AVX-512F and F16C (checked just above).
+            return unsafe { decode_rows8_avx512(dtype, rows, panel, l0) };
+        }
+        if has!("avx2") && has!("f16c") {
+            // SAFETY: the CPU has AVX2 and F16C (checked just above).
+            return unsafe { decode_rows8_avx2(dtype, rows, panel, l0) };
+        }
+    }
+    decode_rows8_body::<false>(dtype, rows, panel, l0)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,f16c")]
+unsafe fn decode_rows8_avx512(dtype: DType, rows: [&[u8]; 8], panel: &mut [f64], l0: usize) {
+    decode_rows8_body::<true>(dtype, rows, panel, l0)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn decode_rows8_avx2(dtype: DType, rows: [&[u8]; 8], panel: &mut [f64], l0: usize) {
+    decode_rows8_body::<true>(dtype, rows, panel, l0)
+}
+
+#[inline(always)]
+fn decode_rows8_body<const F16C: bool>(
+    dtype: DType,
+    rows: [&[u8]; 8],
+    panel: &mut [f64],
+    l0: usize,
+) {
+    match dtype {
+        DType::F32 => rows8::<FastF32>(rows, panel, l0),
+        DType::Bf16 => rows8::<FastBf16>(rows, panel, l0),
+        _ => {
+            debug_assert!(transpose::vertical_format(dtype), "{dtype}");
+            transpose::decode_rows8::<F16C>(dtype, rows, panel, l0)
+        }
+    }
+}
+
+#[inline(always)]
+fn rows8<B: LegacyBlock>(rows: [&[u8]; 8], panel: &mut [f64], l0: usize) {
+    let mut vals = [[0.0f64; 32]; 8];
+    let blocks = rows[0].len() / B::BYTES;
+    for (bi, out) in panel.chunks_exact_mut(32 * LANES).take(blocks).enumerate() {
+        for (v, row) in vals.iter_mut().zip(rows) {
+            B::values(&row[bi * B::BYTES..(bi + 1) * B::BYTES], v);
+        }
+        for (j, k_row) in out.chunks_exact_mut(LANES).enumerate() {
+            let dst: &mut [f64; 8] = (&mut k_row[l0..l0 + 8]).try_into().expect("8 lanes");
+            for r in 0..8 {
+                dst[r] = vals[r][j];
+            }
+        }
+    }
+}
+
+struct FastF32;
+struct FastBf16;
+struct FastQ4_0;
+struct FastQ4_1;
+struct FastQ5_0;
+struct FastQ5_1;
+struct FastQ8_0;
+
+// The float types, 32 elements at a time.
+impl LegacyBlock for FastF32 {
+    const BYTES: usize = 128;
+    #[inline(always)]
+    fn values(b: &[u8], v: &mut [f64; 32]) {
+        for (o, c) in v.iter_mut().zip(b.chunks_exact(4)) {
+            *o = f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        }
+    }
+}
+
+impl LegacyBlock for FastBf16 {
+    const BYTES: usize = 64;
+    #[inline(always)]
+    fn values(b: &[u8], v: &mut [f64; 32]) {
+        for (o, c) in v.iter_mut().zip(b.chunks_exact(2)) {
+            *o = f64::from(float::bf16_to_f32(u16::from_le_bytes([c[0], c[1]])));
+        }
+    }
+}
+
+// x = d·(q − offset) + 0 for the symmetric formats: the + 0 turns −0 into +0, as the block
+// decoders do; d·q + m for the affine ones; d·q for q8_0.
+impl LegacyBlock for FastQ4_0 {
+    const BYTES: usize = 18;
+    #[inline(always)]
+    fn values(b: &[u8], v: &mut [f64; 32]) {
+        let d = f16_at(b, 0);
+        let q = nibbles(&b[2..18]);
+        for j in 0..32 {
+            v[j] = d * f64::from(q[j] - 8) + 0.0;
+        }
+    }
+}
+
+impl LegacyBlock for FastQ4_1 {
+    const BYTES: usize = 20;
+    #[inline(always)]
+    fn values(b: &[u8], v: &mut [f64; 32]) {
+        let (d, m) = (f16_at(b, 0), f16_at(b, 2));
+        let q = nibbles(&b[4..20]);
+        for j in 0..32 {
+            v[j] = d * f64::from(q[j]) + m;
+        }
+    }
+}
+
+impl LegacyBlock for FastQ5_0 {
+    const BYTES: usize = 22;
+    #[inline(always)]
+    fn values(b: &[u8], v: &mut [f64; 32]) {
+        let d = f16_at(b, 0);
+        let h = high_bits(u32::from_le_bytes([b[2], b[3], b[4], b[5]]));
+        let q = nibbles(&b[6..22]);
+        for j in 0..32 {
+            v[j] = d * f64::from((q[j] | h[j]) - 16) + 0.0;
+        }
+    }
+}
+
+impl LegacyBlock for FastQ5_1 {
+    const BYTES: usize = 24;
+    #[inline(always)]
+    fn values(b: &[u8], v: &mut [f64; 32]) {
+        let (d, m) = (f16_at(b, 0), f16_at(b, 2));
+        let h = high_bits(u32::from_le_bytes([b[4], b[5], b[6], b[7]]));
+        let q = nibbles(&b[8..24]);
+        for j in 0..32 {
+            v[j] = d * f64::from(q[j] | h[j]) + m;
+        }
+    }
+}
+
+impl LegacyBlock for FastQ8_0 {
+    const BYTES: usize = 34;
+    #[inline(always)]
+    fn values(b: &[u8], v: &mut [f64; 32]) {
+        let d = f16_at(b, 0);
+        for j in 0..32 {
+            v[j] = d * f64::from(b[2 + j] as i8);
         }
     }
 }
@@ -230,7 +424,18 @@ fn legacy<const BYTES: usize>(bytes: &[u8], out: &mut [f64], stride: usize, bloc
 /// The low and high nibble of byte j of `qs` are elements j and j + 16.
 #[inline(always)]
 fn nibbles(qs: &[u8]) -> [i32; 32] {
-    std::array::from_fn(|i| i32::from(if i < 16 { qs[i] & 0xF } else { qs[i - 16] >> 4 }))
+    let mut q = [0; 32];
+    for j in 0..16 {
+        q[j] = i32::from(qs[j] & 0xF);
+        q[j + 16] = i32::from(qs[j] >> 4);
+    }
+    q
+}
+
+/// Bit j of `h` as bit 4 of element j.
+#[inline(always)]
+fn high_bits(h: u32) -> [i32; 32] {
+    std::array::from_fn(|j| (((h >> j) & 1) << 4) as i32)
 }
 
 /// Exact values of `bytes` (whole blocks of `dtype`, one of [`fast_format`]'s), element k
@@ -238,6 +443,36 @@ fn nibbles(qs: &[u8]) -> [i32; 32] {
 /// [`dequantize_into`](crate::formats::dequantize_into) (the same expressions on the same
 /// operands; `fast_decode_is_dequantize` checks it), without its per-block copies.
 pub(crate) fn decode_fast(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { decode_fast_avx512(dtype, bytes, out, stride) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { decode_fast_avx2(dtype, bytes, out, stride) };
+        }
+    }
+    decode_fast_body(dtype, bytes, out, stride)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn decode_fast_avx512(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) {
+    decode_fast_body(dtype, bytes, out, stride)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn decode_fast_avx2(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) {
+    decode_fast_body(dtype, bytes, out, stride)
+}
+
+#[inline(always)]
+fn decode_fast_body(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) {
+    let n = bytes.len() / dtype.block_bytes() * dtype.block_len();
+    let out = &mut out[..(n.max(1) - 1) * stride + 1];
     match dtype {
         DType::F32 => {
             for (k, c) in bytes.chunks_exact(4).enumerate() {
@@ -245,7 +480,7 @@ pub(crate) fn decode_fast(dtype: DType, bytes: &[u8], out: &mut [f64], stride: u
             }
         }
         DType::F16 => {
-            let table = f16_table();
+            let table: &[f64; 65536] = f16_table().try_into().expect("every f16");
             for (k, c) in bytes.chunks_exact(2).enumerate() {
                 out[k * stride] = table[usize::from(u16::from_le_bytes([c[0], c[1]]))];
             }
@@ -255,45 +490,11 @@ pub(crate) fn decode_fast(dtype: DType, bytes: &[u8], out: &mut [f64], stride: u
                 out[k * stride] = f64::from(float::bf16_to_f32(u16::from_le_bytes([c[0], c[1]])));
             }
         }
-        // x = d·(q − 8) + 0 (the + 0 turns −0 into +0, as the block decoder does).
-        DType::Q4_0 => legacy::<18>(bytes, out, stride, |b, v| {
-            let d = f16_at(b, 0);
-            let q = nibbles(&b[2..18]);
-            for j in 0..32 {
-                v[j] = d * f64::from(q[j] - 8) + 0.0;
-            }
-        }),
-        DType::Q4_1 => legacy::<20>(bytes, out, stride, |b, v| {
-            let (d, m) = (f16_at(b, 0), f16_at(b, 2));
-            let q = nibbles(&b[4..20]);
-            for j in 0..32 {
-                v[j] = d * f64::from(q[j]) + m;
-            }
-        }),
-        DType::Q5_0 => legacy::<22>(bytes, out, stride, |b, v| {
-            let d = f16_at(b, 0);
-            let h = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
-            let q = nibbles(&b[6..22]);
-            for j in 0..32 {
-                let q = q[j] | (((h >> j) & 1) << 4) as i32;
-                v[j] = d * f64::from(q - 16) + 0.0;
-            }
-        }),
-        DType::Q5_1 => legacy::<24>(bytes, out, stride, |b, v| {
-            let (d, m) = (f16_at(b, 0), f16_at(b, 2));
-            let h = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
-            let q = nibbles(&b[8..24]);
-            for j in 0..32 {
-                let q = q[j] | (((h >> j) & 1) << 4) as i32;
-                v[j] = d * f64::from(q) + m;
-            }
-        }),
-        DType::Q8_0 => legacy::<34>(bytes, out, stride, |b, v| {
-            let d = f16_at(b, 0);
-            for j in 0..32 {
-                v[j] = d * f64::from(b[2 + j] as i8);
-            }
-        }),
+        DType::Q4_0 => legacy::<FastQ4_0>(bytes, out, stride),
+        DType::Q4_1 => legacy::<FastQ4_1>(bytes, out, stride),
+        DType::Q5_0 => legacy::<FastQ5_0>(bytes, out, stride),
+        DType::Q5_1 => legacy::<FastQ5_1>(bytes, out, stride),
+        DType::Q8_0 => legacy::<FastQ8_0>(bytes, out, stride),
         _ => unreachable!("fast_format is false for {dtype}"),
     }
 }
@@ -336,15 +537,26 @@ pub(crate) fn gemm(
             let n_all = job.b_rows.len();
             // out[n][0..mt]: this task's part of every dst row of the job.
             let mut out = vec![0.0; n_all * mt];
-            let mut panel = vec![0.0; panels * KB * LANES];
-            let mut tmp = vec![0.0; KB];
+            // Few B rows (mat-vec): long k blocks, so that each A row is read in long
+            // sequential runs (prefetch-friendly); the panel then lives in L2, which is fine as
+            // it is used by few rows. Many B rows: short blocks, the panel stays in L1.
+            let kb = if n_all <= 8 { KB_FEW } else { KB };
+            let mut panel = vec![0.0; kb * LANES];
+            let mut tmp = vec![0.0; kb];
             let mut b_slices: Vec<&[f64]> = Vec::with_capacity(NCH);
             for n0 in (0..n_all).step_by(NCH) {
                 let nch = NCH.min(n_all - n0);
                 // acc[p][n]: panel p's tile row for B row n0 + n.
                 let mut acc = vec![[init; LANES]; panels * nch];
-                for k0 in (0..k).step_by(KB) {
-                    let kn = KB.min(k - k0);
+                for k0 in (0..k).step_by(kb) {
+                    let kn = kb.min(k - k0);
+                    b_slices.clear();
+                    b_slices.extend(
+                        job.b_rows[n0..n0 + nch]
+                            .iter()
+                            .map(|&r| &bv[r * k + k0..r * k + k0 + kn]),
+                    );
+                    // One panel at a time: packed, then used by every B row while in L1.
                     for p in 0..panels {
                         let mp = LANES.min(mt - p * LANES);
                         pack_panel(
@@ -355,19 +567,11 @@ pub(crate) fn gemm(
                             (k0, kn),
                             values,
                             &mut tmp,
-                            &mut panel[p * KB * LANES..],
+                            &mut panel,
                         )?;
-                    }
-                    b_slices.clear();
-                    b_slices.extend(
-                        job.b_rows[n0..n0 + nch]
-                            .iter()
-                            .map(|&r| &bv[r * k + k0..r * k + k0 + kn]),
-                    );
-                    for p in 0..panels {
                         block(
                             kn,
-                            &panel[p * KB * LANES..],
+                            &panel,
                             LANES,
                             &b_slices,
                             &mut acc[p * nch..(p + 1) * nch],
@@ -393,16 +597,22 @@ pub(crate) fn gemm(
     Ok(())
 }
 
-/// A zeroed f64 buffer of `n` values, or [`crate::Error::Shape`] when `n` values cannot be
-/// addressed (instead of a capacity-overflow panic).
+/// A zeroed f64 buffer of `n` values (None: more than a usize can count), or
+/// [`crate::Error::Shape`] when they cannot be allocated (instead of a capacity-overflow panic
+/// or an abort).
 pub(crate) fn zeroed(op: &'static str, n: Option<usize>) -> Result<Vec<f64>> {
-    match n {
-        Some(n) if n <= isize::MAX as usize / 8 => Ok(vec![0.0; n]),
-        _ => Err(crate::Error::Shape {
-            op,
-            reason: "the result has too many elements to address".into(),
-        }),
-    }
+    let too_large = |n: Option<usize>| crate::Error::Shape {
+        op,
+        reason: match n {
+            Some(n) => format!("the result's {n} values do not fit in memory"),
+            None => "the result has too many elements to address".into(),
+        },
+    };
+    let n = n.ok_or_else(|| too_large(None))?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| too_large(Some(n)))?;
+    v.resize(n, 0.0);
+    Ok(v)
 }
 
 #[cfg(test)]
@@ -435,12 +645,20 @@ mod tests {
         check(DType::Bf16, &all16);
         let mut seed = 12345u64;
         let mut byte = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 56) as u8
         };
         let f32s: Vec<u8> = (0..4 * 4096).map(|_| byte()).collect();
         check(DType::F32, &f32s);
-        for dtype in [DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0] {
+        for dtype in [
+            DType::Q4_0,
+            DType::Q4_1,
+            DType::Q5_0,
+            DType::Q5_1,
+            DType::Q8_0,
+        ] {
             assert!(fast_format(dtype));
             let bytes: Vec<u8> = (0..dtype.block_bytes() * 4096).map(|_| byte()).collect();
             check(dtype, &bytes);
@@ -459,12 +677,22 @@ mod tests {
             match seed % 16 {
                 0 => 0.0,
                 1 => -0.0,
-                _ => ((seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 2f64.powi((seed % 40) as i32 - 20),
+                _ => {
+                    ((seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5)
+                        * 2f64.powi((seed % 40) as i32 - 20)
+                }
             }
         };
-        for (kn, nrows, stride) in [(1, 1, LANES), (7, 5, LANES), (300, 9, LANES + 3), (64, 4, 40)] {
+        for (kn, nrows, stride) in [
+            (1, 1, LANES),
+            (7, 5, LANES),
+            (300, 9, LANES + 3),
+            (64, 4, 40),
+        ] {
             let a: Vec<f64> = (0..kn * stride + LANES).map(|_| next()).collect();
-            let b: Vec<Vec<f64>> = (0..nrows).map(|_| (0..kn).map(|_| next()).collect()).collect();
+            let b: Vec<Vec<f64>> = (0..nrows)
+                .map(|_| (0..kn).map(|_| next()).collect())
+                .collect();
             let b_refs: Vec<&[f64]> = b.iter().map(|r| r.as_slice()).collect();
             let want: Vec<[f64; LANES]> = b
                 .iter()

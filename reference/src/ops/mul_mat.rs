@@ -1,4 +1,4 @@
-//! GGML_OP_MUL_MAT: dst[i3][i2][n][m] = Σ_k a[i3/r3][i2/r2][m][k] · b[i3][i2][n][k], with
+//! GGML_OP_MUL_MAT: `dst[i3][i2][n][m] = Σ_k a[i3/r3][i2/r2][m][k] · b[i3][i2][n][k]`, with
 //! broadcast factors r2 = ne12/ne02 and r3 = ne13/ne03 (ggml_mul_mat semantics).
 //!
 //! | operand | shape (ne0, ne1, ne2, ne3) | type |
@@ -7,27 +7,32 @@
 //! | b | (K, N, ne12, ne13), ne12 % ne02 = ne13 % ne03 = 0 | f32, f16 or bf16; any strides |
 //! | dst | (M, N, ne12, ne13) | exact values (f64) |
 //!
-//! Each output is the dot product of the exact element values summed in f64 in k order (see
-//! [`kernel`](super::kernel) for how that order is kept while the work is tiled, vectorized and
-//! spread over all cores). A is decoded on the fly, 16 rows × 256 elements at a time; b is
-//! decoded once (it is the small operand of an LLM layer).
+//! Each output is the dot product of the exact element values, summed in f64 in k order:
+//! `((s₀ + a₀b₀) + a₁b₁) + …` with s₀ the value of an empty `Iterator::sum`, every product and
+//! every sum rounded once. The work is tiled, vectorized and spread over all cores without
+//! changing that order (README "Speed"); a is decoded on the fly, 16 rows × a k block at a
+//! time, never as a whole; b is decoded once (the small operand of an LLM layer).
 //!
 //! ```
 //! use vkdiff_reference::ops::mul_mat::mul_mat;
 //! use vkdiff_reference::tensor::Tensor;
 //! use vkdiff_reference::DType;
 //!
-//! // a: two rows of 32 values in q8_0 (row 0: all 1, row 1: 0, 1, 2, …); b: one f32 row of 0.5.
-//! let a_vals: Vec<f32> = (0..64).map(|i| if i < 32 { 1.0 } else { (i - 32) as f32 }).collect();
+//! // a: M = 2 rows of K = 32 in q8_0. Integers whose largest magnitude is 127 quantize
+//! // exactly (the block scale is 1).
+//! let a_vals: Vec<f32> = (0..64)
+//!     .map(|i| if i % 32 == 0 { 127.0 } else { (i % 7) as f32 - 3.0 })
+//!     .collect();
 //! let a = Tensor::from_f32(DType::Q8_0, [32, 2, 1, 1], &a_vals)?;
-//! let b = Tensor::from_f32(DType::F32, [32, 1, 1, 1], &[0.5; 32])?;
+//! // b: N = 1 row of f32.
+//! let b_vals: Vec<f32> = (0..32).map(|k| 0.5 * k as f32).collect();
+//! let b = Tensor::from_f32(DType::F32, [32, 1, 1, 1], &b_vals)?;
 //! let dst = mul_mat(&a, &b)?;
-//! assert_eq!(dst.ne, [2, 1, 1, 1]);
-//! // Row 0 is exact in q8_0 (d = 1/127, rounded to f16, times q = 127 is not exactly 1, so take
-//! // the exact decoded values rather than the inputs): dst = Σ a·b over what a really holds.
-//! let a_exact = a.rows()?;
-//! let want0: f64 = a_exact[..32].iter().map(|x| x * 0.5).sum();
-//! assert_eq!(dst.values[0], want0);
+//! assert_eq!(dst.ne, [2, 1, 1, 1]); // (M, N, ne12, ne13)
+//! for m in 0..2 {
+//!     let want: f64 = (0..32).map(|k| f64::from(a_vals[32 * m + k]) * f64::from(b_vals[k])).sum();
+//!     assert_eq!(dst.values[m], want);
+//! }
 //! # Ok::<(), vkdiff_reference::Error>(())
 //! ```
 
@@ -79,9 +84,12 @@ pub fn check<'a, 'b>(
     Ok([na[1], nb[1], nb[2], nb[3]])
 }
 
-/// The exact product: dst[i3][i2][n][m] = Σ_k a[i3/r3][i2/r2][m][k] · b[i3][i2][n][k], each
+/// The exact product: `dst[i3][i2][n][m] = Σ_k a[i3/r3][i2/r2][m][k] · b[i3][i2][n][k]`, each
 /// output summed in f64 in k order. Takes `&Tensor` or `&TensorView` (or a `TensorView`).
-pub fn mul_mat<'a, 'b>(a: impl Into<TensorView<'a>>, b: impl Into<TensorView<'b>>) -> Result<Output> {
+pub fn mul_mat<'a, 'b>(
+    a: impl Into<TensorView<'a>>,
+    b: impl Into<TensorView<'b>>,
+) -> Result<Output> {
     product(&a.into(), &b.into(), Values::Exact)
 }
 

@@ -1,6 +1,6 @@
 //! GGML_OP_MUL_MAT_ID (ggml_mul_mat_id(ctx, as, b, ids)), the mixture-of-experts product: for
-//! token t < n_tokens and expert slot e < n_used, with x = ids[t][e],
-//! dst[t][e][m] = Σ_k as[x][m][k] · b[t][e mod ne11][k].
+//! token t < n_tokens and expert slot e < n_used, with x = `ids[t][e]`,
+//! `dst[t][e][m] = Σ_k as[x][m][k] · b[t][e mod ne11][k]`.
 //!
 //! | operand | shape (ne0, ne1, ne2, ne3) | type |
 //! |---|---|---|
@@ -117,8 +117,23 @@ pub fn expert_ids<'a, 'c>(
         .collect()
 }
 
-/// The exact product: dst[t][e][m] = Σ_k as[ids[t][e]][m][k] · b[t][e mod ne11][k], each
+/// The exact product: `dst[t][e][m] = Σ_k as[ids[t][e]][m][k] · b[t][e mod ne11][k]`, each
 /// output summed in f64 in k order. [`Error::Value`] for an id outside [0, n_as).
+///
+/// ```
+/// use vkdiff_reference::ops::mul_mat_id::mul_mat_id;
+/// use vkdiff_reference::{DType, Tensor};
+///
+/// // Two 2×2 experts (K = 2, M = 2): E0 = identity, E1 = [[1, 1], [1, −1]].
+/// let experts = Tensor::from_f32(DType::F32, [2, 2, 2, 1], &[1., 0., 0., 1., 1., 1., 1., -1.])?;
+/// // One token routed to both experts (n_used = 2), one b row per token (ne11 = 1).
+/// let b = Tensor::from_f32(DType::F32, [2, 1, 1, 1], &[3., 4.])?;
+/// let ids = Tensor::from_bytes(DType::I32, [2, 1, 1, 1], [1i32, 0].iter().flat_map(|x| x.to_le_bytes()).collect())?;
+/// let dst = mul_mat_id(&experts, &b, &ids)?;
+/// assert_eq!(dst.ne, [2, 2, 1, 1]); // (M, n_used, n_tokens, 1)
+/// assert_eq!(dst.values, vec![7., -1., 3., 4.]); // slot 0: E1·b, slot 1: E0·b
+/// # Ok::<(), vkdiff_reference::Error>(())
+/// ```
 pub fn mul_mat_id<'a, 'b, 'c>(
     as_: impl Into<TensorView<'a>>,
     b: impl Into<TensorView<'b>>,

@@ -64,7 +64,15 @@ pub fn mul_mat_id(as_: &Tensor, b: &Tensor, ids: &Tensor, magnitude: bool) -> Ou
 
 /// RWKV-7 by definition, the state row-major: for each row i, sa = Σ_j St[i][j]·a_j, then
 /// St'[i][j] = St[i][j]·w_j + v_i·k_j + sa·b_j and y_i = Σ_j St'[i][j]·r_j.
-pub fn wkv7(r: &Tensor, w: &Tensor, k: &Tensor, v: &Tensor, a: &Tensor, b: &Tensor, state: &Tensor) -> Output {
+pub fn wkv7(
+    r: &Tensor,
+    w: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    state: &Tensor,
+) -> Output {
     let [s, h, t, _] = r.ne();
     let seqs = state.ne()[1];
     let c = s * h;

@@ -56,7 +56,9 @@ impl Rng {
         if !dtype.is_quantized() {
             return Tensor::from_f32(dtype, ne, &self.values(n)).unwrap();
         }
-        let mut bytes: Vec<u8> = (0..dtype.row_bytes(n).unwrap()).map(|_| self.next() as u8).collect();
+        let mut bytes: Vec<u8> = (0..dtype.row_bytes(n).unwrap())
+            .map(|_| self.next() as u8)
+            .collect();
         for block in bytes.chunks_exact_mut(dtype.block_bytes()) {
             for &at in dtype.f16_fields() {
                 let d = half::f16::from_f32((self.unit() - 0.3) * 0.05);
@@ -79,7 +81,11 @@ impl Rng {
         let row = ne0 * elem + self.below(2) * 8;
         let permute = self.below(2) == 0;
         // Storage order (i0, i1, i2, i3) or (i0, i2, i1, i3).
-        let (nb1, nb2) = if permute { (row * ne2, row) } else { (row, row * ne1) };
+        let (nb1, nb2) = if permute {
+            (row * ne2, row)
+        } else {
+            (row, row * ne1)
+        };
         let nb3 = row * ne1 * ne2;
         let mut data = vec![0u8; nb3 * ne3];
         let dense = t.data();
@@ -145,7 +151,13 @@ fn mul_mat_is_the_definition_bit_for_bit() {
         let at = rng.pick(A_TYPES);
         let bt = rng.pick(&[DType::F32, DType::F16, DType::Bf16]);
         let blocks = rng.pick(&[1, 1, 2, 3, 9, 17]);
-        let k = at.block_len() * blocks * if at.block_len() == 1 { rng.pick(&[1, 7, 32, 300]) } else { 1 };
+        let k = at.block_len()
+            * blocks
+            * if at.block_len() == 1 {
+                rng.pick(&[1, 7, 32, 300])
+            } else {
+                1
+            };
         let m = rng.pick(&[1, 2, 15, 16, 17, 63, 64, 65, 130]);
         let n = rng.pick(&[1, 1, 2, 3, 4, 5, 9, 300]);
         let (ne02, ne03) = (rng.pick(&[1, 2]), rng.pick(&[1, 2]));
@@ -158,10 +170,14 @@ fn mul_mat_is_the_definition_bit_for_bit() {
         let a = rng.restride(&a);
         let b = rng.restride(&b);
         let what = format!("case {case}: {at} {:?} × {bt} {:?}", a.ne(), b.ne());
-        same_bits(&what, &mul_mat(&a, &b).unwrap(), &naive::mul_mat(&a, &b, false));
+        same_bits(
+            &what,
+            &mul_mat(&a, &b).unwrap(),
+            &naive::mul_mat(&a, &b, false),
+        );
         same_bits(
             &format!("{what} (magnitude)"),
-            &mul_mat_magnitude(a.view(), &b.view()).unwrap(),
+            &mul_mat_magnitude(a.view(), b.view()).unwrap(),
             &naive::mul_mat(&a, &b, true),
         );
     }
@@ -172,7 +188,11 @@ fn mul_mat_of_all_negative_zero_products_keeps_the_sums_sign() {
     // Every product −0: the sum is Σ's empty value plus −0s, whatever that is, in both paths.
     let a = Tensor::from_f32(DType::F32, [3, 20, 1, 1], &[-0.0; 60]).unwrap();
     let b = Tensor::from_f32(DType::F32, [3, 2, 1, 1], &[0.0; 6]).unwrap();
-    same_bits("−0", &mul_mat(&a, &b).unwrap(), &naive::mul_mat(&a, &b, false));
+    same_bits(
+        "−0",
+        &mul_mat(&a, &b).unwrap(),
+        &naive::mul_mat(&a, &b, false),
+    );
 }
 
 #[test]
@@ -194,7 +214,12 @@ fn mul_mat_id_is_the_definition_bit_for_bit() {
             .flat_map(|_| (rng.below(n_as) as i32).to_le_bytes())
             .collect();
         let ids = Tensor::from_bytes(DType::I32, [n_used, tokens, 1, 1], ids).unwrap();
-        let what = format!("case {case}: {at} {:?} × {bt} {:?}, ids {:?}", as_.ne(), b.ne(), ids.ne());
+        let what = format!(
+            "case {case}: {at} {:?} × {bt} {:?}, ids {:?}",
+            as_.ne(),
+            b.ne(),
+            ids.ne()
+        );
         same_bits(
             &what,
             &mul_mat_id(&as_, &b, &ids).unwrap(),
@@ -236,7 +261,11 @@ fn wkv7_is_the_definition_bit_for_bit() {
         })
         .unwrap();
         let want = naive::wkv7(&r, &w, &k, &v, &a, &b, &state);
-        same_bits(&format!("case {case}: S {s} H {h} T {t} B {seqs}"), &got, &want);
+        same_bits(
+            &format!("case {case}: S {s} H {h} T {t} B {seqs}"),
+            &got,
+            &want,
+        );
         // Views work the same way.
         let views = [&r, &w, &k, &v, &a, &b, &state].map(|x| x.view());
         let got = wkv7(&Wkv7Inputs {
@@ -260,9 +289,7 @@ fn mask(rng: &mut Rng, kv: usize, n: usize, planes: [usize; 2]) -> Tensor {
     let v: Vec<f32> = (0..kvp * np * planes[0] * planes[1])
         .map(|i| {
             let (j, row) = (i % kvp, i / kvp);
-            if full_row && row % 5 == 1 {
-                f32::NEG_INFINITY
-            } else if rng.below(4) == 0 && j % 3 != 0 {
+            if (full_row && row % 5 == 1) || (rng.below(4) == 0 && j % 3 != 0) {
                 f32::NEG_INFINITY
             } else {
                 (rng.unit() - 0.5) * 4.0
@@ -276,11 +303,26 @@ fn mask(rng: &mut Rng, kv: usize, n: usize, planes: [usize; 2]) -> Tensor {
 fn flash_attn_is_the_definition_bit_for_bit() {
     let mut rng = Rng(4);
     for case in 0..50 {
-        let kt = rng.pick(&[DType::F16, DType::F16, DType::F32, DType::Q8_0, DType::Q4_0, DType::Q4_1]);
+        let kt = rng.pick(&[
+            DType::F16,
+            DType::F16,
+            DType::F32,
+            DType::Q8_0,
+            DType::Q4_0,
+            DType::Q4_1,
+        ]);
         let vt = rng.pick(&[DType::F16, DType::F32, DType::Q8_0, DType::Q5_0]);
         let quant = kt.is_quantized() || vt.is_quantized();
-        let dk = if quant { rng.pick(&[32, 64]) } else { rng.pick(&[1, 4, 16, 20, 64]) };
-        let dv = if vt.is_quantized() { rng.pick(&[32, dk.max(32)]) } else { rng.pick(&[dk, dk + 3]) };
+        let dk = if quant {
+            rng.pick(&[32, 64])
+        } else {
+            rng.pick(&[1, 4, 16, 20, 64])
+        };
+        let dv = if vt.is_quantized() {
+            rng.pick(&[32, dk.max(32)])
+        } else {
+            rng.pick(&[dk, dk + 3])
+        };
         let kv = rng.pick(&[1, 2, 5, 16, 17, 40, 300]);
         let n = rng.pick(&[1, 3, 16, 17, 40]);
         let hk = rng.pick(&[1, 2]);
@@ -298,7 +340,11 @@ fn flash_attn_is_the_definition_bit_for_bit() {
         });
         let params = FlashAttnParams {
             scale: rng.pick(&[1.0, 0.125, 0.7]),
-            max_bias: if with_mask { rng.pick(&[0.0, 0.0, 8.0]) } else { 0.0 },
+            max_bias: if with_mask {
+                rng.pick(&[0.0, 0.0, 8.0])
+            } else {
+                0.0
+            },
             logit_softcap: rng.pick(&[0.0, 0.0, 30.0]),
         };
         // Now and then a non-finite V element (the checked path).
@@ -333,7 +379,11 @@ fn flash_attn_is_the_definition_bit_for_bit() {
             same_values(&format!("{what} logits"), &g.logits, &w.logits);
             same_values(&format!("{what} weights"), &g.weights, &w.weights);
         }
-        same_bits(&format!("{what} (values only)"), &flash_attn(&inputs).unwrap(), &want);
+        same_bits(
+            &format!("{what} (values only)"),
+            &flash_attn(&inputs).unwrap(),
+            &want,
+        );
         // Through views.
         let (qv, kv_, vv) = (q.view(), k.view(), v.view());
         let mv = m.as_ref().map(|m| m.view());
@@ -344,13 +394,20 @@ fn flash_attn_is_the_definition_bit_for_bit() {
             mask: mv.as_ref(),
             params,
         };
-        same_bits(&format!("{what} (views)"), &flash_attn(&views).unwrap(), &want);
+        same_bits(
+            &format!("{what} (views)"),
+            &flash_attn(&views).unwrap(),
+            &want,
+        );
     }
 }
 
 #[test]
 fn views_of_borrowed_bytes_need_no_copy() {
-    let bytes: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let bytes: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
     let a = TensorView::from_bytes(DType::F32, [2, 2, 1, 1], &bytes).unwrap();
     let b = TensorView::from_bytes(DType::F32, [2, 1, 1, 1], &bytes[..8]).unwrap();
     assert_eq!(mul_mat(a, b).unwrap().values, vec![5.0, 11.0]);

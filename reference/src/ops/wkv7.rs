@@ -2,7 +2,8 @@
 //!
 //! With head size S, H heads, C = S·H channels, T tokens in B equal sequences: for each
 //! sequence, head and token, with the S×S state St (i = value row, j = key column),
-//! sa_i = Σ_j a_j·St[i][j];  St'[i][j] = St[i][j]·w_j + v_i·k_j + sa_i·b_j;  y_i = Σ_j r_j·St'[i][j].
+//! `sa_i = Σ_j a_j·St[i][j]`;  `St'[i][j] = St[i][j]·w_j + v_i·k_j + sa_i·b_j`;
+//! `y_i = Σ_j r_j·St'[i][j]`.
 //! dst is (C, T + S·B): rows 0..T are y, then each sequence's final state.
 
 use rayon::prelude::*;
@@ -65,7 +66,10 @@ impl<T: AsTensorView + ?Sized> Wkv7Inputs<'_, T> {
     pub fn dims(&self) -> Result<Wkv7Dims> {
         let views = self.views();
         let [s, h, t, _] = views[0].ne();
-        for (what, x) in ["r", "w", "k", "v", "a", "b", "state"].into_iter().zip(views) {
+        for (what, x) in ["r", "w", "k", "v", "a", "b", "state"]
+            .into_iter()
+            .zip(views)
+        {
             if x.dtype() != DType::F32 {
                 return Err(Error::Type {
                     op: OP,
@@ -118,6 +122,25 @@ fn f32_at(data: &[u8], i: usize) -> f64 {
     ))
 }
 
+/// Tokens ahead whose inputs are prefetched.
+const PREFETCH: usize = 4;
+
+/// Hints the CPU to bring `bytes` into cache (a no-op where there is no such hint).
+#[inline(always)]
+fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in bytes.chunks(64) {
+        // SAFETY: SSE is part of x86_64; a prefetch never faults and `line` is a valid address.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                line.as_ptr() as *const i8
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
 /// Lanes of i kept in registers across the loops over j.
 const CH: usize = 32;
 
@@ -144,6 +167,14 @@ fn head_body(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec
     let mut sa = vec![0.0; s];
     for tt in 0..tokens {
         let at = (seq * tokens + tt) * c + head * s;
+        // A token's S inputs are C·4 bytes after the previous token's: too far apart for the
+        // hardware prefetcher (they cross a page every token), so ask for them ahead.
+        if tt + PREFETCH < tokens {
+            let ahead = 4 * (at + PREFETCH * c);
+            for bytes in &data[..6] {
+                prefetch(&bytes[ahead..ahead + 4 * s]);
+            }
+        }
         for (vec, bytes) in vecs.chunks_exact_mut(s).zip(data) {
             for (j, o) in vec.iter_mut().enumerate() {
                 *o = f32_at(bytes, at + j);
@@ -162,7 +193,7 @@ fn head_body(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec
             for (row, &aj) in st.chunks_exact(s).zip(a) {
                 let row: &[f64; CH] = row[i0..i0 + CH].try_into().expect("CH lanes");
                 for l in 0..CH {
-                    acc[l] = acc[l] + row[l] * aj;
+                    acc[l] += row[l] * aj;
                 }
             }
             sa[i0..i0 + CH].copy_from_slice(&acc);
@@ -171,7 +202,7 @@ fn head_body(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec
         for i in i0..s {
             let mut acc = init;
             for (row, &aj) in st.chunks_exact(s).zip(a) {
-                acc = acc + row[i] * aj;
+                acc += row[i] * aj;
             }
             sa[i] = acc;
         }
@@ -179,15 +210,16 @@ fn head_body(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec
         let mut i0 = 0;
         while i0 + CH <= s {
             let mut acc = [init; CH];
-            let vc: &[f64; CH] = v[i0..i0 + CH].try_into().expect("CH lanes");
-            let sc: &[f64; CH] = sa[i0..i0 + CH].try_into().expect("CH lanes");
+            // Local copies: no aliasing with the state rows, so everything stays in registers.
+            let vc: [f64; CH] = v[i0..i0 + CH].try_into().expect("CH lanes");
+            let sc: [f64; CH] = sa[i0..i0 + CH].try_into().expect("CH lanes");
             for (j, row) in st.chunks_exact_mut(s).enumerate() {
                 let (wj, kj, bj, rj) = (w[j], k[j], b[j], r[j]);
                 let row: &mut [f64; CH] = (&mut row[i0..i0 + CH]).try_into().expect("CH lanes");
                 for l in 0..CH {
                     let x = row[l] * wj + vc[l] * kj + sc[l] * bj;
                     row[l] = x;
-                    acc[l] = acc[l] + x * rj;
+                    acc[l] += x * rj;
                 }
             }
             y[i0..i0 + CH].copy_from_slice(&acc);
@@ -198,7 +230,7 @@ fn head_body(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec
             for (j, row) in st.chunks_exact_mut(s).enumerate() {
                 let x = row[i] * w[j] + v[i] * k[j] + sa[i] * b[j];
                 row[i] = x;
-                acc = acc + x * r[j];
+                acc += x * r[j];
             }
             y[i] = acc;
         }
@@ -215,13 +247,23 @@ fn head_body(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn head_avx512(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec<f64>, Vec<f64>) {
+unsafe fn head_avx512(
+    data: &[&[u8]; 7],
+    dims: Wkv7Dims,
+    seq: usize,
+    head: usize,
+) -> (Vec<f64>, Vec<f64>) {
     head_body(data, dims, seq, head)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
-unsafe fn head_avx(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec<f64>, Vec<f64>) {
+unsafe fn head_avx(
+    data: &[&[u8]; 7],
+    dims: Wkv7Dims,
+    seq: usize,
+    head: usize,
+) -> (Vec<f64>, Vec<f64>) {
     head_body(data, dims, seq, head)
 }
 
