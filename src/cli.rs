@@ -153,7 +153,8 @@ pub enum Command {
         /// Only variants whose name contains this, e.g. q4_0.
         #[arg(long)]
         variant: Option<String>,
-        /// Only files whose name contains this (repeatable), e.g. --file wkv7.comp.
+        /// Only files whose name contains this (repeatable), e.g. --file wkv7.comp; with
+        /// :LINE only that line's mutants, e.g. --file wkv7.comp:89.
         #[arg(long = "file")]
         files: Vec<String>,
         /// Cases per variant and mutant (the same cases as `vkdiff run --seed`).

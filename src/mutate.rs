@@ -632,7 +632,8 @@ pub struct Options {
     pub ops: Vec<String>,
     /// Only variants whose name contains this.
     pub variant: Option<String>,
-    /// Only files whose name contains one of these (empty: all).
+    /// Only files whose name contains one of these (empty: all); `name:LINE` keeps only that
+    /// line's mutants (to re-judge survivors, say with more cases).
     pub files: Vec<String>,
     /// Cases per variant.
     pub cases: u32,
@@ -860,15 +861,42 @@ fn run_order(mutants: &[Mutant], seed: u64) -> Vec<usize> {
     order
 }
 
-/// First line of a compiler message that says what is wrong.
+/// The file part of a `--file` filter (`name` or `name:LINE`).
+fn file_part(filter: &str) -> &str {
+    match filter.rsplit_once(':') {
+        Some((f, line)) if line.parse::<usize>().is_ok() => f,
+        _ => filter,
+    }
+}
+
+/// True when `m` passes the `--file` filters (none: all).
+fn wanted(filters: &[String], m: &Mutant) -> bool {
+    filters.is_empty()
+        || filters.iter().any(|s| {
+            let line = s
+                .rsplit_once(':')
+                .and_then(|(_, l)| l.parse::<usize>().ok());
+            m.file.contains(file_part(s)) && line.is_none_or(|l| l == m.line)
+        })
+}
+
+/// The compiler's first error line, without the tree's path.
 fn first_error(message: &str) -> String {
-    message
+    let line = message
         .lines()
-        .find(|l| l.contains("error"))
-        .or_else(|| message.lines().next())
+        .find(|l| l.contains(": error:"))
+        .or_else(|| message.lines().find(|l| l.contains("error")))
         .unwrap_or("")
-        .trim()
-        .to_string()
+        .trim();
+    // "/path/to/tree/file.comp:15: error: ..." → "file.comp:15: error: ...".
+    match line.find(": error:") {
+        Some(at) => {
+            let place = &line[..at];
+            let short = place.rsplit('/').next().unwrap_or(place);
+            format!("{short}{}", &line[at..])
+        }
+        None => line.to_string(),
+    }
 }
 
 /// Runs every selected variant on the original tree (in this process): those that pass take
@@ -978,7 +1006,7 @@ pub fn run(opts: &Options) -> Result<MutationReport, String> {
     let files: BTreeSet<String> = closures
         .values()
         .flatten()
-        .filter(|f| opts.files.is_empty() || opts.files.iter().any(|s| f.contains(s.as_str())))
+        .filter(|f| opts.files.is_empty() || opts.files.iter().any(|s| f.contains(file_part(s))))
         .cloned()
         .collect();
     let mut sources = BTreeMap::new();
@@ -987,7 +1015,10 @@ pub fn run(opts: &Options) -> Result<MutationReport, String> {
     for f in &files {
         let src = std::fs::read_to_string(opts.shaders.join(f))
             .map_err(|e| format!("{}: {e}", opts.shaders.join(f).display()))?;
-        let ms = generate(f, &src);
+        let ms: Vec<Mutant> = generate(f, &src)
+            .into_iter()
+            .filter(|m| wanted(&opts.files, m))
+            .collect();
         generated_per_file.insert(f.clone(), ms.len());
         mutants.extend(ms);
         sources.insert(f.clone(), src);
@@ -1027,7 +1058,7 @@ pub fn run(opts: &Options) -> Result<MutationReport, String> {
             reference.insert(sv.clone(), s.hash);
         }
     }
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?;
+    let exe = crate::cli::own_executable()?;
     let mut args = vec!["--shaders".to_string(), tree_dir.display().to_string()];
     if let Some(d) = &opts.device {
         args.extend(["--device".to_string(), d.clone()]);

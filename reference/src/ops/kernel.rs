@@ -11,9 +11,13 @@
 //!   B, all accumulators live in registers, vectorized across the lanes (16 different dot
 //!   products, each still sequential in k). It is compiled three times (AVX-512, AVX, baseline)
 //!   and picked at run time; the lanes are independent, so every version gives identical bits.
-//! * A is decoded on the fly, [`KB`] elements of [`LANES`] rows at a time, into a small
-//!   transposed panel (k-major) that stays in L1: no decoded copy of the whole matrix is ever
-//!   made.
+//!   Code that must get those target features avoids closures (a closure is compiled without
+//!   its caller's features).
+//! * A is decoded on the fly, a k block of [`LANES`] rows at a time, into a small transposed
+//!   panel (k-major): no decoded copy of the whole matrix is ever made. With many B rows the
+//!   block is [`KB`] long and the panel stays in L1 while every B row uses it; with few (a
+//!   mat-vec) it is `KB_FEW` long, so that A is read in long sequential runs. Eight rows at a
+//!   time are decoded "vertically" (`transpose.rs`) for the common formats.
 //! * The k range is split into blocks whose partial sums are stored and reloaded between blocks
 //!   (an f64 store and load change nothing), so each output still sees k = 0, 1, 2, … in order.
 
@@ -440,7 +444,7 @@ fn high_bits(h: u32) -> [i32; 32] {
 
 /// Exact values of `bytes` (whole blocks of `dtype`, one of [`fast_format`]'s), element k
 /// written to `out[k·stride]`: the same values, bit for bit, as
-/// [`dequantize_into`](crate::formats::dequantize_into) (the same expressions on the same
+/// [`dequantize_into`] (the same expressions on the same
 /// operands; `fast_decode_is_dequantize` checks it), without its per-block copies.
 pub(crate) fn decode_fast(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) {
     #[cfg(target_arch = "x86_64")]
@@ -510,7 +514,7 @@ pub(crate) struct Job {
     pub dst_rows: Vec<usize>,
 }
 
-/// dst[dst_row][m] = Σ_k A[m][k] · B[b_row][k], sequential in k from `init`, for every job and
+/// `dst[dst_row][m] = Σ_k A[m][k] · B[b_row][k]`, sequential in k from `init`, for every job and
 /// every m < ne1 of A (A's elements decoded as `values`); `bv` holds B's decoded rows (K
 /// values each), `dst` the dst rows (ne1 of A values each).
 pub(crate) fn gemm(

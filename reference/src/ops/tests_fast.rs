@@ -324,7 +324,7 @@ fn flash_attn_is_the_definition_bit_for_bit() {
             rng.pick(&[dk, dk + 3])
         };
         let kv = rng.pick(&[1, 2, 5, 16, 17, 40, 300]);
-        let n = rng.pick(&[1, 3, 16, 17, 40]);
+        let n = rng.pick(&[1, 3, 16, 17, 40, 70]);
         let hk = rng.pick(&[1, 2]);
         let h = hk * rng.pick(&[1, 2, 3]);
         let hv = rng.pick(&[1, hk]);

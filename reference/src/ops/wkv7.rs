@@ -145,10 +145,10 @@ fn prefetch(bytes: &[u8]) {
 const CH: usize = 32;
 
 /// One (sequence, head): its y rows (tokens × S) and final state (S × S, row i = value row).
-/// The state is kept transposed (`st[j·S + i]` = St[i][j]) so that the S independent
+/// The state is kept transposed (`st[j·S + i]` = `St[i][j]`) so that the S independent
 /// per-row sums run side by side across i, each still sequential in j:
-/// sa_i = ((init + St[i][0]·a₀) + St[i][1]·a₁) + …, St'[i][j] = (St[i][j]·w_j + v_i·k_j) +
-/// sa_i·b_j and y_i = ((init + St'[i][0]·r₀) + …), exactly the reference's operation order.
+/// `sa_i = ((init + St[i][0]·a₀) + St[i][1]·a₁) + …`, `St'[i][j] = (St[i][j]·w_j + v_i·k_j) +
+/// sa_i·b_j` and `y_i = ((init + St'[i][0]·r₀) + …)`, exactly the reference's operation order.
 #[inline(always)]
 fn head_body(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec<f64>, Vec<f64>) {
     let Wkv7Dims { s, h, t, seqs } = dims;
