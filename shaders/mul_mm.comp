@@ -450,7 +450,7 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
         barrier();
     }
 
-    // Plain conditions, no early exits: lavapipe 22.3 miscompiles some loops with them.
+    // Store the owned outputs that lie inside M and the valid columns.
     [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
         const uint wt = warp_i + t * NUM_WARPS;
         if (computes && wt < WARP_TILES) {
