@@ -1503,6 +1503,21 @@ mod tests {
     }
 
     #[test]
+    fn file_filters_take_a_line() {
+        let m = generate("wkv7.comp", "void f()\n{\n    x = a < b;\n}\n").remove(0);
+        assert!(wanted(&[], &m));
+        assert!(wanted(&["wkv7".into()], &m));
+        assert!(wanted(&["wkv7.comp:3".into()], &m));
+        assert!(!wanted(&["wkv7.comp:4".into()], &m));
+        assert!(!wanted(&["types.comp".into()], &m));
+        assert_eq!(file_part("a.comp:12"), "a.comp");
+        assert_eq!(
+            first_error("2 compilation errors:\n/tmp/x/tree/a.comp:15: error: 'q' : undeclared\n"),
+            "a.comp:15: error: 'q' : undeclared"
+        );
+    }
+
+    #[test]
     fn run_order_is_seeded_and_spreads_over_files() {
         let ms: Vec<Mutant> = ["a", "a", "a", "b"]
             .iter()

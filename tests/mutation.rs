@@ -257,5 +257,5 @@ fn mul_mm_id_reading_expert_0_for_every_expert_is_caught_and_shrunk() {
     };
     // Minimal: two experts, one of them used by a slot, one element each.
     assert_eq!((c.k, c.m, c.n_as), (1, 1, 2), "shrunk to {c}");
-    assert!(c.ids().iter().any(|&x| x == 1), "shrunk to {c}");
+    assert!(c.ids().contains(&1), "shrunk to {c}");
 }

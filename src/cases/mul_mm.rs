@@ -560,6 +560,7 @@ mod tests {
     fn every_case_of_a_row_runs_that_row() {
         let caps = lavapipe();
         let mut runner = TestRunner::deterministic();
+        let mut ragged = 0;
         for (a, b, acc16) in families(false) {
             let name = family_name(a, b, acc16, false);
             let (mut aligned, mut split) = (0, 0);
@@ -577,9 +578,16 @@ mod tests {
                 assert!(c.m * c.n * c.k * c.ne02 * c.r2 * c.ne03 <= PRODUCTS.max(c.k * c.n * 4));
                 aligned += usize::from(p.dispatch.aligned);
                 split += usize::from(p.split_k > 1);
+                // §12 later-changed 6: an aligned split whose k_split is not a multiple of BK.
+                ragged += usize::from(
+                    p.dispatch.aligned
+                        && p.split_k > 1
+                        && p.k_split % p.dispatch.spec[3] as usize != 0,
+                );
             }
             assert!(aligned >= 2, "{name}: {aligned} aligned cases of 40");
             assert!(split >= 2, "{name}: {split} split cases of 40");
         }
+        assert!(ragged >= 1, "no aligned split with k_split % BK != 0");
     }
 }

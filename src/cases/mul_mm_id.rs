@@ -412,7 +412,7 @@ mod tests {
         let mut runner = TestRunner::deterministic();
         for (a, b, acc16) in families(true) {
             let name = family_name(a, b, acc16, true);
-            let mut chunked = 0;
+            let (mut chunked, mut overfull) = (0, 0);
             for _ in 0..40 {
                 let c = strategy(a, b, acc16)
                     .new_tree(&mut runner)
@@ -426,8 +426,22 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{c}: {e}"));
                 assert_eq!(p.staging.selection.name(false), name, "{c}");
                 chunked += usize::from(p.chunks.len() > 1);
+                // An expert with more (slot, token) matches in a chunk than the dispatch
+                // has columns (§8.5: upstream leaves those unwritten).
+                let ids = c.ids();
+                overfull += usize::from(p.chunks.iter().any(|ch| {
+                    let bn = ch.dispatch.spec[2] as usize;
+                    let cols = ch.tokens.div_ceil(bn) * bn;
+                    let chunk_ids =
+                        &ids[ch.token_start * c.n_used..(ch.token_start + ch.tokens) * c.n_used];
+                    (0..c.n_as as i32).any(|x| chunk_ids.iter().filter(|&&y| y == x).count() > cols)
+                }));
             }
             assert!(chunked >= 1, "{name}: no case spans several chunks");
+            assert!(
+                overfull >= 1,
+                "{name}: no expert has more matches than columns"
+            );
         }
     }
 

@@ -5,8 +5,8 @@
 
 pub mod flash_attn;
 pub mod mul_mat_vec;
-pub mod mul_mm;
 pub mod mul_mat_vec_id;
+pub mod mul_mm;
 pub mod wkv7;
 
 /// What one kernel run produced.
