@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The GPU run, in two halves because the GPU machine has a Vulkan driver but no Rust toolchain
+# and no Vulkan loader:
+#
+#   bash ci/gpu.sh stage              # here: build, strip into .devbin/, fetch the loader (.gl/)
+#   bash ci/gpu.sh campaign OUT [...] # there (through .gl/on-device.sh): the validated campaign
+#                                     # of every kernel, then the benchmarks, logs under OUT
+#
+# With the workplace's device tool: `run` with carry [".gl", ".devbin"] and the command
+#   bash ci/gpu.sh campaign $OUT
+# Extra arguments after OUT go to `vkdiff run` (e.g. --cases 1000 -o flash_attn).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+stage)
+    source ci/env.sh
+    [ -x .gl/on-device.sh ] || bash ../shared/device/prepare.sh
+    cargo build --release --quiet -p vkdiff
+    mkdir -p .devbin
+    cp "$CARGO_TARGET_DIR/release/vkdiff" .devbin/vkdiff
+    strip .devbin/vkdiff
+    echo "ci/gpu.sh: staged .devbin/vkdiff ($(du -h .devbin/vkdiff | cut -f1)); carry .gl and .devbin"
+    ;;
+campaign)
+    out="${2:?usage: ci/gpu.sh campaign OUT [vkdiff run args]}"
+    shift 2
+    mkdir -p "$out"
+    vk() { bash .gl/on-device.sh .devbin/vkdiff "$@"; }
+    vk devices > "$out/devices.txt" 2>&1 || true
+    # Every case under the validation layer; the report is written as results arrive, so a
+    # command stopped at its time limit still returns what it judged.
+    set +e
+    vk run --validate --out "$out/campaign" "$@" > "$out/campaign.log" 2>&1
+    status=$?
+    vk bench > "$out/bench.log" 2>&1
+    set -e
+    tail -n 120 "$out/campaign.log"
+    exit "$status"
+    ;;
+*)
+    sed -n '2,11p' "$0"
+    exit 2
+    ;;
+esac
