@@ -106,6 +106,9 @@ impl Verdict {
     /// A short explanation: the first failures and how many more.
     pub fn explain(&self) -> String {
         let mut s = String::new();
+        if !self.pipeline.is_empty() {
+            s.push_str(&format!("ran {}\n", self.pipeline));
+        }
         if self.overrun {
             s.push_str("the kernel wrote past the end of dst (guard bytes overwritten)\n");
         }

@@ -358,10 +358,10 @@ pub fn tanh_error(ax: f64) -> f64 {
 ///   its magnitude, see [`f16_decode_units`]); S = Σ_d q̂·k̂ in ACC_TYPE, any order of at most
 ///   D + 1 roundings per term (f16: every product and add rounds): γ_e(D + 1). So
 ///   σ_dot,j = [(1+ρq)(1+γ_e(D+1)) − 1]·|s'|Σ|q·k| + (1+ρq)(1+γ_e(D+1))·units·h·|s'|Σ|q|·mag(k)
-///   + 1.01·2⁻¹⁴·(c_q·Σ_d|k_jd| + |s'|Σ|q|) (flushed q̂ and k̂; c_q = 1 on cm1, 1 + |s'| on cm2)
-///   + [f16acc] (D + 1)·2⁻¹⁴. Softcap: tanh's bound in units of e, and the rounding of c·tanh
-///   to ACC_TYPE (u + e); mask: bias·(slope error + 3e) + 2e·|S_j| (slope, product and sum
-///   in ACC_TYPE).
+///   plus 1.01·2⁻¹⁴·(c_q·Σ_d|k_jd| + |s'|Σ|q|) (flushed q̂ and k̂; c_q = 1 on cm1, 1 + |s'| on
+///   cm2) plus, for f16 accumulators, (D + 1)·2⁻¹⁴. Softcap: tanh's bound in units of e, and
+///   the rounding of c·tanh to ACC_TYPE (u + e); mask: bias·(slope error + 3e) + 2e·|S_j|
+///   (slope, product and sum in ACC_TYPE).
 /// * Weights: as above with exp's unit ε_x (u on cm1, whose softmax is f32; e on cm2), the
 ///   rescale products in ACC_TYPE ((6ε_x + e) per rescale), plus h for P's rounding to f16,
 ///   plus ln 2 for a key that may fall below 2⁻¹⁴ in f16 (d_j + 2σ ≥ 9.6, as e^−9.7 = 2⁻¹⁴):
@@ -461,7 +461,10 @@ pub fn flash_attn_bounds(
     // The split-k reduce's f32 chain on top (the scalar depth already has it).
     let (g_pv, g_l) = if coop && split_k > 1 {
         let r = gamma(split_depth);
-        ((1.0 + g_pv) * (1.0 + r) - 1.0, (1.0 + g_l) * (1.0 + r) - 1.0)
+        (
+            (1.0 + g_pv) * (1.0 + r) - 1.0,
+            (1.0 + g_l) * (1.0 + r) - 1.0,
+        )
     } else {
         (g_pv, g_l)
     };
@@ -497,8 +500,7 @@ pub fn flash_attn_bounds(
             let k_over = (0..kv).filter(live).any(|j| x.k_max[j] > F16_MAX);
             let s_over = f16acc
                 && (0..kv).filter(live).any(|j| {
-                    (row.dot_magnitude[j] + x.k_err[j]) * 1.01 + row.logits[j].abs()
-                        > F16_MAX
+                    (row.dot_magnitude[j] + x.k_err[j]) * 1.01 + row.logits[j].abs() > F16_MAX
                 });
             if q_over || k_over || s_over {
                 out.fill(f64::NAN);

@@ -37,7 +37,10 @@ fn check_variant(name: &str) {
     // A device without the variant's features skips it with the reason (Kernel::requires):
     // shown here (`-- --show-output`), and never counted as passed cases.
     if report.cases == 0 && report.skipped.keys().any(|r| r.starts_with("device: ")) {
-        eprintln!("SKIPPED {name}: {:?}", report.skipped.keys().collect::<Vec<_>>());
+        eprintln!(
+            "SKIPPED {name}: {:?}",
+            report.skipped.keys().collect::<Vec<_>>()
+        );
         return;
     }
     assert!(report.ok(), "{name} failed:\n{summary}");

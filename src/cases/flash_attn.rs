@@ -787,7 +787,8 @@ impl FlashAttnCase {
                     let at = (ik * kv + j) * d;
                     let (kr, mr) = (&kv_vals[at..at + d], &kmag[at..at + d]);
                     x.k_abs.push(kr.iter().map(|k| k.abs()).sum());
-                    x.k_max.push(kr.iter().fold(0.0, |m: f64, k| m.max(k.abs())));
+                    x.k_max
+                        .push(kr.iter().fold(0.0, |m: f64, k| m.max(k.abs())));
                     let qm: f64 = qr.iter().zip(mr).map(|(q, m)| q.abs() * m).sum();
                     x.k_err.push(units * s_abs * qm);
                 }
@@ -799,7 +800,11 @@ impl FlashAttnCase {
                 .map_err(err)?
                 .iter()
                 .map(|&m| {
-                    let flush = if m < tolerance::F16_MIN_NORMAL { m } else { 0.0 };
+                    let flush = if m < tolerance::F16_MIN_NORMAL {
+                        m
+                    } else {
+                        0.0
+                    };
                     units * m + flush
                 })
                 .collect()
@@ -1063,8 +1068,7 @@ mod tests {
                         params: c.params(),
                     };
                     let want = flash_attn_ext(&p).unwrap();
-                    let plan =
-                        runners::flash_attn::plan(c.path, &caps, c.prec_f32, &p, c.split_k);
+                    let plan = runners::flash_attn::plan(c.path, &caps, c.prec_f32, &p, c.split_k);
                     on_path += usize::from(plan.path == path);
                     let shape = c.shape(&plan, runners::flash_attn::d_split(&caps, c.d));
                     let extra = c.coopmat_terms(&plan, &q, &k, &v, &want).unwrap();
@@ -1153,8 +1157,7 @@ mod tests {
                     mask: m.as_ref(),
                     params: c.params(),
                 };
-                runners::flash_attn::precondition(path, &p)
-                    .unwrap_or_else(|e| panic!("{c}: {e}"));
+                runners::flash_attn::precondition(path, &p).unwrap_or_else(|e| panic!("{c}: {e}"));
             }
         }
     }

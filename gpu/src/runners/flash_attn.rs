@@ -165,7 +165,11 @@ pub fn tiles(path: Path, small_rows: bool, d: usize, kv: DType) -> Tiles {
         (Path::Cm2, false) => t(
             128,
             64,
-            if kv.is_quantized() || d == 256 { 32 } else { 64 },
+            if kv.is_quantized() || d == 256 {
+                32
+            } else {
+                64
+            },
         ),
     }
 }
@@ -193,9 +197,9 @@ pub fn spec_constants(caps: &DeviceCaps, d: usize, t: Tiles, aligned: bool) -> [
 /// f32 (`f32acc`) or f16 (upstream's `coopmat_support_16x16x16_f32acc/f16acc`).
 pub fn has_16x16x16(caps: &DeviceCaps, f32acc: bool) -> bool {
     let c = if f32acc { "f32" } else { "f16" };
-    caps.coopmat_shapes.iter().any(|s| {
-        s.subgroup_scope && (s.m, s.n, s.k) == (16, 16, 16) && s.ab == "f16" && s.c == c
-    })
+    caps.coopmat_shapes
+        .iter()
+        .any(|s| s.subgroup_scope && (s.m, s.n, s.k) == (16, 16, 16) && s.ab == "f16" && s.c == c)
 }
 
 /// Upstream's cm1 shared-memory estimate (§9.6 step 1; it uses Br = 8 although the pipeline
@@ -220,9 +224,14 @@ pub fn path_requires(path: Path, caps: &DeviceCaps) -> Option<String> {
         Path::Scalar => shuffle,
         Path::Cm1 => {
             if !caps.coopmat {
-                Some("VK_KHR_cooperative_matrix with cooperativeMatrix (cm1 flash attention)".into())
+                Some(
+                    "VK_KHR_cooperative_matrix with cooperativeMatrix (cm1 flash attention)".into(),
+                )
             } else if !(has_16x16x16(caps, true) || has_16x16x16(caps, false)) {
-                Some("a subgroup-scope 16x16x16 f16 cooperative-matrix shape (cm1 flash attention)".into())
+                Some(
+                    "a subgroup-scope 16x16x16 f16 cooperative-matrix shape (cm1 flash attention)"
+                        .into(),
+                )
             } else if !caps.full_subgroups {
                 Some("computeFullSubgroups (cm1 flash attention)".into())
             } else if !caps
@@ -262,10 +271,7 @@ pub fn precondition(path: Path, inputs: &FlashAttnInputs) -> std::result::Result
         ));
     }
     if !path.kv_types().contains(&k.dtype()) {
-        return Err(format!(
-            "K/V type {} has no {path:?} pipeline",
-            k.dtype()
-        ));
+        return Err(format!("K/V type {} has no {path:?} pipeline", k.dtype()));
     }
     let d = q.ne()[0];
     if !HEAD_SIZES.contains(&d) || v.ne()[0] != d {
@@ -659,7 +665,10 @@ mod tests {
             coopmat_shapes: vec![shape("f16"), shape("f32")],
             ..Default::default()
         };
-        let (k, v) = (t(DType::F16, [64, 100, 2, 1]), t(DType::F16, [64, 100, 2, 1]));
+        let (k, v) = (
+            t(DType::F16, [64, 100, 2, 1]),
+            t(DType::F16, [64, 100, 2, 1]),
+        );
         // cm1, several rows: stays cm1 with Br = 16; one row: scalar; GQA: cm1 with N = 4.
         let q = t(DType::F32, [64, 5, 2, 1]);
         let p = plan(Path::Cm1, &caps, false, &inputs(&q, &k, &v), None);
@@ -681,7 +690,18 @@ mod tests {
         let p = plan(Path::Cm2, &caps, false, &inputs(&q1, &k, &v), None);
         assert_eq!(p.path, Path::Scalar);
         let p = plan(Path::Cm2, &caps, false, &inputs(&q8, &k, &v), None);
-        assert_eq!((p.path, p.small_rows, p.tiles), (Path::Cm2, true, Tiles { wg: 256, br: 32, bc: 32 }));
+        assert_eq!(
+            (p.path, p.small_rows, p.tiles),
+            (
+                Path::Cm2,
+                true,
+                Tiles {
+                    wg: 256,
+                    br: 32,
+                    bc: 32
+                }
+            )
+        );
         let q40 = t(DType::F32, [64, 40, 2, 1]);
         let p = plan(Path::Cm2, &caps, false, &inputs(&q40, &k, &v), None);
         assert_eq!((p.small_rows, p.tiles.bc, p.groups), (false, 64, [1, 2, 1]));
@@ -705,15 +725,33 @@ mod tests {
             t(DType::F16, [64, 100, 2, 1]),
             t(DType::F16, [64, 100, 2, 1]),
         );
-        let p = plan(Path::Scalar, &DeviceCaps::default(), false, &inputs(&q, &k, &v), None);
+        let p = plan(
+            Path::Scalar,
+            &DeviceCaps::default(),
+            false,
+            &inputs(&q, &k, &v),
+            None,
+        );
         assert_eq!((p.n, p.gqa_ratio, p.workgroups_y), (4, 4, 2));
         assert!(!p.small_rows && p.split_k == 1 && p.groups == [1, 2, 1]);
         // Forced split 3: split_kv = roundup(100/3 = 33, 32) = 64, so 2 splits.
-        let p = plan(Path::Scalar, &DeviceCaps::default(), false, &inputs(&q, &k, &v), Some(3));
+        let p = plan(
+            Path::Scalar,
+            &DeviceCaps::default(),
+            false,
+            &inputs(&q, &k, &v),
+            Some(3),
+        );
         assert_eq!((p.split_k, p.split_kv, p.groups), (2, 64, [2, 2, 1]));
         // Several queries never split.
         let q3 = t(DType::F32, [64, 3, 8, 1]);
-        let p = plan(Path::Scalar, &DeviceCaps::default(), false, &inputs(&q3, &k, &v), Some(3));
+        let p = plan(
+            Path::Scalar,
+            &DeviceCaps::default(),
+            false,
+            &inputs(&q3, &k, &v),
+            Some(3),
+        );
         assert_eq!((p.split_k, p.gqa_ratio, p.groups), (1, 1, [1, 8, 1]));
     }
 
