@@ -381,7 +381,9 @@ pub fn tanh_error(ax: f64) -> f64 {
 ///   q̂ (|q|, |s'·q| > 65504), decoded K or V elements beyond 65504 (cm2 decodes blocks in f16;
 ///   cm1 stages K as f16), with f16 accumulators the logits (|s'|Σ|q·k| + error > 65504) and
 ///   O's partial sums (Σ_j |v_jd| over the row's live keys > 65504; cm2's per-tile P·V
-///   accumulator is f16 even with f32 accumulators: per tile). Where that can happen the result
+///   accumulator is f16 even with f32 accumulators: per tile). On cm2 a decoded V element
+///   beyond 65504 of any key, masked or not, poisons its output column: its zero weight times
+///   ∞ is NaN in the f16 P·V (seen on the H100). Where that can happen the result
 ///   may be ±∞ or NaN and is not judged: the bound is NaN there (the case counts and reports
 ///   those elements). Upstream at the pinned commit does not clamp (§12 "later changed" 7).
 pub fn flash_attn_bounds(
@@ -617,8 +619,13 @@ pub fn flash_attn_bounds(
                     tile_sums[t] += w;
                     tile_abs[t] += v.abs();
                     v_sum += v.abs();
-                    v_over |= cm2 && v.abs() > F16_MAX;
                 }
+            }
+            // cm2 decodes every key of a tile, masked ones too, and multiplies their zero
+            // weights in the f16 P·V: a decoded V element beyond f16 range (∞) makes that
+            // product 0·∞ = NaN whether or not the key is masked.
+            if cm2 {
+                v_over = (0..kv).any(|j| v_values[v_at(j) + i].abs() > F16_MAX);
             }
             if coop {
                 let over = v_over
