@@ -382,8 +382,10 @@ pub fn tanh_error(ax: f64) -> f64 {
 ///   cm1 stages K as f16), with f16 accumulators the logits (|s'|Σ|q·k| + error > 65504) and
 ///   O's partial sums (Σ_j |v_jd| over the row's live keys > 65504; cm2's per-tile P·V
 ///   accumulator is f16 even with f32 accumulators: per tile). On cm2 a decoded V element
-///   beyond 65504 of any key, masked or not, poisons its output column: its zero weight times
-///   ∞ is NaN in the f16 P·V (seen on the H100). Where that can happen the result
+///   beyond 65504, or NaN, of any key, masked or not, poisons its output column: its zero
+///   weight times ∞ or NaN is NaN in the tile's f16 P·V (seen on the H100; upstream's cm2
+///   multiplies whole tiles the same way, while ggml's CPU path skips masked keys). Where that
+///   can happen the result
 ///   may be ±∞ or NaN and is not judged: the bound is NaN there (the case counts and reports
 ///   those elements). Upstream at the pinned commit does not clamp (§12 "later changed" 7).
 pub fn flash_attn_bounds(
@@ -622,10 +624,11 @@ pub fn flash_attn_bounds(
                 }
             }
             // cm2 decodes every key of a tile, masked ones too, and multiplies their zero
-            // weights in the f16 P·V: a decoded V element beyond f16 range (∞) makes that
-            // product 0·∞ = NaN whether or not the key is masked.
+            // weights in the f16 P·V: a decoded V element beyond f16 range (∞), or NaN, makes
+            // that product 0·∞ or 0·NaN = NaN whether or not the key is masked (ggml's CPU
+            // path skips masked keys, so its result is finite there).
             if cm2 {
-                v_over = (0..kv).any(|j| v_values[v_at(j) + i].abs() > F16_MAX);
+                v_over = (0..kv).any(|j| !(v_values[v_at(j) + i].abs() <= F16_MAX));
             }
             if coop {
                 let over = v_over

@@ -721,7 +721,7 @@ impl FlashAttnCase {
         verdict.pipeline = run.variant.clone();
         if f16_range > 0 {
             verdict.pipeline.push_str(&format!(
-                "; {f16_range} elements unjudged: f16 intermediates may overflow"
+                "; {f16_range} elements unjudged: f16 intermediates may overflow, or (cm2) a V element beyond f16 range or NaN, masked key or not"
             ));
         }
         Outcome::from_verdict(verdict, run.gpu_ns)
