@@ -628,7 +628,10 @@ pub fn flash_attn_bounds(
             // that product 0·∞ or 0·NaN = NaN whether or not the key is masked (ggml's CPU
             // path skips masked keys, so its result is finite there).
             if cm2 {
-                v_over = (0..kv).any(|j| !(v_values[v_at(j) + i].abs() <= F16_MAX));
+                v_over = (0..kv).any(|j| {
+                    let v = v_values[v_at(j) + i].abs();
+                    v.is_nan() || v > F16_MAX
+                });
             }
             if coop {
                 let over = v_over
