@@ -302,7 +302,13 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
         // query and KV past one tile: at weight 1 in 4 about 1 case in 17 split, and `vkdiff
         // mutate` at 40 cases left most reduce mutants alive; 1 in 2 doubles that.
         prop_oneof![1 => Just(None), 1 => (2u32..=6).prop_map(Some)],
-        any::<bool>(),
+        // GGML_PREC_F32 or not (coopmat paths only; `Just` draws nothing, so the scalar
+        // variants' cases are the ones they always were).
+        if coopmat {
+            any::<bool>().boxed()
+        } else {
+            Just(false).boxed()
+        },
     );
     let data = (
         Dist::strategy(),
