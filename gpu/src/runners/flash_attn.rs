@@ -245,7 +245,7 @@ pub fn path_requires(path: Path, caps: &DeviceCaps) -> Option<String> {
         }
         Path::Cm2 => {
             if !caps.coopmat2 {
-                Some("VK_NV_cooperative_matrix2 with workgroup scope, flexible dimensions, reductions, conversions, per-element operations, tensor addressing, block loads and bufferDeviceAddress (cm2 flash attention)".into())
+                Some("VK_NV_cooperative_matrix2 with workgroup scope, flexible dimensions, reductions, conversions, per-element operations, tensor addressing, block loads, bufferDeviceAddress and workgroup-scope f16 flexible shapes for 128 and 256 invocations (cm2 flash attention)".into())
             } else if caps.api_version < (1, 3, 0) {
                 Some("Vulkan 1.3 (cm2 variants are SPIR-V 1.6)".into())
             } else {
