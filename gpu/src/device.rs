@@ -559,8 +559,10 @@ impl Instance {
             flexible_dimensions_max_dimension: 0,
             workgroup_scope_reserved_shared_memory: 0,
         };
-        let mut props2 = vk::PhysicalDeviceProperties2::default();
-        props2.p_next = &mut c2 as *mut Coopmat2Props as *mut c_void;
+        let mut props2 = vk::PhysicalDeviceProperties2 {
+            p_next: &mut c2 as *mut Coopmat2Props as *mut c_void,
+            ..Default::default()
+        };
         // SAFETY: the chain holds one struct starting with sType/pNext, alive for the call.
         unsafe { self.raw.get_physical_device_properties2(pd, &mut props2) };
         (shapes, c2.flexible_dimensions_max_dimension)
