@@ -2,11 +2,14 @@
 // §9 of the interface notes): specialization and push constants, bindings, K/V/mask loads,
 // the workgroup's index set-up, the ALiBi slope and the split-k output layout.
 //
-// Defines: FLOAT_TYPE, Q_TYPE, D_TYPE (= float), ACC_TYPE (float; float16_t names the f16acc
-//   SPIR-V, which the host never selects on the scalar path and which accumulates in float
-//   here too). K/V type: f16 without a DATA_A define, else DATA_A_Q4_0=1 or DATA_A_Q8_0=1 with
-//   BLOCK_SIZE=QUANT_K_<T> (the K/V block length; this file reads QUANT_K from types.comp).
-//   Device needs: 16-bit storage only (blocks are read as 16-bit words).
+// Defines: FLOAT_TYPE, Q_TYPE, D_TYPE (= float), ACC_TYPE (float or float16_t: the
+//   accumulator of the coopmat paths; the scalar path accumulates in float either way).
+//   K/V type: f16 without a DATA_A define, else DATA_A_<T>=1 with BLOCK_SIZE=QUANT_K_<T> (the
+//   K/V block length; this file reads QUANT_K from types.comp), T in Q4_0, Q8_0 (every path)
+//   and Q4_1, Q5_0, Q5_1, IQ4_NL (cm2). cm1 adds ACC_TYPEV4 and COOPMAT, cm2 DEQUANTFUNC
+//   (upstream's decode-callback name; unused here). A file defining FA_F16_DECODE before the
+//   include also gets float16 decoders (load_k4_f16, load_v4_f16) and needs shaderFloat16.
+//   Device needs: 16-bit storage (blocks are read as 16-bit words).
 // Specialization constants: 0 WorkGroupSize (= local_size_x), 1 Br (query rows per
 //   workgroup), 2 Bc (keys per tile), 3 D (head size, a multiple of 16 and of 4·D_split),
 //   4 Clamp (ignored: every key, row and mask load is bounds-checked), 5 D_split (invocations
@@ -92,12 +95,32 @@ layout(push_constant) uniform parameter {
 layout(binding = 0) readonly buffer Q { float data_q[]; };
 #if QUANT_K > 1
 // The blocks read as 16-bit words (quants two per word, little-endian): only 16-bit storage
-// is needed, like upstream's packed16 views (no storageBuffer8BitAccess).
-#if defined(DATA_A_Q4_0)
-struct kv_block {             // block_q4_0, 18 bytes
+// is needed, like upstream's packed16 views (no storageBuffer8BitAccess). Each struct is the
+// ggml block byte for byte (std430, 2-byte alignment, array stride = block size).
+#if defined(DATA_A_Q4_0) || defined(DATA_A_IQ4_NL)
+struct kv_block {             // block_q4_0 / block_iq4_nl, 18 bytes
     float16_t d;
     uint16_t qs[8];           // bytes 2j, 2j + 1 of qs: elements 2j, 2j + 1 (low nibbles) and
                               // 2j + 16, 2j + 17 (high nibbles)
+};
+#elif defined(DATA_A_Q4_1)
+struct kv_block {             // block_q4_1, 20 bytes
+    float16_t d;
+    float16_t m;
+    uint16_t qs[8];
+};
+#elif defined(DATA_A_Q5_0)
+struct kv_block {             // block_q5_0, 22 bytes
+    float16_t d;
+    uint16_t qh[2];           // bit e of qh[1] << 16 | qh[0]: bit 4 of element e
+    uint16_t qs[8];
+};
+#elif defined(DATA_A_Q5_1)
+struct kv_block {             // block_q5_1, 24 bytes
+    float16_t d;
+    float16_t m;
+    uint16_t qh[2];
+    uint16_t qs[8];
 };
 #elif defined(DATA_A_Q8_0)
 struct kv_block {             // block_q8_0, 34 bytes
@@ -105,7 +128,7 @@ struct kv_block {             // block_q8_0, 34 bytes
     uint16_t qs[16];          // elements 2j (low byte) and 2j + 1 (high byte), signed
 };
 #else
-#error "flash attention: K/V must be f16, q4_0 or q8_0"
+#error "flash attention: K/V must be f16, q4_0, q4_1, q5_0, q5_1, q8_0 or iq4_nl"
 #endif
 layout(binding = 1) readonly buffer KBlocks { kv_block data_kb[]; };
 layout(binding = 2) readonly buffer VBlocks { kv_block data_vb[]; };
@@ -130,60 +153,122 @@ layout(binding = 4) writeonly buffer O { float data_o[]; };
 
 #if QUANT_K > 1
 
-#if defined(DATA_A_Q4_0)
+#if defined(DATA_A_Q4_0) || defined(DATA_A_IQ4_NL)
 const uint KV_BLOCK_BYTES = 18;
+#elif defined(DATA_A_Q4_1)
+const uint KV_BLOCK_BYTES = 20;
+#elif defined(DATA_A_Q5_0)
+const uint KV_BLOCK_BYTES = 22;
+#elif defined(DATA_A_Q5_1)
+const uint KV_BLOCK_BYTES = 24;
 #else
 const uint KV_BLOCK_BYTES = 34;
 #endif
 
-// Element (key, d) is element key·stride·QUANT_K + d counted from block `base` (stride in
-// blocks). d·q is exact in float: an 11-bit scale times an integer of at most 8 bits.
-vec4 dequant4(const bool is_v, uint base, uint stride, uint key, uint d)
-{
-    const uint e = key * stride * QUANT_K + d;
-    const uint ib = base + e / QUANT_K;
-    const uint iqs = e % QUANT_K;
-#if defined(DATA_A_Q4_0)
-    // Elements iqs..iqs+3 are the low (iqs < 16) or high nibbles of bytes iqs % 16 ...+3.
-    const uint w = (iqs % 16) / 2;
-    const uint shift = iqs < 16 ? 0 : 4;
-    uint lo, hi;
-    float dd;
-    if (is_v) {
-        lo = uint(data_vb[ib].qs[w]);
-        hi = uint(data_vb[ib].qs[w + 1]);
-        dd = float(data_vb[ib].d);
-    } else {
-        lo = uint(data_kb[ib].qs[w]);
-        hi = uint(data_kb[ib].qs[w + 1]);
-        dd = float(data_kb[ib].d);
-    }
-    const uvec4 q = (uvec4(lo, lo >> 8, hi, hi >> 8) >> shift) & 0xFu;
-    return (vec4(q) - 8.0) * dd;
+// One block's words for elements iqs..iqs+3: qs words w and w + 1, the scale, the minimum (0
+// without one) and the 32 high bits (q5 formats; 0 otherwise). A branch, not a select, so only
+// the buffer asked for is read (robust access is off).
+#if defined(DATA_A_Q4_1) || defined(DATA_A_Q5_1)
+#define KV_FETCH_MIN(buf) mm = float(buf[ib].m);
 #else
-    // Elements iqs..iqs+3 are the signed bytes of words iqs/2 and iqs/2 + 1.
-    const uint w = iqs / 2;
-    int lo, hi;
-    float dd;
+#define KV_FETCH_MIN(buf) mm = 0.0;
+#endif
+#if defined(DATA_A_Q5_0) || defined(DATA_A_Q5_1)
+#define KV_FETCH_QH(buf) qh = uint(buf[ib].qh[0]) | (uint(buf[ib].qh[1]) << 16);
+#else
+#define KV_FETCH_QH(buf) qh = 0;
+#endif
+#define KV_FETCH(buf) lo = uint(buf[ib].qs[w]); hi = uint(buf[ib].qs[w + 1]); \
+    dd = float(buf[ib].d); KV_FETCH_MIN(buf) KV_FETCH_QH(buf)
+
+void kv_words(const bool is_v, uint ib, uint w, out uint lo, out uint hi, out float dd,
+              out float mm, out uint qh)
+{
     if (is_v) {
-        lo = int(uint(data_vb[ib].qs[w]));
-        hi = int(uint(data_vb[ib].qs[w + 1]));
-        dd = float(data_vb[ib].d);
+        KV_FETCH(data_vb)
     } else {
-        lo = int(uint(data_kb[ib].qs[w]));
-        hi = int(uint(data_kb[ib].qs[w + 1]));
-        dd = float(data_kb[ib].d);
+        KV_FETCH(data_kb)
     }
-    const ivec4 q = ivec4(bitfieldExtract(lo, 0, 8), bitfieldExtract(lo, 8, 8),
-                          bitfieldExtract(hi, 0, 8), bitfieldExtract(hi, 8, 8));
-    return vec4(q) * dd;
+}
+
+// The raw parts of elements iqs..iqs+3 of block `ib` (iqs a multiple of 4): their quant
+// values q (already offset: nibble − 8, 5-bit − 16, signed byte, or the iq4_nl table
+// value), the scale d and the minimum m (0 without one). The element is d·q + m.
+void kv_raw4(const bool is_v, uint ib, uint iqs, out vec4 q, out float dd, out float mm)
+{
+    uint lo, hi, qh;
+#if defined(DATA_A_Q8_0)
+    // Elements iqs..iqs+3 are the signed bytes of words iqs/2 and iqs/2 + 1.
+    kv_words(is_v, ib, iqs / 2, lo, hi, dd, mm, qh);
+    const int l = int(lo), h = int(hi);
+    q = vec4(ivec4(bitfieldExtract(l, 0, 8), bitfieldExtract(l, 8, 8),
+                   bitfieldExtract(h, 0, 8), bitfieldExtract(h, 8, 8)));
+#else
+    // Elements iqs..iqs+3 are the low (iqs < 16) or high nibbles of bytes iqs % 16 ...+3,
+    // and bits iqs..iqs+3 of qh are their fifth bits.
+    kv_words(is_v, ib, (iqs % 16) / 2, lo, hi, dd, mm, qh);
+    const uint shift = iqs < 16 ? 0 : 4;
+    uvec4 n = (uvec4(lo, lo >> 8, hi, hi >> 8) >> shift) & 0xFu;
+    n |= ((uvec4(qh) >> (uvec4(0, 1, 2, 3) + iqs)) & 1u) << 4;
+#if defined(DATA_A_Q4_0)
+    q = vec4(n) - 8.0;
+#elif defined(DATA_A_Q5_0)
+    q = vec4(n) - 16.0;
+#elif defined(DATA_A_IQ4_NL)
+    q = vec4(kvalues_iq4nl[n.x], kvalues_iq4nl[n.y], kvalues_iq4nl[n.z], kvalues_iq4nl[n.w]);
+#else
+    q = vec4(n);
+#endif
 #endif
 }
+
+// Element (key, d) is element key·stride·QUANT_K + d counted from block `base` (stride in
+// blocks).
+void kv_locate(uint base, uint stride, uint key, uint d, out uint ib, out uint iqs)
+{
+    const uint e = key * stride * QUANT_K + d;
+    ib = base + e / QUANT_K;
+    iqs = e % QUANT_K;
+}
+
+// f32 decode (scalar and cm1 paths, q4_0 and q8_0 only): d·q is exact in float (an 11-bit
+// scale times an integer of at most 8 bits).
+vec4 dequant4(const bool is_v, uint base, uint stride, uint key, uint d)
+{
+    uint ib, iqs;
+    kv_locate(base, stride, key, d, ib, iqs);
+    vec4 q;
+    float dd, mm;
+    kv_raw4(is_v, ib, iqs, q, dd, mm);
+    return q * dd + mm;
+}
+
+#if defined(FA_F16_DECODE)
+// float16 decode (cm2, as upstream's decode callbacks, §3.2): d·q rounded to f16, plus m in
+// f16 for the formats with a minimum (a second rounding). The quant values are exact in f16.
+f16vec4 dequant4_f16(const bool is_v, uint base, uint stride, uint key, uint d)
+{
+    uint ib, iqs;
+    kv_locate(base, stride, key, d, ib, iqs);
+    vec4 q;
+    float dd, mm;
+    kv_raw4(is_v, ib, iqs, q, dd, mm);
+    f16vec4 r = f16vec4(q) * float16_t(dd);
+#if defined(DATA_A_Q4_1) || defined(DATA_A_Q5_1)
+    r += float16_t(mm);
+#endif
+    return r;
+}
+#endif
 
 // First block of the (head, batch) slice: byte offsets divided by the block size.
 uint kv_base(uint byte_offset) { return byte_offset / KV_BLOCK_BYTES; }
 vec4 load_k4(uint base, uint key, uint d) { return dequant4(false, base, p.nb11, key, d); }
 vec4 load_v4(uint base, uint key, uint d) { return dequant4(true, base, p.nb21, key, d); }
+#if defined(FA_F16_DECODE)
+f16vec4 load_k4_f16(uint base, uint key, uint d) { return dequant4_f16(false, base, p.nb11, key, d); }
+f16vec4 load_v4_f16(uint base, uint key, uint d) { return dequant4_f16(true, base, p.nb21, key, d); }
+#endif
 
 #else
 
@@ -198,6 +283,18 @@ vec4 load_v4(uint base, uint key, uint d)
     const uint e = base + key * p.nb21 + d;
     return vec4(float(data_v[e]), float(data_v[e + 1]), float(data_v[e + 2]), float(data_v[e + 3]));
 }
+#if defined(FA_F16_DECODE)
+f16vec4 load_k4_f16(uint base, uint key, uint d)
+{
+    const uint e = base + key * p.nb11 + d;
+    return f16vec4(data_k[e], data_k[e + 1], data_k[e + 2], data_k[e + 3]);
+}
+f16vec4 load_v4_f16(uint base, uint key, uint d)
+{
+    const uint e = base + key * p.nb21 + d;
+    return f16vec4(data_v[e], data_v[e + 1], data_v[e + 2], data_v[e + 3]);
+}
+#endif
 
 #endif
 

@@ -57,7 +57,12 @@ pub struct CaseRecord {
 impl CaseRecord {
     fn new(kernel: &str, variant: &str, case: &Case, outcome: &Outcome) -> Self {
         let (kind, ratio, gpu_ns, detail) = match outcome {
-            Outcome::Pass { verdict, gpu_ns } => ("pass", Some(verdict.worst_ratio), *gpu_ns, None),
+            Outcome::Pass { verdict, gpu_ns } => (
+                "pass",
+                Some(verdict.worst_ratio),
+                *gpu_ns,
+                (!verdict.pipeline.is_empty()).then(|| format!("ran {}", verdict.pipeline)),
+            ),
             Outcome::Fail { verdict } => ("fail", None, None, Some(verdict.explain())),
             Outcome::Skip(m) => ("skip", None, None, Some(m.clone())),
             Outcome::Missing(m) => ("missing", None, None, Some(m.clone())),

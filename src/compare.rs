@@ -88,6 +88,10 @@ pub struct Verdict {
     pub failures: Vec<ElementFailure>,
     /// The kernel wrote past the end of dst.
     pub overrun: bool,
+    /// The pipeline that ran, where the host can fall back to another one (empty otherwise),
+    /// and notes on elements the comparison left unjudged.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pipeline: String,
 }
 
 /// How many failing elements a verdict keeps for its report.
@@ -102,6 +106,9 @@ impl Verdict {
     /// A short explanation: the first failures and how many more.
     pub fn explain(&self) -> String {
         let mut s = String::new();
+        if !self.pipeline.is_empty() {
+            s.push_str(&format!("ran {}\n", self.pipeline));
+        }
         if self.overrun {
             s.push_str("the kernel wrote past the end of dst (guard bytes overwritten)\n");
         }

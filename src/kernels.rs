@@ -31,8 +31,11 @@ pub struct Kernel {
 pub enum VariantParams {
     /// The one wkv7 variant.
     Wkv7,
-    /// Scalar flash attention with K and V of type `kv`.
+    /// Flash attention on `path` with K and V of type `kv` (the row covers both accumulator
+    /// precisions, which each case draws, and the aligned/unaligned, small/large pipelines).
     FlashAttn {
+        /// The device path (scalar, cm1, cm2).
+        path: vkdiff_gpu::runners::flash_attn::Path,
         /// K and V's type.
         kv: DType,
     },

@@ -189,8 +189,8 @@ pub fn wkv7_bounds(s: usize, h: usize, t: usize, seqs: usize, inputs: [&[f64]; 7
     bounds
 }
 
-/// What the flash-attention error model needs to know about one dispatch (§9.5–9.7): the
-/// reduction structure the interface fixes and the op's parameters.
+/// What the flash-attention error model needs to know about one dispatch (§9.5–9.8): the
+/// reduction structure the interface fixes, the path's arithmetic and the op's parameters.
 #[derive(Debug, Clone, Copy)]
 pub struct FlashAttnShape {
     /// Head size D.
@@ -201,7 +201,7 @@ pub struct FlashAttnShape {
     pub bc: u32,
     /// Workgroup size.
     pub wg: u32,
-    /// Invocations per key's dot product (D_split).
+    /// Invocations per key's dot product (D_split; scalar path).
     pub d_split: u32,
     /// KV splits (1: none).
     pub split_k: u32,
@@ -209,6 +209,69 @@ pub struct FlashAttnShape {
     pub softcap: f32,
     /// The ALiBi constants (slopes are exactly 1 when max_bias ≤ 0).
     pub alibi: vkdiff_reference::ops::flash_attn::Alibi,
+    /// The arithmetic of the pipeline that ran.
+    pub arith: FaArith,
+}
+
+/// The arithmetic of a flash-attention pipeline (§9.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaArith {
+    /// `flash_attn.comp`: f32 throughout.
+    Scalar,
+    /// `flash_attn_cm1.comp`: f16 Q·scale and K, S in ACC_TYPE, f32 softmax, f16 P, O in
+    /// ACC_TYPE, final O·f16(1/L).
+    Cm1 {
+        /// ACC_TYPE is float16_t.
+        f16acc: bool,
+    },
+    /// `flash_attn_cm2.comp`: f16 Q·f16 scale, f16-decoded K and V, S, softmax and O in
+    /// ACC_TYPE, f16 P, P·V in f16 per tile.
+    Cm2 {
+        /// ACC_TYPE is float16_t.
+        f16acc: bool,
+    },
+}
+
+/// Unit roundoff of f16.
+pub const U16: f64 = 1.0 / 2048.0;
+/// The smallest normal f16: devices may flush f16 values below it to zero (no denorm mode is
+/// requested), an absolute error of up to this much per rounding.
+pub const F16_MIN_NORMAL: f64 = 1.0 / 16384.0;
+/// The largest finite f16.
+pub const F16_MAX: f64 = 65504.0;
+
+/// Per-row data terms the coopmat error models need beyond the reference's [`RowTerms`]
+/// (`vkdiff_reference::ops::flash_attn::RowTerms`), computed from the inputs by the case:
+/// what f16 rounding of Q and of decoded K scales with, and f16 range checks.
+#[derive(Debug, Clone, Default)]
+pub struct FaRowData {
+    /// |s'|, the scale the dot product is multiplied by.
+    pub s_abs: f64,
+    /// |s'|·Σ_d |q_d|.
+    pub q_abs: f64,
+    /// max_d |q_d|.
+    pub q_max: f64,
+    /// Per key: Σ_d |k_jd|.
+    pub k_abs: Vec<f64>,
+    /// Per key: the logit error from K's f16 decode, units·h·|s'|·Σ_d |q_d|·mag(k_jd) with
+    /// mag = |d·q| + |m| (= |k| without a minimum) and units from [`f16_decode_units`].
+    pub k_err: Vec<f64>,
+    /// Per key: max_d |k_jd|.
+    pub k_max: Vec<f64>,
+}
+
+/// How a K/V block format decodes to f16 on the coopmat paths: the relative error bound of the
+/// decoded element in units of U16 times its magnitude (|d·q| + |m|): 0 for f16 data (exact);
+/// 1 for d·q rounded once (both cm1's f32 d·q rounded to f16 and cm2's f16 product); 2.01 for
+/// cm2's d·q + m with two roundings (|fl(fl(d·q) + m) − (d·q + m)| ≤ u|d·q|(1 + u) + u·|k̂|
+/// ≤ (2 + u)u·mag).
+pub fn f16_decode_units(t: vkdiff_reference::DType) -> f64 {
+    use vkdiff_reference::DType;
+    match t {
+        DType::F16 => 0.0,
+        DType::Q4_1 | DType::Q5_1 => 2.01,
+        _ => 1.0,
+    }
 }
 
 /// Relative error bound of the shader's ALiBi slope `pow(base, e)`. Vulkan's precision rules
@@ -270,7 +333,8 @@ pub fn tanh_error(ax: f64) -> f64 {
 /// relative error is then 0, the others' at most e^(λ_j + λ_t) − 1, and the denominator at
 /// least P_t), gives A'_d = Σ_(j≠t) P_j (e^(λ_j + λ_t) − 1)|v_jd − O_d| / P_t, which is the
 /// smaller one when one key dominates (huge logits, whose own errors then do not matter);
-/// A_d is the minimum of the two.
+/// A_d is the minimum of the two, and of max_j |v_jd − O_d| (the kernel's result is a convex
+/// combination of the v_j, whatever its weights).
 ///
 /// **Sums.** Σ_j p_j v_jd and L = Σ_j p_j are f32 chains of depth at most
 /// KV + ⌈KV/Bc⌉ + KV-groups + 2 (each term: the later fmas of its own tile or invocation, one
@@ -283,11 +347,53 @@ pub fn tanh_error(ax: f64) -> f64 {
 ///         + (KV + D + 1)·2⁻¹²⁶·(1 + 2 max_j|v_jd|)  (flushed subnormal weights and products).
 ///
 /// Fully masked rows and rows with a non-finite logit get bound 0: their exact value is NaN.
+///
+/// **Coopmat paths** ([`FaArith::Cm1`], [`FaArith::Cm2`]; `extra` carries their per-row data
+/// [`FaRowData`] and, per V element, the absolute error of its f16 decode). The same
+/// derivation with the arithmetic §9.8 prescribes; e is ACC_TYPE's unit roundoff (u, or
+/// h = 2⁻¹¹ for the f16acc variants), and every f16 value may be flushed when below 2⁻¹⁴
+/// (no denorm mode is requested), an absolute error of 2⁻¹⁴ per rounding:
+/// * Logits: q̂ = fl16(fl32(q·s')) (cm1: relative (1+u)(1+h) − 1) or fl16(fl16(q)·fl16(s'))
+///   (cm2: (1+h)³ − 1); K as f16 (exact for f16 data, else relative `f16_decode_units`·h of
+///   its magnitude, see [`f16_decode_units`]); S = Σ_d q̂·k̂ in ACC_TYPE, any order of at most
+///   D + 1 roundings per term (f16: every product and add rounds): γ_e(D + 1). So
+///   σ_dot,j = [(1+ρq)(1+γ_e(D+1)) − 1]·|s'|Σ|q·k| + (1+ρq)(1+γ_e(D+1))·units·h·|s'|Σ|q|·mag(k)
+///   plus 1.01·2⁻¹⁴·(c_q·Σ_d|k_jd| + |s'|Σ|q|) (flushed q̂ and k̂; c_q = 1 on cm1, 1 + |s'| on
+///   cm2) plus, for f16 accumulators, (D + 1)·2⁻¹⁴. Softcap: tanh's bound in units of e, and
+///   the rounding of c·tanh to ACC_TYPE (u + e); mask: bias·(slope error + 3e) + 2e·|S_j|
+///   (slope, product and sum in ACC_TYPE).
+/// * Weights: as above with exp's unit ε_x (u on cm1, whose softmax is f32; e on cm2), the
+///   rescale products in ACC_TYPE ((6ε_x + e) per rescale), plus h for P's rounding to f16,
+///   plus ln 2 for a key that may fall below 2⁻¹⁴ in f16 (d_j + 2σ ≥ 9.6, as e^−9.7 = 2⁻¹⁴):
+///   flushing it or rounding it as a subnormal is a relative change in [−1, 1].
+/// * Sums: cm1 O chains in ACC_TYPE (γ_e(KV + tiles + 2)), L in f32 over the rounded P
+///   (γ_u(KV + tiles + 2)); cm2 P·V in an f16 accumulator per tile (γ_h(Bc + 1)) then added to
+///   O in ACC_TYPE (γ_e(tiles + 2) on top), L in ACC_TYPE (γ_e(KV + tiles + 2)). V's f16 decode
+///   (cm2) adds Σ_j P_j e^λ_j |Δv_jd| / Σ_k P_k e^−λ_k. f16 flushes in P·V (cm2, and cm1's f16
+///   O) add Σ_j min(w_j e^λ_j |v_jd|, 2⁻¹⁴) for the products and Σ_tiles min(Bc·2⁻¹⁴,
+///   Σ_(j∈tile) w_j e^λ_j |v_jd|) for the adds (w_j = e^(S_j − M) ≤ 1: a product is only
+///   flushed while tiny in its tile's units, which are never smaller than the final ones), plus
+///   (2·tiles + 2)·2⁻¹⁴ for f16acc O, all over Σ_k w_k e^−λ_k ≤ L. The final scaling is cm1's
+///   O·f16(1/L) (5u + h + e) or cm2's in ACC_TYPE (6e), and 2h more for an upstream kernel
+///   whose L adds the unrounded weights (its O and L weights then differ by a factor within
+///   1 ± h). With split-k, the reduce's f32 arithmetic as on the scalar path.
+/// * **f16 range.** What the interface computes in f16 can overflow for inputs ggml accepts:
+///   q̂ (|q|, |s'·q| > 65504), decoded K or V elements beyond 65504 (cm2 decodes blocks in f16;
+///   cm1 stages K as f16), with f16 accumulators the logits (|s'|Σ|q·k| + error > 65504) and
+///   O's partial sums (Σ_j |v_jd| over the row's live keys > 65504; cm2's per-tile P·V
+///   accumulator is f16 even with f32 accumulators: per tile). On cm2 a decoded V element
+///   beyond 65504, or NaN, of any key, masked or not, poisons its output column: its zero
+///   weight times ∞ or NaN is NaN in the tile's f16 P·V (seen on the H100; upstream's cm2
+///   multiplies whole tiles the same way, while ggml's CPU path skips masked keys). Where that
+///   can happen the result
+///   may be ±∞ or NaN and is not judged: the bound is NaN there (the case counts and reports
+///   those elements). Upstream at the pinned commit does not clamp (§12 "later changed" 7).
 pub fn flash_attn_bounds(
     shape: &FlashAttnShape,
     fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
     v_values: &[f64],
     v_ne: [usize; 4],
+    extra: Option<(&[FaRowData], &[f64])>,
 ) -> Vec<f64> {
     let FlashAttnShape {
         d,
@@ -298,10 +404,26 @@ pub fn flash_attn_bounds(
         split_k,
         softcap,
         alibi,
+        arith,
     } = *shape;
+    let (cm1, cm2, f16acc) = match arith {
+        FaArith::Scalar => (false, false, false),
+        FaArith::Cm1 { f16acc } => (true, false, f16acc),
+        FaArith::Cm2 { f16acc } => (false, true, f16acc),
+    };
+    let coop = cm1 || cm2;
+    // ACC_TYPE's unit roundoff, and γ for it.
+    let e = if f16acc { U16 } else { U32 };
+    let gamma_e = |n: f64| {
+        let x = n * e;
+        x / (1.0 - x)
+    };
+    let gamma_h = |n: f64| {
+        let x = n * U16;
+        x / (1.0 - x)
+    };
     let d_split = d_split.max(1);
     let log_split = (d_split as f64).log2().ceil();
-    let g_dot = gamma((d / d_split as usize) as f64 + log_split + 5.0);
     let tiles = kv.div_ceil(bc.max(1) as usize) as f64;
     let groups = (wg / d_split).max(1) as f64;
     let split_depth = if split_k > 1 {
@@ -309,9 +431,57 @@ pub fn flash_attn_bounds(
     } else {
         0.0
     };
-    let depth = kv as f64 + tiles + groups + 2.0 + split_depth;
-    let (g_pv, g_l) = (gamma(depth), gamma(depth));
-    let rescale = 6.0 * U32 * (tiles + 3.0);
+    // Logit: relative factor on |s'|Σ|q·k| (scalar: the f32 split dot product).
+    let rho_q = if cm1 {
+        (1.0 + U32) * (1.0 + U16) - 1.0
+    } else {
+        (1.0 + U16).powi(3) - 1.0
+    };
+    let acc_dot = gamma_e(d as f64 + 1.0);
+    let g_dot = if coop {
+        (1.0 + rho_q) * (1.0 + acc_dot) - 1.0
+    } else {
+        gamma((d / d_split as usize) as f64 + log_split + 5.0)
+    };
+    // exp's unit and the per-rescale error.
+    let ex = if cm1 { U32 } else { e };
+    let rescale = if coop {
+        (6.0 * ex + e) * (tiles + 3.0)
+    } else {
+        6.0 * U32 * (tiles + 3.0)
+    };
+    let (g_pv, g_l) = if cm1 {
+        let depth = kv as f64 + tiles + 2.0;
+        (gamma_e(depth), gamma(depth))
+    } else if cm2 {
+        (
+            (1.0 + gamma_h(bc as f64 + 1.0)) * (1.0 + gamma_e(tiles + 2.0)) - 1.0,
+            gamma_e(kv as f64 + tiles + 2.0),
+        )
+    } else {
+        let depth = kv as f64 + tiles + groups + 2.0 + split_depth;
+        (gamma(depth), gamma(depth))
+    };
+    // The split-k reduce's f32 chain on top (the scalar depth already has it).
+    let (g_pv, g_l) = if coop && split_k > 1 {
+        let r = gamma(split_depth);
+        (
+            (1.0 + g_pv) * (1.0 + r) - 1.0,
+            (1.0 + g_l) * (1.0 + r) - 1.0,
+        )
+    } else {
+        (g_pv, g_l)
+    };
+    let fin = if !coop {
+        6.0 * U32
+    } else if split_k > 1 {
+        6.0 * U32 + 2.0 * U16
+    } else if cm1 {
+        5.0 * U32 + U16 + e + 2.0 * U16
+    } else {
+        6.0 * e + 2.0 * U16
+    };
+    let f16_o_flush = cm2 || (cm1 && f16acc);
     let cap = softcap as f64;
     let floor_dot = subnormal_floor(d);
     let floor_out = subnormal_floor(kv + d);
@@ -320,6 +490,26 @@ pub fn flash_attn_bounds(
     for (r, (row, out)) in fa.rows.iter().zip(bounds.chunks_exact_mut(dv)).enumerate() {
         if row.fully_masked || row.non_finite {
             continue;
+        }
+        let live = |j: &usize| row.logits[*j] != f64::NEG_INFINITY;
+        let data = extra.map(|(rows, _)| &rows[r]);
+        let s_abs = data.map_or(0.0, |x| x.s_abs);
+        // f16 range of the inputs the coopmat paths convert.
+        if let Some(x) = data {
+            let q_over = if cm2 {
+                x.q_max > F16_MAX || x.q_max * s_abs > F16_MAX
+            } else {
+                x.q_max * s_abs > F16_MAX
+            };
+            let k_over = (0..kv).filter(live).any(|j| x.k_max[j] > F16_MAX);
+            let s_over = f16acc
+                && (0..kv).filter(live).any(|j| {
+                    (row.dot_magnitude[j] + x.k_err[j]) * 1.01 + row.logits[j].abs() > F16_MAX
+                });
+            if q_over || k_over || s_over {
+                out.fill(f64::NAN);
+                continue;
+            }
         }
         let slope_err = if alibi.max_bias > 0.0 {
             let (base, e) = alibi.slope_parts(row.h);
@@ -332,21 +522,42 @@ pub fn flash_attn_bounds(
                 if row.logits[j] == f64::NEG_INFINITY {
                     return 0.0;
                 }
-                let s_dot = g_dot * row.dot_magnitude[j] + floor_dot;
+                let s_dot = match data {
+                    Some(x) => {
+                        let c_q = if cm2 { 1.0 + s_abs } else { 1.0 };
+                        g_dot * row.dot_magnitude[j]
+                            + (1.0 + g_dot) * x.k_err[j]
+                            + 1.01 * F16_MIN_NORMAL * (c_q * x.k_abs[j] + x.q_abs)
+                            + if f16acc {
+                                (d as f64 + 1.0) * F16_MIN_NORMAL
+                            } else {
+                                0.0
+                            }
+                    }
+                    None => g_dot * row.dot_magnitude[j] + floor_dot,
+                };
                 let mut s = if cap != 0.0 {
                     let t = row.x[j].tanh();
-                    cap.abs() * (s_dot + tanh_error(row.x[j].abs() + s_dot)) + U32 * (cap * t).abs()
+                    let (t_err, round) = if coop {
+                        (tanh_error(row.x[j].abs() + s_dot) * e / U32, U32 + e)
+                    } else {
+                        (tanh_error(row.x[j].abs() + s_dot), U32)
+                    };
+                    cap.abs() * (s_dot + t_err) + round * (cap * t).abs()
                 } else {
                     s_dot
                 };
                 if row.mask[j] != 0.0 {
                     let bias = (row.slope * row.mask[j]).abs();
-                    s += bias * (slope_err + U32) + U32 * row.logits[j].abs();
+                    s += if coop {
+                        bias * (slope_err + 3.0 * e) + 2.0 * e * row.logits[j].abs()
+                    } else {
+                        bias * (slope_err + U32) + U32 * row.logits[j].abs()
+                    };
                 }
                 s
             })
             .collect();
-        let live = |j: &usize| row.logits[*j] != f64::NEG_INFINITY;
         let max = (0..kv)
             .filter(live)
             .map(|j| row.logits[j])
@@ -355,7 +566,14 @@ pub fn flash_attn_bounds(
         let lambda: Vec<f64> = (0..kv)
             .map(|j| {
                 let dj = max - row.logits[j] + 2.0 * sigma_max;
-                (sigma[j] + rescale + 10.0 * U32 * dj).min(700.0)
+                let mut l = sigma[j] + rescale + 10.0 * ex * dj;
+                if coop {
+                    l += U16;
+                    if dj >= 9.6 {
+                        l += std::f64::consts::LN_2;
+                    }
+                }
+                l.min(700.0)
             })
             .collect();
         let den: f64 = (0..kv)
@@ -374,9 +592,16 @@ pub fn flash_attn_bounds(
             let o = fa.out.values[first + i];
             let (mut a, mut s1, mut vmax) = (0.0, 0.0, 0.0f64);
             let (mut a_top, mut s1_top) = (0.0, v_values[v_at(top) + i].abs());
+            let (mut vdec, mut flush_prod, mut v_sum) = (0.0, 0.0, 0.0);
+            let mut tile_sums = vec![0.0; tiles as usize];
+            let mut tile_abs = vec![0.0; tiles as usize];
+            let mut v_over = false;
+            let mut a_cap = 0.0f64;
+            let mut v_err_max = 0.0f64;
             for j in (0..kv).filter(live) {
                 let v = v_values[v_at(j) + i];
                 let p = row.weights[j];
+                a_cap = a_cap.max((v - o).abs());
                 a += p * lambda[j].exp_m1() * (v - o).abs();
                 s1 += p * lambda[j].exp() * v.abs();
                 if j != top {
@@ -385,13 +610,70 @@ pub fn flash_attn_bounds(
                     s1_top += p * rel.exp() * v.abs() / p_top;
                 }
                 vmax = vmax.max(v.abs());
+                if coop {
+                    let t = j / bc.max(1) as usize;
+                    if let Some((_, v_err)) = extra {
+                        vdec += p * lambda[j].exp() * v_err[v_at(j) + i];
+                        v_err_max = v_err_max.max(v_err[v_at(j) + i]);
+                    }
+                    let w = p / p_top * lambda[j].exp() * v.abs();
+                    flush_prod += w.min(F16_MIN_NORMAL);
+                    tile_sums[t] += w;
+                    tile_abs[t] += v.abs();
+                    v_sum += v.abs();
+                }
             }
-            let a = (a / den).min(a_top / p_top);
-            let s1 = (s1 / den).min(s1_top);
+            // cm2 decodes every key of a tile, masked ones too, and multiplies their zero
+            // weights in the f16 P·V: a decoded V element beyond f16 range (∞), or NaN, makes
+            // that product 0·∞ or 0·NaN = NaN whether or not the key is masked (ggml's CPU
+            // path skips masked keys, so its result is finite there).
+            if cm2 {
+                v_over = (0..kv).any(|j| {
+                    let v = v_values[v_at(j) + i].abs();
+                    v.is_nan() || v > F16_MAX
+                });
+            }
+            if coop {
+                let over = v_over
+                    || (f16acc && v_sum * 1.01 > F16_MAX)
+                    || (cm2 && tile_abs.iter().any(|&t| t * 1.01 > F16_MAX));
+                if over {
+                    *b = f64::NAN;
+                    continue;
+                }
+            }
+            // The kernel's result is a convex combination of the v_j (non-negative weights over
+            // their own sum), so it is never further than max_j |v_jd − O_d| from O (its
+            // rounding aside), and its weighted |v| is at most max_j |v_jd|: caps for rows whose
+            // logit errors leave the weights undetermined.
+            let a = (a / den).min(a_top / p_top).min(a_cap);
+            let s1 = (s1 / den).min(s1_top).min(vmax);
             let ow = o.abs() + a;
+            let mut extra_abs = 0.0;
+            if coop {
+                // Both also capped by the convex-combination argument: at most the largest
+                // decode error, and 2⁻¹⁴ per f16 rounding over an L of at least 1 (the key at
+                // the kernel's maximum has weight exp(0) = 1).
+                extra_abs += (vdec / den).min(v_err_max);
+                if f16_o_flush {
+                    let den_w = den / p_top;
+                    let adds: f64 = tile_sums
+                        .iter()
+                        .map(|&t| t.min(bc as f64 * F16_MIN_NORMAL))
+                        .sum();
+                    let o16 = if f16acc {
+                        (2.0 * tiles + 2.0) * F16_MIN_NORMAL
+                    } else {
+                        0.0
+                    };
+                    let cap = (2.0 * kv as f64 + 2.0) * F16_MIN_NORMAL + o16;
+                    extra_abs += ((flush_prod + adds + o16) / den_w).min(cap);
+                }
+            }
             *b = a
-                + (g_pv * s1 + g_l * ow) * (1.0 + 6.0 * U32) / (1.0 - g_l)
-                + 6.0 * U32 * ow
+                + extra_abs
+                + (g_pv * s1 + g_l * ow) * (1.0 + fin) / (1.0 - g_l)
+                + fin * ow
                 + floor_out * (1.0 + 2.0 * vmax);
         }
     }

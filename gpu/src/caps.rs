@@ -20,6 +20,49 @@ pub struct CoopmatShape {
     pub subgroup_scope: bool,
 }
 
+/// One workgroup-scope flexible-dimension shape of VK_NV_cooperative_matrix2.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CoopmatFlexShape {
+    /// M must be a multiple of this.
+    pub m_granularity: u32,
+    /// N must be a multiple of this.
+    pub n_granularity: u32,
+    /// K must be a multiple of this.
+    pub k_granularity: u32,
+    /// Type of A and B.
+    pub ab: String,
+    /// Type of C.
+    pub c: String,
+    /// Type of the result.
+    pub result: String,
+    /// Workgroup scope.
+    pub workgroup_scope: bool,
+    /// Workgroup size the shape is for.
+    pub invocations: u32,
+}
+
+/// Upstream's cm2 shape check (§1.5): workgroup-scope f16×f16 shapes with f16 and with f32
+/// accumulators for 128 invocations (granularity M ≤ 32, N ≤ 16, K ≤ 16) and for 256
+/// (M ≤ 32, N ≤ 32, K ≤ 16), and a flexible maximum dimension of at least 512.
+pub fn coopmat2_flexible_ok(shapes: &[CoopmatFlexShape], max_dimension: u32) -> bool {
+    let has = |inv: u32, acc: &str, (m, n, k): (u32, u32, u32)| {
+        shapes.iter().any(|s| {
+            s.workgroup_scope
+                && s.invocations == inv
+                && s.ab == "f16"
+                && s.c == acc
+                && s.result == acc
+                && s.m_granularity <= m
+                && s.n_granularity <= n
+                && s.k_granularity <= k
+        })
+    };
+    ["f16", "f32"]
+        .iter()
+        .all(|acc| has(128, acc, (32, 16, 16)) && has(256, acc, (32, 32, 16)))
+        && max_dimension >= 512
+}
+
 /// The device facts vkdiff needs, printed by `vkdiff devices`.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct DeviceCaps {
@@ -67,8 +110,15 @@ pub struct DeviceCaps {
     pub coopmat: bool,
     /// Shapes reported for VK_KHR_cooperative_matrix.
     pub coopmat_shapes: Vec<CoopmatShape>,
-    /// VK_NV_cooperative_matrix2 with all seven features upstream requires.
+    /// VK_NV_cooperative_matrix2 with all seven features upstream requires, bufferDeviceAddress
+    /// and the flexible-dimension shapes of [`coopmat2_flexible_ok`].
     pub coopmat2: bool,
+    /// VK_NV_cooperative_matrix2's flexible-dimension shapes (empty without the extension).
+    #[serde(default)]
+    pub coopmat2_flexible: Vec<CoopmatFlexShape>,
+    /// cooperativeMatrixFlexibleDimensionsMaxDimension (0 without the extension).
+    #[serde(default)]
+    pub coopmat2_max_dimension: u32,
     /// VK_KHR_shader_bfloat16 with shaderBFloat16Type.
     pub bf16: bool,
     /// bf16 cooperative matrices (shaderBFloat16CooperativeMatrix).
@@ -147,7 +197,27 @@ impl fmt::Display for DeviceCaps {
                 s.m, s.n, s.k, s.ab, s.ab, s.c
             )?;
         }
-        writeln!(f, "  NV cooperative matrix 2: {}", yes(self.coopmat2))?;
+        writeln!(
+            f,
+            "  NV cooperative matrix 2: {} (flexible max dimension {})",
+            yes(self.coopmat2),
+            self.coopmat2_max_dimension
+        )?;
+        for s in &self.coopmat2_flexible {
+            writeln!(
+                f,
+                "    granularity {}x{}x{} {}×{} + {} → {} ({} invocations{})",
+                s.m_granularity,
+                s.n_granularity,
+                s.k_granularity,
+                s.ab,
+                s.ab,
+                s.c,
+                s.result,
+                s.invocations,
+                if s.workgroup_scope { ", workgroup" } else { "" }
+            )?;
+        }
         writeln!(
             f,
             "  bf16: {} (cooperative matrix {})",
@@ -163,5 +233,40 @@ impl fmt::Display for DeviceCaps {
             Some(p) => write!(f, "  timestamps: {p} ns/tick"),
             None => write!(f, "  timestamps: no"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flex(inv: u32, acc: &str, m: u32, n: u32) -> CoopmatFlexShape {
+        CoopmatFlexShape {
+            m_granularity: m,
+            n_granularity: n,
+            k_granularity: 16,
+            ab: "f16".into(),
+            c: acc.into(),
+            result: acc.into(),
+            workgroup_scope: true,
+            invocations: inv,
+        }
+    }
+
+    #[test]
+    fn coopmat2_needs_both_accumulators_at_both_workgroup_sizes() {
+        let mut shapes = vec![
+            flex(128, "f16", 16, 16),
+            flex(128, "f32", 16, 16),
+            flex(256, "f16", 32, 32),
+            flex(256, "f32", 32, 32),
+        ];
+        assert!(coopmat2_flexible_ok(&shapes, 512));
+        assert!(!coopmat2_flexible_ok(&shapes, 256), "max dimension");
+        shapes[1] = flex(128, "f32", 32, 32);
+        assert!(
+            !coopmat2_flexible_ok(&shapes, 512),
+            "N granularity 32 at 128 invocations"
+        );
     }
 }

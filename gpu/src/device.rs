@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use ash::vk;
 
-use crate::caps::{CoopmatShape, DeviceCaps};
+use crate::caps::{CoopmatFlexShape, CoopmatShape, DeviceCaps};
 use crate::error::{GpuError, Result, VkContext};
 
 /// VkPhysicalDeviceCooperativeMatrix2FeaturesNV (newer than the ash release we use).
@@ -27,6 +27,40 @@ struct Coopmat2Features {
     block_loads: vk::Bool32,
 }
 const STYPE_COOPMAT2_FEATURES: i32 = 1_000_593_000;
+
+/// VkCooperativeMatrixFlexibleDimensionsPropertiesNV (VK_NV_cooperative_matrix2; not in ash).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct FlexDimProps {
+    s_type: vk::StructureType,
+    p_next: *mut c_void,
+    m_granularity: u32,
+    n_granularity: u32,
+    k_granularity: u32,
+    a_type: vk::ComponentTypeKHR,
+    b_type: vk::ComponentTypeKHR,
+    c_type: vk::ComponentTypeKHR,
+    result_type: vk::ComponentTypeKHR,
+    saturating_accumulation: vk::Bool32,
+    scope: vk::ScopeKHR,
+    workgroup_invocations: u32,
+}
+const STYPE_FLEX_DIM_PROPS: i32 = 1_000_593_001;
+
+/// VkPhysicalDeviceCooperativeMatrix2PropertiesNV (likewise).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Coopmat2Props {
+    s_type: vk::StructureType,
+    p_next: *mut c_void,
+    workgroup_scope_max_workgroup_size: u32,
+    flexible_dimensions_max_dimension: u32,
+    workgroup_scope_reserved_shared_memory: u32,
+}
+const STYPE_COOPMAT2_PROPS: i32 = 1_000_593_002;
+
+type GetFlexDimProps =
+    unsafe extern "system" fn(vk::PhysicalDevice, *mut u32, *mut FlexDimProps) -> vk::Result;
 
 /// VkPhysicalDeviceShaderBfloat16FeaturesKHR (likewise).
 #[repr(C)]
@@ -376,6 +410,11 @@ impl Instance {
         } else {
             vec![]
         };
+        let (coopmat2_flexible, coopmat2_max_dimension) = if has(EXT_COOPMAT2) {
+            self.coopmat2_flexible(pd)
+        } else {
+            (vec![], 0)
+        };
         let limits = p.limits;
         let caps = DeviceCaps {
             name: p
@@ -442,7 +481,10 @@ impl Instance {
                 .iter()
                 .all(|&b| b == vk::TRUE)
                     && f.v12.buffer_device_address == vk::TRUE
+                    && crate::caps::coopmat2_flexible_ok(&coopmat2_flexible, coopmat2_max_dimension)
             },
+            coopmat2_flexible,
+            coopmat2_max_dimension,
             bf16: has(EXT_BF16) && f.bf16.bf16_type == vk::TRUE,
             bf16_coopmat: has(EXT_BF16) && f.bf16.bf16_cooperative_matrix == vk::TRUE,
             pipeline_robustness: has(EXT_ROBUSTNESS)
@@ -456,6 +498,74 @@ impl Instance {
             caps,
             extensions: exts,
         })
+    }
+
+    /// The workgroup-scope flexible-dimension shapes of VK_NV_cooperative_matrix2 and
+    /// cooperativeMatrixFlexibleDimensionsMaxDimension.
+    fn coopmat2_flexible(&self, pd: vk::PhysicalDevice) -> (Vec<CoopmatFlexShape>, u32) {
+        let name = c"vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV";
+        // SAFETY: a valid instance and a NUL-terminated name; the pointer is the function
+        // the extension defines, with the signature declared above.
+        let Some(f) = (unsafe {
+            self.entry
+                .get_instance_proc_addr(self.raw.handle(), name.as_ptr())
+        }) else {
+            return (vec![], 0);
+        };
+        let f: GetFlexDimProps = unsafe { std::mem::transmute(f) };
+        let blank = FlexDimProps {
+            s_type: vk::StructureType::from_raw(STYPE_FLEX_DIM_PROPS),
+            p_next: std::ptr::null_mut(),
+            m_granularity: 0,
+            n_granularity: 0,
+            k_granularity: 0,
+            a_type: vk::ComponentTypeKHR::FLOAT16,
+            b_type: vk::ComponentTypeKHR::FLOAT16,
+            c_type: vk::ComponentTypeKHR::FLOAT16,
+            result_type: vk::ComponentTypeKHR::FLOAT16,
+            saturating_accumulation: 0,
+            scope: vk::ScopeKHR::WORKGROUP,
+            workgroup_invocations: 0,
+        };
+        let mut n = 0u32;
+        let mut props = Vec::new();
+        // SAFETY: the usual two-call enumeration into correctly typed, sType-initialised structs.
+        unsafe {
+            if f(pd, &mut n, std::ptr::null_mut()) == vk::Result::SUCCESS {
+                props = vec![blank; n as usize];
+                if f(pd, &mut n, props.as_mut_ptr()) != vk::Result::SUCCESS {
+                    props.clear();
+                }
+                props.truncate(n as usize);
+            }
+        }
+        let shapes = props
+            .iter()
+            .map(|p| CoopmatFlexShape {
+                m_granularity: p.m_granularity,
+                n_granularity: p.n_granularity,
+                k_granularity: p.k_granularity,
+                ab: component_name(p.a_type),
+                c: component_name(p.c_type),
+                result: component_name(p.result_type),
+                workgroup_scope: p.scope == vk::ScopeKHR::WORKGROUP,
+                invocations: p.workgroup_invocations,
+            })
+            .collect();
+        let mut c2 = Coopmat2Props {
+            s_type: vk::StructureType::from_raw(STYPE_COOPMAT2_PROPS),
+            p_next: std::ptr::null_mut(),
+            workgroup_scope_max_workgroup_size: 0,
+            flexible_dimensions_max_dimension: 0,
+            workgroup_scope_reserved_shared_memory: 0,
+        };
+        let mut props2 = vk::PhysicalDeviceProperties2 {
+            p_next: &mut c2 as *mut Coopmat2Props as *mut c_void,
+            ..Default::default()
+        };
+        // SAFETY: the chain holds one struct starting with sType/pNext, alive for the call.
+        unsafe { self.raw.get_physical_device_properties2(pd, &mut props2) };
+        (shapes, c2.flexible_dimensions_max_dimension)
     }
 
     fn coopmat_shapes(&self, pd: vk::PhysicalDevice) -> Vec<CoopmatShape> {

@@ -1,10 +1,16 @@
-//! Flash attention (`flash_attn.comp` + `flash_attn_split_k_reduce.comp`, §9 of the interface
-//! notes): upstream's host logic (`ggml_vk_flash_attn`) for the **scalar path** — variant and
-//! defines, pipeline choice (small/large rows, aligned/unaligned), specialization constants,
-//! the GQA rewrite, split-k and its reduce dispatch, the 128-byte push-constant struct.
+//! Flash attention (`flash_attn.comp`, `flash_attn_cm1.comp`, `flash_attn_cm2.comp` +
+//! `flash_attn_split_k_reduce.comp`, §9 of the interface notes): upstream's host logic
+//! (`ggml_vk_flash_attn`) for the **three paths** — variant and defines, path fallbacks,
+//! pipeline choice (small/large rows, aligned/unaligned), specialization constants, the GQA
+//! rewrite, split-k and its reduce dispatch, the 128-byte push-constant struct.
 //!
-//! The path is a parameter ([`Path`]) so the coopmat paths can be added beside it: their
-//! variants, tile table rows and dispatch differ, the push constants and bindings do not.
+//! **Paths.** Upstream takes cm2 on a coopmat2 device, cm1 on a KHR-coopmat device that also
+//! has full subgroups and subgroup size control reaching 32, else scalar (§9.6). vkdiff names
+//! the path it wants (a variant of the kernel table); a cm1 request on a cm2 device runs as
+//! upstream does with `GGML_VK_DISABLE_COOPMAT2` set. The host's own fallbacks are applied
+//! exactly ([`plan`]): cm1 → scalar without the 16×16×16 shape for the accumulator or when
+//! the shared-memory estimate does not fit, and for small rows; cm2 → scalar for N == 1. The
+//! plan's `path` is what actually ran.
 //!
 //! **split_k.** Upstream splits the keys of a single query over several workgroups when the
 //! device reports its shader core count (NVIDIA SM builtins or AMD core properties) and
@@ -12,54 +18,123 @@
 //! natural choice never splits. [`FlashAttnRun::force_split_k`] stands in for the core-count
 //! formula (`split_k = cores·2 / workgroups_y`): the rest of upstream's logic (rounding the
 //! split length to Bc, the scratch layout, the reduce dispatch) is applied to the forced value,
-//! for any KV, so the split path and `flash_attn_split_k_reduce.comp` are tested too.
+//! for any KV and every path, so the split path and `flash_attn_split_k_reduce.comp` are
+//! tested too.
 
 use vkdiff_reference::ops::flash_attn::{check, Alibi, FlashAttnInputs};
 use vkdiff_reference::DType;
 
 use super::{workgroups, KernelRun};
 use crate::caps::DeviceCaps;
-use crate::compile::{ShaderTree, ShaderVariant};
+use crate::compile::{ShaderTree, ShaderVariant, TargetEnv};
 use crate::context::{Gpu, PipelineDesc};
 use crate::error::{GpuError, Result};
 
 /// Head sizes upstream creates pipelines for (`supports_op`).
 pub const HEAD_SIZES: [usize; 6] = [64, 80, 96, 112, 128, 256];
 
-/// Which flash-attention implementation (§9.6 step 1). Only the scalar path is implemented
-/// here; cm1 (`flash_attn_cm1.comp`) and cm2 (`flash_attn_cm2.comp`) add their own tile rows,
-/// variants and requirements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which flash-attention implementation (§9.6 step 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Path {
-    /// `flash_attn.comp`: f32 arithmetic, subgroup shuffle required.
+    /// `flash_attn.comp`: f32 arithmetic, subgroup shuffle required (upstream's).
     Scalar,
+    /// `flash_attn_cm1.comp`: KHR cooperative matrices, subgroup scope, 16×16×16 f16.
+    Cm1,
+    /// `flash_attn_cm2.comp`: NV cooperative matrix 2, workgroup scope.
+    Cm2,
 }
 
-/// K/V types the scalar path has pipelines for (f16, q4_0, q8_0; the others are cm2-only).
+impl Path {
+    /// Variant-name suffix (`_cm1`, `_cm2`).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Path::Scalar => "",
+            Path::Cm1 => "_cm1",
+            Path::Cm2 => "_cm2",
+        }
+    }
+
+    /// K/V types the host creates pipelines for on this path.
+    pub fn kv_types(self) -> &'static [DType] {
+        match self {
+            Path::Scalar | Path::Cm1 => &SCALAR_KV_TYPES,
+            Path::Cm2 => &CM2_KV_TYPES,
+        }
+    }
+
+    /// Largest GQA ratio the host folds into one workgroup (§9.6 step 2).
+    pub fn max_gqa(self) -> usize {
+        match self {
+            Path::Cm2 => 32,
+            _ => 8,
+        }
+    }
+}
+
+/// K/V types the scalar and cm1 paths have pipelines for (f16, q4_0, q8_0).
 pub const SCALAR_KV_TYPES: [DType; 3] = [DType::F16, DType::Q4_0, DType::Q8_0];
 
-/// The variant the host selects on the scalar path for K/V type `kv`: always the f32
-/// accumulator one (`flash_attn_f32_f16_<kv>`; the `_f16acc` SPIR-V is compiled but never used
-/// there, §12.8).
-pub fn variant(kv: DType) -> ShaderVariant {
-    let mut defines: Vec<(String, String)> = ["FLOAT_TYPE", "Q_TYPE", "D_TYPE", "ACC_TYPE"]
+/// K/V types the cm2 path has pipelines for.
+pub const CM2_KV_TYPES: [DType; 7] = [
+    DType::F16,
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Iq4Nl,
+];
+
+/// The SPIR-V variant `flash_attn_f32_f16_<kv>[_f16acc][_cm1|_cm2]` with the generator's
+/// defines (§9.2). The scalar path always runs the f32-accumulator one (§12.8).
+pub fn variant(path: Path, kv: DType, f16acc: bool) -> ShaderVariant {
+    let acc = if f16acc { "float16_t" } else { "float" };
+    let mut defines: Vec<(String, String)> = ["FLOAT_TYPE", "Q_TYPE", "D_TYPE"]
         .iter()
         .map(|k| (k.to_string(), "float".to_string()))
         .collect();
+    defines.push(("ACC_TYPE".into(), acc.into()));
+    if path == Path::Cm1 {
+        let v4 = if f16acc { "f16vec4" } else { "vec4" };
+        defines.push(("ACC_TYPEV4".into(), v4.into()));
+        defines.push(("COOPMAT".into(), "1".into()));
+    }
     if kv.is_quantized() {
         let t = kv.name().to_uppercase();
         defines.push((format!("DATA_A_{t}"), "1".to_string()));
+        if path == Path::Cm2 {
+            defines.push(("DEQUANTFUNC".into(), format!("dequantFunc{t}")));
+        }
         defines.push(("BLOCK_SIZE".to_string(), format!("QUANT_K_{t}")));
     }
     let refs: Vec<(&str, &str)> = defines
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    ShaderVariant::new(
-        format!("flash_attn_f32_f16_{}", kv.name()),
-        "flash_attn.comp",
+    let file = match path {
+        Path::Scalar => "flash_attn.comp",
+        Path::Cm1 => "flash_attn_cm1.comp",
+        Path::Cm2 => "flash_attn_cm2.comp",
+    };
+    let acc_suffix = if f16acc { "_f16acc" } else { "" };
+    let mut v = ShaderVariant::new(
+        format!(
+            "flash_attn_f32_f16_{}{acc_suffix}{}",
+            kv.name(),
+            path.suffix()
+        ),
+        file,
         &refs,
-    )
+    );
+    // §1.1: cm2 targets vulkan1.3; cm1 is compiled without -O.
+    if path == Path::Cm2 {
+        v.target = TargetEnv::Vulkan13;
+    }
+    if path == Path::Cm1 {
+        v.optimize = false;
+    }
+    v
 }
 
 /// The split-k reduce (`fa_split_k_reduce`).
@@ -78,19 +153,24 @@ pub struct Tiles {
     pub bc: u32,
 }
 
-/// The scalar path's tiles: small rows (N ≤ 1) 128 × Br 1 × Bc 64, else 128 × 8 × 32.
-pub fn tiles(path: Path, small_rows: bool) -> Tiles {
+/// The tile table of §9.5 for head size `d` and K/V type `kv`.
+pub fn tiles(path: Path, small_rows: bool, d: usize, kv: DType) -> Tiles {
+    let t = |wg, br, bc| Tiles { wg, br, bc };
     match (path, small_rows) {
-        (Path::Scalar, true) => Tiles {
-            wg: 128,
-            br: 1,
-            bc: 64,
-        },
-        (Path::Scalar, false) => Tiles {
-            wg: 128,
-            br: 8,
-            bc: 32,
-        },
+        (Path::Scalar, true) => t(128, 1, 64),
+        (Path::Scalar, false) => t(128, 8, 32),
+        (Path::Cm1, true) => t(128, 1, 64),
+        (Path::Cm1, false) => t(128, 16, 64),
+        (Path::Cm2, true) => t(if d % 32 == 0 { 256 } else { 128 }, 32, 32),
+        (Path::Cm2, false) => t(
+            128,
+            64,
+            if kv.is_quantized() || d == 256 {
+                32
+            } else {
+                64
+            },
+        ),
     }
 }
 
@@ -113,10 +193,71 @@ pub fn spec_constants(caps: &DeviceCaps, d: usize, t: Tiles, aligned: bool) -> [
     ]
 }
 
-/// Upstream's preconditions for running FLASH_ATTN_EXT on the scalar path: `supports_op`, the
-/// host's asserts, and what the interface assumes without checking. A case that breaks one is
-/// not run.
-pub fn precondition(inputs: &FlashAttnInputs) -> std::result::Result<(), String> {
+/// The device has a subgroup-scope 16×16×16 f16×f16 cooperative-matrix shape accumulating in
+/// f32 (`f32acc`) or f16 (upstream's `coopmat_support_16x16x16_f32acc/f16acc`).
+pub fn has_16x16x16(caps: &DeviceCaps, f32acc: bool) -> bool {
+    let c = if f32acc { "f32" } else { "f16" };
+    caps.coopmat_shapes
+        .iter()
+        .any(|s| s.subgroup_scope && (s.m, s.n, s.k) == (16, 16, 16) && s.ab == "f16" && s.c == c)
+}
+
+/// Upstream's cm1 shared-memory estimate (§9.6 step 1; it uses Br = 8 although the pipeline
+/// uses Br = 16, §12.15), in bytes.
+pub fn cm1_shmem_estimate(d: usize, f32acc: bool) -> usize {
+    let (br, bc) = (8, 64);
+    let acc = if f32acc { 4 } else { 2 };
+    128 * 4
+        + 128 * 4 * acc
+        + br * (d / 4 + 2) * 8
+        + bc * (if d <= 128 { br + 8 } else { br }) * acc
+        + bc * (d / 4 + 2) * 8
+        + br * 4
+}
+
+/// Why the device cannot run `path` at all (the variant is skipped), or None. The scalar
+/// fallback is upstream's, so the coopmat paths need its subgroup shuffle too.
+pub fn path_requires(path: Path, caps: &DeviceCaps) -> Option<String> {
+    let shuffle = (!caps.subgroup_shuffle)
+        .then(|| "subgroup shuffle in the compute stage (scalar flash attention)".to_string());
+    match path {
+        Path::Scalar => shuffle,
+        Path::Cm1 => {
+            if !caps.coopmat {
+                Some(
+                    "VK_KHR_cooperative_matrix with cooperativeMatrix (cm1 flash attention)".into(),
+                )
+            } else if !(has_16x16x16(caps, true) || has_16x16x16(caps, false)) {
+                Some(
+                    "a subgroup-scope 16x16x16 f16 cooperative-matrix shape (cm1 flash attention)"
+                        .into(),
+                )
+            } else if !caps.full_subgroups {
+                Some("computeFullSubgroups (cm1 flash attention)".into())
+            } else if !caps
+                .subgroup_size_range
+                .is_some_and(|(lo, hi)| lo <= 32 && 32 <= hi)
+            {
+                Some("subgroup size control reaching 32 (cm1 flash attention)".into())
+            } else {
+                shuffle
+            }
+        }
+        Path::Cm2 => {
+            if !caps.coopmat2 {
+                Some("VK_NV_cooperative_matrix2 with workgroup scope, flexible dimensions, reductions, conversions, per-element operations, tensor addressing, block loads, bufferDeviceAddress and workgroup-scope f16 flexible shapes for 128 and 256 invocations (cm2 flash attention)".into())
+            } else if caps.api_version < (1, 3, 0) {
+                Some("Vulkan 1.3 (cm2 variants are SPIR-V 1.6)".into())
+            } else {
+                shuffle
+            }
+        }
+    }
+}
+
+/// Upstream's preconditions for running FLASH_ATTN_EXT on `path`: `supports_op`, the host's
+/// asserts, and what the interface assumes without checking. A case that breaks one is not run.
+pub fn precondition(path: Path, inputs: &FlashAttnInputs) -> std::result::Result<(), String> {
     let FlashAttnInputs { q, k, v, mask, .. } = *inputs;
     check(inputs).map_err(|e| format!("ggml rejects the op: {e}"))?;
     if q.dtype() != DType::F32 {
@@ -129,11 +270,8 @@ pub fn precondition(inputs: &FlashAttnInputs) -> std::result::Result<(), String>
             v.dtype()
         ));
     }
-    if !SCALAR_KV_TYPES.contains(&k.dtype()) {
-        return Err(format!(
-            "K/V type {} has no scalar pipeline (cm2 only)",
-            k.dtype()
-        ));
+    if !path.kv_types().contains(&k.dtype()) {
+        return Err(format!("K/V type {} has no {path:?} pipeline", k.dtype()));
     }
     let d = q.ne()[0];
     if !HEAD_SIZES.contains(&d) || v.ne()[0] != d {
@@ -172,8 +310,10 @@ pub fn precondition(inputs: &FlashAttnInputs) -> std::result::Result<(), String>
 /// Everything the host decides for one dispatch (§9.6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    /// The path.
+    /// The path that runs, after upstream's fallbacks.
     pub path: Path,
+    /// f32 accumulators (always on the scalar path; else GGML_PREC_F32 was asked for).
+    pub f32acc: bool,
     /// Rows pushed as N: neq1, or the GQA ratio in GQA mode.
     pub n: u32,
     /// 1, or neq2/nek2 in GQA mode.
@@ -194,20 +334,43 @@ pub struct Plan {
     pub groups: [u32; 3],
 }
 
-/// Upstream's choices for `inputs` on `path`; `force_split_k` replaces the core-count formula
-/// (see the module notes).
-pub fn plan(path: Path, inputs: &FlashAttnInputs, force_split_k: Option<u32>) -> Plan {
+impl Plan {
+    /// The SPIR-V variant this plan runs.
+    pub fn variant(&self, kv: DType) -> ShaderVariant {
+        variant(self.path, kv, !self.f32acc)
+    }
+}
+
+/// Upstream's choices for `inputs` when `wanted` is the device's path and `prec_f32` says
+/// whether the op asks GGML_PREC_F32; `force_split_k` replaces the core-count formula (see the
+/// module notes).
+pub fn plan(
+    wanted: Path,
+    caps: &DeviceCaps,
+    prec_f32: bool,
+    inputs: &FlashAttnInputs,
+    force_split_k: Option<u32>,
+) -> Plan {
     let FlashAttnInputs { q, k, v, .. } = *inputs;
     let (nq, nk, nv) = (q.ne(), k.ne(), v.ne());
+    let d = nq[0];
     let kv = nk[1] as u32;
-    let max_gqa = 8;
+    // Step 1: cm1 needs the 16×16×16 shape for its accumulator and the shared-memory estimate.
+    let mut path = wanted;
+    if path == Path::Cm1
+        && (!has_16x16x16(caps, prec_f32)
+            || cm1_shmem_estimate(d, prec_f32) > caps.shared_memory as usize)
+    {
+        path = Path::Scalar;
+    }
+    // Step 2: GQA mode.
     let qk_ratio = nq[2] / nk[2];
     let mut n = nq[1] as u32;
     let mut gqa_ratio = 1;
     let mut workgroups_y = nq[2] as u32;
     if n == 1
         && qk_ratio > 1
-        && qk_ratio <= max_gqa
+        && qk_ratio <= path.max_gqa()
         && qk_ratio * nk[2] == nq[2]
         && nk[2] == nv[2]
         && nq[3] == 1
@@ -218,10 +381,19 @@ pub fn plan(path: Path, inputs: &FlashAttnInputs, force_split_k: Option<u32>) ->
         n = gqa_ratio;
         workgroups_y = (nq[2] / qk_ratio) as u32;
     }
-    let small_rows = n <= 1;
-    let t = tiles(path, small_rows);
+    // Step 3: small rows; cm1 never runs them, cm2 not a single row.
+    let small_limit = if path == Path::Cm2 { 32 } else { 1 };
+    if (path == Path::Cm1 && n <= small_limit) || (path == Path::Cm2 && n == 1) {
+        path = Path::Scalar;
+    }
+    let small_rows = n <= if path == Path::Cm2 { 32 } else { 1 };
+    // Step 4.
+    let f32acc = path == Path::Scalar || prec_f32;
+    let t = tiles(path, small_rows, d, k.dtype());
+    // Step 5.
     let stride = |x: &vkdiff_reference::tensor::Tensor| x.nb()[1] / x.dtype().block_bytes();
     let aligned = kv % t.bc == 0 && [q, k, v].iter().all(|x| stride(x) % 8 == 0);
+    // Step 6.
     let neq1 = nq[1] as u32;
     let mut split_k = 1;
     let mut split_kv = kv;
@@ -241,6 +413,7 @@ pub fn plan(path: Path, inputs: &FlashAttnInputs, force_split_k: Option<u32>) ->
     }
     Plan {
         path,
+        f32acc,
         n,
         gqa_ratio,
         workgroups_y,
@@ -312,17 +485,27 @@ pub struct FlashAttnRun<'a> {
     /// Force this split count for single-query cases (None: upstream's choice, which never
     /// splits without a known core count).
     pub force_split_k: Option<u32>,
+    /// The device path to take (upstream's, or cm1 with coopmat2 disabled).
+    pub path: Path,
+    /// The op asks GGML_PREC_F32 (f32 accumulators on the coopmat paths).
+    pub prec_f32: bool,
 }
 
-/// Runs the op on the scalar path; dst (D, H, N, ne3) f32 comes back in ggml order.
+/// Runs the op; dst (D, H, N, ne3) f32 comes back in ggml order, and `variant` names the
+/// pipeline that ran (after upstream's fallbacks).
 pub fn run(gpu: &mut Gpu, tree: &mut ShaderTree, r: &FlashAttnRun) -> Result<KernelRun> {
     let inputs = &r.inputs;
-    precondition(inputs).map_err(GpuError::Unsupported)?;
+    if let Some(reason) = path_requires(r.path, gpu.caps()) {
+        return Err(GpuError::Unsupported(reason));
+    }
+    precondition(r.path, inputs).map_err(GpuError::Unsupported)?;
     let FlashAttnInputs { q, k, v, mask, .. } = *inputs;
-    let plan = plan(Path::Scalar, inputs, r.force_split_k);
+    let plan = plan(r.path, gpu.caps(), r.prec_f32, inputs, r.force_split_k);
     let d = q.ne()[0];
-    let variant = variant(k.dtype());
+    let variant = plan.variant(k.dtype());
     let spec = spec_constants(gpu.caps(), d, plan.tiles, plan.aligned);
+    // cm1 pipelines ask full subgroups of 32 (§1.4).
+    let cm1 = plan.path == Path::Cm1;
     let pipeline = gpu.pipeline(
         tree,
         &PipelineDesc {
@@ -331,8 +514,8 @@ pub fn run(gpu: &mut Gpu, tree: &mut ShaderTree, r: &FlashAttnRun) -> Result<Ker
             push_size: 128,
             bindings: 5,
             disable_robustness: true,
-            full_subgroups: false,
-            subgroup_size: None,
+            full_subgroups: cm1,
+            subgroup_size: cm1.then_some(32),
         },
     )?;
     let reduce = if plan.split_k > 1 {
@@ -381,7 +564,17 @@ pub fn run(gpu: &mut Gpu, tree: &mut ShaderTree, r: &FlashAttnRun) -> Result<Ker
         values: out.f32s(dst),
         overrun: !out.overruns.is_empty(),
         gpu_ns: out.gpu_ns,
-        variant: variant.name,
+        variant: format!(
+            "{}{} ({} rows, {})",
+            variant.name,
+            if plan.aligned { " aligned" } else { "" },
+            if plan.small_rows { "small" } else { "large" },
+            if plan.split_k > 1 {
+                format!("split_k {}", plan.split_k)
+            } else {
+                "no split".to_string()
+            }
+        ),
         validation: out.validation,
     })
 }
@@ -413,15 +606,105 @@ mod tests {
 
     #[test]
     fn variant_names_and_defines_follow_the_generator() {
-        let v = variant(DType::Q4_0);
+        let v = variant(Path::Scalar, DType::Q4_0, false);
         assert_eq!(v.name, "flash_attn_f32_f16_q4_0");
+        let c = variant(Path::Cm2, DType::Iq4Nl, true);
+        assert_eq!(c.name, "flash_attn_f32_f16_iq4_nl_f16acc_cm2");
+        assert!(c
+            .defines
+            .contains(&("DEQUANTFUNC".to_string(), "dequantFuncIQ4_NL".to_string())));
+        assert_eq!(c.target, TargetEnv::Vulkan13);
+        let c1 = variant(Path::Cm1, DType::F16, false);
+        assert_eq!(c1.name, "flash_attn_f32_f16_f16_cm1");
+        assert!(!c1.optimize);
         assert!(v
             .defines
             .contains(&("DATA_A_Q4_0".to_string(), "1".to_string())));
         assert!(v
             .defines
             .contains(&("BLOCK_SIZE".to_string(), "QUANT_K_Q4_0".to_string())));
-        assert_eq!(variant(DType::F16).defines.len(), 4);
+        assert_eq!(variant(Path::Scalar, DType::F16, false).defines.len(), 4);
+    }
+
+    /// Every flash_attn variant of every path (both accumulators) and the reduce compile to
+    /// SPIR-V with our shaderc — no device needed, so lavapipe CI catches a cm1/cm2 shader that
+    /// does not compile.
+    #[test]
+    fn every_variant_of_every_path_compiles() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shaders");
+        let mut tree = ShaderTree::with_cache(dir, None);
+        let mut failures = Vec::new();
+        for path in [Path::Scalar, Path::Cm1, Path::Cm2] {
+            for &kv in path.kv_types() {
+                for f16acc in [false, true] {
+                    let v = variant(path, kv, f16acc);
+                    if let Err(e) = tree.spirv(&v) {
+                        failures.push(format!("{}: {e}", v.name));
+                    }
+                }
+            }
+        }
+        tree.spirv(&reduce_variant()).unwrap();
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn coopmat_fallbacks_follow_the_host() {
+        let shape = |c: &str| crate::caps::CoopmatShape {
+            m: 16,
+            n: 16,
+            k: 16,
+            ab: "f16".into(),
+            c: c.into(),
+            subgroup_scope: true,
+        };
+        let caps = DeviceCaps {
+            subgroup_size: 32,
+            shared_memory: 48 * 1024,
+            coopmat: true,
+            coopmat_shapes: vec![shape("f16"), shape("f32")],
+            ..Default::default()
+        };
+        let (k, v) = (
+            t(DType::F16, [64, 100, 2, 1]),
+            t(DType::F16, [64, 100, 2, 1]),
+        );
+        // cm1, several rows: stays cm1 with Br = 16; one row: scalar; GQA: cm1 with N = 4.
+        let q = t(DType::F32, [64, 5, 2, 1]);
+        let p = plan(Path::Cm1, &caps, false, &inputs(&q, &k, &v), None);
+        assert_eq!((p.path, p.tiles.br, p.f32acc), (Path::Cm1, 16, false));
+        let q1 = t(DType::F32, [64, 1, 2, 1]);
+        let p = plan(Path::Cm1, &caps, true, &inputs(&q1, &k, &v), None);
+        assert_eq!((p.path, p.f32acc), (Path::Scalar, true));
+        let q8 = t(DType::F32, [64, 1, 8, 1]);
+        let p = plan(Path::Cm1, &caps, false, &inputs(&q8, &k, &v), None);
+        assert_eq!((p.path, p.n), (Path::Cm1, 4));
+        // No f32-accumulator shape: GGML_PREC_F32 falls back to scalar.
+        let f16_only = DeviceCaps {
+            coopmat_shapes: vec![shape("f16")],
+            ..caps.clone()
+        };
+        let p = plan(Path::Cm1, &f16_only, true, &inputs(&q, &k, &v), None);
+        assert_eq!(p.path, Path::Scalar);
+        // cm2: N = 1 is scalar, GQA ratio 4 small rows, 40 rows large (Bc 64 for f16, D 64).
+        let p = plan(Path::Cm2, &caps, false, &inputs(&q1, &k, &v), None);
+        assert_eq!(p.path, Path::Scalar);
+        let p = plan(Path::Cm2, &caps, false, &inputs(&q8, &k, &v), None);
+        assert_eq!(
+            (p.path, p.small_rows, p.tiles),
+            (
+                Path::Cm2,
+                true,
+                Tiles {
+                    wg: 256,
+                    br: 32,
+                    bc: 32
+                }
+            )
+        );
+        let q40 = t(DType::F32, [64, 40, 2, 1]);
+        let p = plan(Path::Cm2, &caps, false, &inputs(&q40, &k, &v), None);
+        assert_eq!((p.small_rows, p.tiles.bc, p.groups), (false, 64, [1, 2, 1]));
     }
 
     #[test]
@@ -442,15 +725,33 @@ mod tests {
             t(DType::F16, [64, 100, 2, 1]),
             t(DType::F16, [64, 100, 2, 1]),
         );
-        let p = plan(Path::Scalar, &inputs(&q, &k, &v), None);
+        let p = plan(
+            Path::Scalar,
+            &DeviceCaps::default(),
+            false,
+            &inputs(&q, &k, &v),
+            None,
+        );
         assert_eq!((p.n, p.gqa_ratio, p.workgroups_y), (4, 4, 2));
         assert!(!p.small_rows && p.split_k == 1 && p.groups == [1, 2, 1]);
         // Forced split 3: split_kv = roundup(100/3 = 33, 32) = 64, so 2 splits.
-        let p = plan(Path::Scalar, &inputs(&q, &k, &v), Some(3));
+        let p = plan(
+            Path::Scalar,
+            &DeviceCaps::default(),
+            false,
+            &inputs(&q, &k, &v),
+            Some(3),
+        );
         assert_eq!((p.split_k, p.split_kv, p.groups), (2, 64, [2, 2, 1]));
         // Several queries never split.
         let q3 = t(DType::F32, [64, 3, 8, 1]);
-        let p = plan(Path::Scalar, &inputs(&q3, &k, &v), Some(3));
+        let p = plan(
+            Path::Scalar,
+            &DeviceCaps::default(),
+            false,
+            &inputs(&q3, &k, &v),
+            Some(3),
+        );
         assert_eq!((p.split_k, p.gqa_ratio, p.groups), (1, 1, [1, 8, 1]));
     }
 
@@ -462,7 +763,7 @@ mod tests {
             t(DType::Q8_0, [64, 64, 2, 1]),
         );
         let i = inputs(&q, &k, &v);
-        let p = plan(Path::Scalar, &i, None);
+        let p = plan(Path::Scalar, &DeviceCaps::default(), false, &i, None);
         let pc = push_constants(&i, &p);
         assert_eq!(pc[12], 64, "nb01 in f32 elements");
         assert_eq!(pc[13], 64 * 2 * 4, "nb02 in bytes");

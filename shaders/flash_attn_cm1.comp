@@ -1,0 +1,229 @@
+#version 450
+
+// flash_attn_cm1.comp: flash attention with KHR cooperative matrices (the cm1 path, §9.8):
+// S = Q·Kᵀ on 16×16×16 f16 subgroup-scope matrices, the rest in ordinary arithmetic
+// (interface in flash_attn_base.comp).
+//
+// Pipeline (host, §9.5): WorkGroupSize 128 with a required subgroup size of 32 and full
+// subgroups, so 4 subgroups; Br = 16 query rows, Bc = 64 keys per tile. D is a multiple of 16
+// (every head size upstream allows). The small-rows pipeline (Br = 1) is never selected
+// (§12.8) and not supported here.
+//
+// Precision, as the interface states for this path:
+//   Q·scale in f32, rounded to f16 (shared Qsh); K staged as f16 (quantized K: d·q in f32,
+//   then rounded); S accumulated by the cooperative matrices in ACC_TYPE and kept in ACC_TYPE
+//   (softcap and mask results rounded to ACC_TYPE); running maximum and sum in f32; P rounded
+//   to f16 (the sum L adds the rounded weights, so the weights in O and L agree); V read in
+//   f32 and multiplied by the f16 P in f32, then accumulated into O in ACC_TYPE (f16vec4 for
+//   the f16acc variants: every add rounds to f16); the final O·float16_t(1/L) in ACC_TYPE.
+//
+// Per tile of keys [first, first + ncols):
+//   1. K staging: Ksh[c·D + d] = K[first + c][d] as f16, zero for c ≥ ncols (keys past the
+//      split or KV are never read, so any KV and split length work).
+//   2. S: subgroup g computes columns 16g .. 16g + 15 of S (Bc / 16 = 4 blocks for 4
+//      subgroups) as Σ over D/16 steps of Q[:, 16s..] × Kᵀ[16s.., cols], stored row-major in
+//      Ssh (stride Bc).
+//   3. softmax, one invocation per row, as the scalar path: keys with a −∞ mask (by bits) and
+//      keys ≥ ncols are not live (weight exactly 0, no arithmetic on the infinity); the new
+//      maximum M' = max(M, max S), α = exp(M − M'), P = f16(exp(S − M')), L = L·α + Σ P.
+//   4. O (registers, each invocation owns fixed vec4 slots): O = O·α + Σ_c P_c·V_c.
+// A row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
+// path; with split-k the reduce handles it.
+//
+// Shared memory (D = 256, f32 accumulators): Qsh 8 KiB + Ksh 32 KiB + Ssh 4 KiB + Psh 2 KiB
+// + 3 row arrays: 46.2 KiB.
+//
+// Worked example (f16 K/V, D = 80, N = 20, KV = 70, H = 1): dispatch (2, 1, 1); workgroup 1
+// takes queries 16..19 (rows 4..15 zero, never stored). Tile 0 holds keys 0..63, tile 1 keys
+// 64..69 (Ksh rows 6..63 zero, not live). Subgroup 2 computes S columns 32..47 from five
+// 16-wide slices of D. Invocation 5 owns O slots 5, 133, 261 (rows 0, 6, 13; elements 20..23,
+// 52..55, 4..7 of their rows).
+
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_memory_scope_semantics : enable
+#extension GL_KHR_cooperative_matrix : enable
+
+#include "flash_attn_base.comp"
+
+#ifndef ACC_TYPEV4
+#define ACC_TYPEV4 vec4
+#endif
+
+// Cooperative matrix edge (M = N = K = 16).
+const uint MAT = 16;
+const uint SUBGROUPS = WorkGroupSize / 32;
+// O slots (vec4) per invocation.
+const uint O_SLOTS = (Br * D / 4 + WorkGroupSize - 1) / WorkGroupSize;
+
+shared float16_t Qsh[Br * D];
+shared float16_t Ksh[Bc * D];
+shared ACC_TYPE Ssh[Br * Bc];
+shared float16_t Psh[Br * Bc];
+shared float row_max[Br];
+shared float row_sum[Br];
+shared float row_alpha[Br];
+
+void main()
+{
+    init_indices();
+    const uint tid = gl_LocalInvocationID.x;
+
+    // Q rows: q·scale in f32, rounded to f16 (rows past N are zero and never stored).
+    for (uint e = tid; e < Br * D; e += WorkGroupSize) {
+        const uint r = e / D;
+        float q = 0.0;
+        if (row_valid(r)) {
+            q = data_q[q_base + (row_tile * Br + r) * q_stride + e % D] * p.scale;
+        }
+        Qsh[e] = float16_t(q);
+    }
+    if (tid < Br) {
+        row_max[tid] = NEG_HALF_MAX;
+        row_sum[tid] = 0.0;
+        row_alpha[tid] = 1.0;
+    }
+    ACC_TYPEV4 Of[O_SLOTS];
+    for (uint i = 0; i < O_SLOTS; ++i) {
+        Of[i] = ACC_TYPEV4(0.0);
+    }
+    float slope = 1.0;
+    if (tid < Br) {
+        slope = alibi_slope(row_head(tid));
+    }
+    barrier();
+
+    for (uint first = kv_begin; first < kv_end; first += Bc) {
+        const uint ncols = min(Bc, kv_end - first);
+
+        // 1. K tile as f16.
+        for (uint e = tid; e < Bc * D / 4; e += WorkGroupSize) {
+            const uint c = e / (D / 4);
+            const uint d = (e % (D / 4)) * 4;
+            vec4 k = vec4(0.0);
+            if (c < ncols) {
+                k = load_k4(k_base, first + c, d);
+            }
+            const uint at = c * D + d;
+            Ksh[at] = float16_t(k.x);
+            Ksh[at + 1] = float16_t(k.y);
+            Ksh[at + 2] = float16_t(k.z);
+            Ksh[at + 3] = float16_t(k.w);
+        }
+        barrier();
+
+        // 2. S = Q·Kᵀ, 16 columns per subgroup and block.
+        for (uint cb = gl_SubgroupID; cb < Bc / MAT; cb += SUBGROUPS) {
+            coopmat<ACC_TYPE, gl_ScopeSubgroup, MAT, MAT, gl_MatrixUseAccumulator> s =
+                coopmat<ACC_TYPE, gl_ScopeSubgroup, MAT, MAT, gl_MatrixUseAccumulator>(0.0);
+            for (uint dk = 0; dk < D; dk += MAT) {
+                coopmat<float16_t, gl_ScopeSubgroup, MAT, MAT, gl_MatrixUseA> qa;
+                coopmat<float16_t, gl_ScopeSubgroup, MAT, MAT, gl_MatrixUseB> kb;
+                coopMatLoad(qa, Qsh, dk, D, gl_CooperativeMatrixLayoutRowMajor);
+                // Kᵀ block (d, c) = Ksh[(16cb + c)·D + dk + d]: column-major with stride D.
+                coopMatLoad(kb, Ksh, cb * MAT * D + dk, D, gl_CooperativeMatrixLayoutColumnMajor);
+                s = coopMatMulAdd(qa, kb, s);
+            }
+            coopMatStore(s, Ssh, cb * MAT, Bc, gl_CooperativeMatrixLayoutRowMajor);
+        }
+        barrier();
+
+        // 3. Softmax update, one invocation per row.
+        if (tid < Br) {
+            const uint r = tid;
+            const bool masked = p.mask != 0 && row_valid(r);
+            const uint mask_row = (row_tile * Br + r) * m_stride + first;
+            float tile_max = NEG_HALF_MAX;
+            for (uint c = 0; c < ncols; ++c) {
+                const bool live = !masked || uint(data_m_bits[mask_row + c]) != F16_NEG_INF_BITS;
+                if (!live) {
+                    Psh[r * Bc + c] = float16_t(0.0);
+                    continue;
+                }
+                ACC_TYPE s = Ssh[r * Bc + c];
+                if (p.logit_softcap != 0.0) {
+                    s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
+                }
+                if (masked) {
+                    s = ACC_TYPE(float(s) + slope * float(data_m[mask_row + c]));
+                }
+                Ssh[r * Bc + c] = s;
+                // Marks the key live for the second pass (P is written there).
+                Psh[r * Bc + c] = float16_t(1.0);
+                tile_max = max(tile_max, float(s));
+            }
+            const float m_old = row_max[r];
+            const float m_new = max(m_old, tile_max);
+            // Nothing is accumulated while the maximum is still the initial −FLT_MAX/2.
+            const float alpha = m_old == NEG_HALF_MAX ? 0.0 : exp(m_old - m_new);
+            float sum = 0.0;
+            for (uint c = 0; c < Bc; ++c) {
+                float16_t pc = float16_t(0.0);
+                if (c < ncols && Psh[r * Bc + c] != float16_t(0.0)) {
+                    pc = float16_t(exp(float(Ssh[r * Bc + c]) - m_new));
+                }
+                Psh[r * Bc + c] = pc;
+                sum += float(pc);
+            }
+            row_sum[r] = row_sum[r] * alpha + sum;
+            row_max[r] = m_new;
+            row_alpha[r] = alpha;
+        }
+        barrier();
+
+        // 4. O = O·α + Σ_c P_c·V_c for this invocation's slots. (The next tile's step 1 writes
+        //    only Ksh, and its barrier orders step 3 after this.)
+        for (uint i = 0; i < O_SLOTS; ++i) {
+            const uint o = tid + i * WorkGroupSize;
+            if (o >= Br * D / 4) {
+                break;
+            }
+            const uint r = o / (D / 4);
+            const uint d = (o % (D / 4)) * 4;
+            ACC_TYPEV4 acc = Of[i] * ACC_TYPE(row_alpha[r]);
+            for (uint c = 0; c < ncols; ++c) {
+                const float16_t pc = Psh[r * Bc + c];
+                if (pc != float16_t(0.0)) {
+                    acc += ACC_TYPEV4(float(pc) * load_v4(v_base, first + c, d));
+                }
+            }
+            Of[i] = acc;
+        }
+    }
+
+    // Results: each invocation writes its own slots; L and M were last written before the
+    // last barrier.
+    for (uint i = 0; i < O_SLOTS; ++i) {
+        const uint o = tid + i * WorkGroupSize;
+        if (o >= Br * D / 4) {
+            break;
+        }
+        const uint r = o / (D / 4);
+        const uint d = (o % (D / 4)) * 4;
+        if (!row_valid(r)) {
+            continue;
+        }
+        if (p.k_num > 1) {
+            const uint at = split_o_offset(r) + d;
+            const vec4 o4 = vec4(Of[i]);
+            data_o[at] = o4.x;
+            data_o[at + 1] = o4.y;
+            data_o[at + 2] = o4.z;
+            data_o[at + 3] = o4.w;
+            if (d == 0) {
+                data_o[split_l_offset(r)] = row_sum[r];
+                data_o[split_m_offset(r)] = row_max[r];
+            }
+        } else {
+            vec4 out4 = vec4(ROW_NAN);
+            if (row_sum[r] != 0.0) {
+                out4 = vec4(Of[i] * ACC_TYPE(float16_t(1.0 / row_sum[r])));
+            }
+            const uint at = dst_offset(r) + d;
+            data_o[at] = out4.x;
+            data_o[at + 1] = out4.y;
+            data_o[at + 2] = out4.z;
+            data_o[at + 3] = out4.w;
+        }
+    }
+}

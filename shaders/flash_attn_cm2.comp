@@ -1,0 +1,253 @@
+#version 450
+
+// flash_attn_cm2.comp: flash attention with NV cooperative matrix 2 (the cm2 path, §9.8):
+// workgroup-scope matrices for S = Q·Kᵀ and P·V, with Q, K, V and P staged through shared
+// memory by ordinary code (interface in flash_attn_base.comp; upstream binds the same buffers
+// as byte arrays and loads them through tensor layouts, which reads the same bytes).
+//
+// Pipeline (host, §9.5): small rows (N ≤ 32): Br = 32, Bc = 32, WorkGroupSize 256 when
+// D mod 32 == 0, else 128; large rows: Br = 64, WorkGroupSize 128, Bc = 32 for quantized K/V or
+// D = 256, else 64. Clamp (spec constant 4) is not needed: every key, row and mask read is
+// bounds-checked, so aligned and unaligned pipelines compute the same thing.
+//
+// Precision, as the interface states for this path (ACC_TYPE float, or float16_t for the
+// f16acc variants):
+//   Q converted to f16, then multiplied by float16_t(scale) in f16; K and V decoded as f16
+//   (f16 data as is; quantized blocks in f16 arithmetic like upstream's decode callbacks:
+//   d·q rounded, plus m rounded); S = Q·Kᵀ accumulated in ACC_TYPE; softcap and mask in
+//   ACC_TYPE (tanh evaluated in f32 and rounded); running maximum and sum, the exponentials
+//   and the rescale factor in ACC_TYPE; P rounded to f16 (L adds the rounded weights); P·V with
+//   an f16 accumulator per tile, converted and added to O in ACC_TYPE; the final O·(1/L) in
+//   ACC_TYPE.
+//
+// Per tile of keys [first, first + ncols):
+//   1. K staging: stage[c·D + d] = K[first + c][d] (f16), zero for c ≥ ncols; S = Q·Kᵀ, stored
+//      row-major to Ssh.
+//   2. softmax, one invocation per row: keys with a −∞ mask (by bits) and keys ≥ ncols are
+//      not live (weight exactly 0, no arithmetic on the infinity); M' = max(M, max S),
+//      α = exp(M − M') (0 before the first live key), P = f16(exp(S − M')), L = L·α + Σ P.
+//   3. O = O·α per row (per-element operation reading α from shared memory); V staging as in
+//      1 (zero rows past ncols, so the NaN keys a cache holds beyond KV never meet a zero
+//      weight); O += f16(P·V).
+// At the end O·(1/L) is stored through a tensor layout of N rows, which drops the rows past N;
+// a row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
+// path. With split-k the unnormalised O, L and M go to the scratch (§9.7).
+//
+// Shared memory: stage max(Br, Bc)·D f16 + Ssh Br·Bc ACC_TYPE + Psh Br·Bc f16 + row arrays;
+// at most 44.6 KiB (Br = 64, Bc = 32, D = 256, f32).
+//
+// Worked example (q4_1 K/V, D = 64, N = 1, H = 8, H_kv = 2, KV = 40): GQA mode with ratio 4
+// (N = 4 ≤ 32: small rows, Br = Bc = 32, 256 invocations), dispatch (1, 2, 1). Workgroup
+// (0, 1, 0) has heads 4..7 as rows 0..3 (rows 4..31 zero), K/V head 1; tile 0 holds keys
+// 0..31, tile 1 keys 32..39 (stage rows 8..31 zero). Row 2 is stored at dst[(4 + 2)·64 ..].
+
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+#extension GL_KHR_memory_scope_semantics : enable
+#extension GL_KHR_cooperative_matrix : enable
+#extension GL_NV_cooperative_matrix2 : enable
+
+#define FA_F16_DECODE 1
+#include "flash_attn_base.comp"
+
+const uint STAGE_ROWS = Br > Bc ? Br : Bc;
+
+shared float16_t stage[STAGE_ROWS * D];
+shared ACC_TYPE Ssh[Br * Bc];
+shared float16_t Psh[Br * Bc];
+shared ACC_TYPE row_max[Br];
+shared ACC_TYPE row_sum[Br];
+shared ACC_TYPE row_alpha[Br];
+shared ACC_TYPE row_inv[Br];
+shared bool row_seen[Br];
+
+ACC_TYPE times_alpha(const in uint32_t r, const in uint32_t c, const in ACC_TYPE e)
+{
+    return e * row_alpha[r];
+}
+
+ACC_TYPE times_inverse(const in uint32_t r, const in uint32_t c, const in ACC_TYPE e)
+{
+    return e * row_inv[r];
+}
+
+// A fully masked row (L = 0) is NaN.
+float nan_if_empty(const in uint32_t r, const in uint32_t c, const in float e)
+{
+    return row_sum[r] == ACC_TYPE(0.0) ? ROW_NAN : e;
+}
+
+// Stages keys first .. first + ncols − 1 of K (or V) as f16 rows of D, zero past ncols.
+void stage_keys(const bool is_v, uint first, uint ncols)
+{
+    for (uint e = gl_LocalInvocationID.x; e < Bc * D / 4; e += WorkGroupSize) {
+        const uint c = e / (D / 4);
+        const uint d = (e % (D / 4)) * 4;
+        f16vec4 x = f16vec4(0.0);
+        if (c < ncols) {
+            x = is_v ? load_v4_f16(v_base, first + c, d) : load_k4_f16(k_base, first + c, d);
+        }
+        const uint at = c * D + d;
+        stage[at] = x.x;
+        stage[at + 1] = x.y;
+        stage[at + 2] = x.z;
+        stage[at + 3] = x.w;
+    }
+}
+
+void main()
+{
+    init_indices();
+    const uint tid = gl_LocalInvocationID.x;
+
+    // Q: f16(q)·f16(scale) in f16 (rows past N are zero and never stored).
+    const float16_t scale16 = float16_t(p.scale);
+    for (uint e = tid; e < Br * D; e += WorkGroupSize) {
+        const uint r = e / D;
+        float16_t q = float16_t(0.0);
+        if (row_valid(r)) {
+            q = float16_t(data_q[q_base + (row_tile * Br + r) * q_stride + e % D]) * scale16;
+        }
+        stage[e] = q;
+    }
+    if (tid < Br) {
+        row_max[tid] = ACC_TYPE(0.0);
+        row_sum[tid] = ACC_TYPE(0.0);
+        row_alpha[tid] = ACC_TYPE(1.0);
+        row_seen[tid] = false;
+    }
+    float slope = 1.0;
+    if (tid < Br) {
+        slope = alibi_slope(row_head(tid));
+    }
+    barrier();
+    coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseA> Qm;
+    coopMatLoad(Qm, stage, 0, D, gl_CooperativeMatrixLayoutRowMajor);
+    coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> O =
+        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(0.0);
+    barrier();
+
+    for (uint first = kv_begin; first < kv_end; first += Bc) {
+        const uint ncols = min(Bc, kv_end - first);
+
+        // 1. S = Q·Kᵀ.
+        stage_keys(false, first, ncols);
+        barrier();
+        coopmat<float16_t, gl_ScopeWorkgroup, D, Bc, gl_MatrixUseB> Kt;
+        // Kᵀ (d, c) = stage[c·D + d]: column-major with stride D.
+        coopMatLoad(Kt, stage, 0, D, gl_CooperativeMatrixLayoutColumnMajor);
+        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> S =
+            coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(0.0);
+        S = coopMatMulAdd(Qm, Kt, S);
+        coopMatStore(S, Ssh, 0, Bc, gl_CooperativeMatrixLayoutRowMajor);
+        barrier();
+
+        // 2. Softmax update, one invocation per row, in ACC_TYPE.
+        if (tid < Br) {
+            const uint r = tid;
+            const bool masked = p.mask != 0 && row_valid(r);
+            const uint mask_row = (row_tile * Br + r) * m_stride + first;
+            bool any = false;
+            ACC_TYPE tile_max = ACC_TYPE(0.0);
+            for (uint c = 0; c < Bc; ++c) {
+                bool live = c < ncols;
+                if (live && masked) {
+                    live = uint(data_m_bits[mask_row + c]) != F16_NEG_INF_BITS;
+                }
+                // Psh marks the live keys until the second pass writes P.
+                Psh[r * Bc + c] = float16_t(live ? 1.0 : 0.0);
+                if (!live) {
+                    continue;
+                }
+                ACC_TYPE s = Ssh[r * Bc + c];
+                if (p.logit_softcap != 0.0) {
+                    s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
+                }
+                if (masked) {
+                    s = s + ACC_TYPE(slope) * ACC_TYPE(data_m[mask_row + c]);
+                }
+                Ssh[r * Bc + c] = s;
+                tile_max = any ? max(tile_max, s) : s;
+                any = true;
+            }
+            const bool seen = row_seen[r];
+            const ACC_TYPE m_old = row_max[r];
+            ACC_TYPE m_new = m_old;
+            if (any) {
+                m_new = seen ? max(m_old, tile_max) : tile_max;
+            }
+            // Nothing was accumulated before the first live key.
+            const ACC_TYPE alpha = seen ? exp(m_old - m_new) : ACC_TYPE(0.0);
+            ACC_TYPE sum = ACC_TYPE(0.0);
+            for (uint c = 0; c < Bc; ++c) {
+                float16_t pc = float16_t(0.0);
+                if (Psh[r * Bc + c] != float16_t(0.0)) {
+                    pc = float16_t(exp(Ssh[r * Bc + c] - m_new));
+                }
+                Psh[r * Bc + c] = pc;
+                sum += ACC_TYPE(pc);
+            }
+            row_sum[r] = row_sum[r] * alpha + sum;
+            row_max[r] = m_new;
+            row_alpha[r] = alpha;
+            row_seen[r] = seen || any;
+        }
+        barrier();
+
+        // 3. O = O·α + P·V.
+        coopMatPerElementNV(O, O, times_alpha);
+        stage_keys(true, first, ncols);
+        barrier();
+        coopmat<float16_t, gl_ScopeWorkgroup, Bc, D, gl_MatrixUseB> Vm;
+        coopMatLoad(Vm, stage, 0, D, gl_CooperativeMatrixLayoutRowMajor);
+        coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseA> Pm;
+        coopMatLoad(Pm, Psh, 0, Bc, gl_CooperativeMatrixLayoutRowMajor);
+        coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> PV =
+            coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(0.0);
+        PV = coopMatMulAdd(Pm, Vm, PV);
+        O += coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(PV);
+        // The next tile overwrites stage, Ssh and Psh.
+        barrier();
+    }
+
+    // Results through a tensor layout of the valid rows: rows past N are dropped.
+    uint base;
+    uint row0;
+    uint row_stride;
+    if (p.k_num > 1) {
+        base = split_o_offset(0);
+        row0 = 0;
+        row_stride = D;
+    } else {
+        base = dst_offset(0) - row_tile * Br * (p.gqa_ratio > 1 ? D : p.ne1 * D);
+        row0 = row_tile * Br;
+        row_stride = p.gqa_ratio > 1 ? D : p.ne1 * D;
+    }
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> tO =
+        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    tO = setTensorLayoutDimensionNV(tO, p.N, D);
+    tO = setTensorLayoutStrideNV(tO, row_stride, 1);
+    tO = sliceTensorLayoutNV(tO, row0, Br, 0, D);
+
+    if (p.k_num > 1) {
+        coopmat<float, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> Of =
+            coopmat<float, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(O);
+        coopMatStoreTensorNV(Of, data_o, base, tO);
+        if (tid < Br && row_valid(tid)) {
+            data_o[split_l_offset(tid)] = float(row_sum[tid]);
+            data_o[split_m_offset(tid)] = row_seen[tid] ? float(row_max[tid]) : NEG_HALF_MAX;
+        }
+    } else {
+        if (tid < Br) {
+            row_inv[tid] = row_sum[tid] == ACC_TYPE(0.0) ? ACC_TYPE(0.0)
+                                                         : ACC_TYPE(1.0) / row_sum[tid];
+        }
+        barrier();
+        coopMatPerElementNV(O, O, times_inverse);
+        coopmat<float, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> Of =
+            coopmat<float, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(O);
+        coopMatPerElementNV(Of, Of, nan_if_empty);
+        coopMatStoreTensorNV(Of, data_o, base, tO);
+    }
+}
