@@ -1067,7 +1067,10 @@ pub struct Cm2Arith {
 ///
 /// **Subnormals and overflow.** A step whose operands or results may lie below ACC_TYPE's
 /// smallest normal is charged that normal once per rounding (flush to zero); a step whose
-/// magnitude may pass the largest finite f16 marks the element [`MulMmBounds::may_overflow`].
+/// intermediate sums may pass the largest finite f16 — anything up to |acc| + Σ|â·b̂|, since
+/// the order is free — marks the element [`MulMmBounds::may_overflow`]. (Measured on the
+/// H100: an f16 accumulator went to +∞ for an output of 5.4·10⁴ whose step held larger
+/// partial sums; upstream has no clamp at this commit, §12 later-changed 7.)
 #[allow(clippy::too_many_arguments)]
 pub fn mul_mm_cm2_bounds(
     arith: &Cm2Arith,
@@ -1115,10 +1118,17 @@ pub fn mul_mm_cm2_bounds(
                         for kk in step..end {
                             let (x, y) = (a[kk], b[kk]);
                             let (ex, ey) = match (ea[kk], eb[kk]) {
-                                (Some(ex), Some(ey)) => (ex, ey),
+                                (Some(ex), Some(ey)) if ex.is_finite() && ey.is_finite() => {
+                                    (ex, ey)
+                                }
                                 _ => {
+                                    // An operand that may be ±∞: the product is undefined
+                                    // (no arithmetic on the bounds: ∞·0 is NaN).
                                     ovf = true;
-                                    (f64::INFINITY, f64::INFINITY)
+                                    e_in = f64::INFINITY;
+                                    mag = f64::INFINITY;
+                                    exact_step += x * y;
+                                    continue;
                                 }
                             };
                             let (ax, ay) = (x.abs(), y.abs());
@@ -1138,11 +1148,17 @@ pub fn mul_mm_cm2_bounds(
                         let acc_mag = sum.abs() + err;
                         sum += exact_step;
                         let mut d = err + e_in + e_p + gw * (acc_mag + mag);
+                        if d.is_nan() {
+                            d = f64::INFINITY;
+                        }
                         if (sum.abs() - d) < tiny || acc_mag < tiny {
                             flushes += 1;
                         }
                         d += flushes as f64 * tiny;
-                        if !(mag < acc.overflow() && sum.abs() + d < acc.overflow()) {
+                        // Any partial sum inside the step, in any order, is within
+                        // |acc| + Σ|â·b̂| (+ the step's error): f16 may overflow there even
+                        // when the step's result is finite.
+                        if !(acc_mag + mag + d < acc.overflow()) {
                             ovf = true;
                         }
                         err = d;
