@@ -1158,7 +1158,8 @@ pub fn mul_mm_cm2_bounds(
                         // Any partial sum inside the step, in any order, is within
                         // |acc| + Σ|â·b̂| (+ the step's error): f16 may overflow there even
                         // when the step's result is finite.
-                        if !(acc_mag + mag + d < acc.overflow()) {
+                        let peak = acc_mag + mag + d;
+                        if peak.is_nan() || peak >= acc.overflow() {
                             ovf = true;
                         }
                         err = d;

@@ -1,6 +1,12 @@
 //! MUL_MAT cases that upstream routes to the matrix-matrix kernel (`mul_mm.comp`): dst.ne1 > 8,
 //! or 2..8 columns with batches (§4.3).
 //!
+//! Two paths, one row set each (the row's `cm2` field): the scalar fp16 path below, and the NV
+//! cooperative-matrix-2 path (`mul_mm_cm2.comp`, rows `matmul_*_cm2`: f16 × f16, bf16 × bf16 and
+//! quantized × f16 with either accumulator; f32 operands reach them converted to f16 by the
+//! host), with its own K and N strategies ([`cm2_k_strategy`], [`cm2_n_strategy`]) and error
+//! model ([`tolerance::mul_mm_cm2_bounds`]).
+//!
 //! One variant row per pipeline family the host selects on a scalar fp16 device (lavapipe):
 //! the SPIR-V name of the unaligned variant, e.g. `matmul_q4_0_f32_f16acc`. Each row also
 //! covers its `_aligned` twin, which the host picks per dispatch from the shape (K a multiple
