@@ -12,7 +12,8 @@
 //! covers its `_aligned` twin, which the host picks per dispatch from the shape (K a multiple
 //! of the tile's 32/64/128, M and N > 8; which tile depends on the device's shared memory);
 //! the strategy makes about half the cases aligned on a 32 KiB device. Grouping the twins
-//! keeps the rows device-independent and halves the suite (31 rows here, 18 for MUL_MAT_ID).
+//! keeps the rows device-independent and halves the suite (31 scalar + 27 cm2 rows here, 18 + 15
+//! for MUL_MAT_ID).
 //!
 //! A row is reached from every input the host maps to it (§4.3, §8.4): `matmul_f16[_f16acc]`
 //! also runs quantized A with an f16 B (A dequantized to f16 by the host) and any A whose B is

@@ -1187,20 +1187,96 @@ mod tests {
                     if only.as_deref().is_some_and(|o| !v.name.contains(o)) {
                         continue;
                     }
-                    match tree.spirv(&v) {
-                        Err(e) => failures.push(format!("{}: {e}", v.name)),
-                        Ok(spv) => {
-                            if let Ok(d) = std::env::var("VKDIFF_CM2_DUMP") {
-                                let bytes: Vec<u8> =
-                                    spv.words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                                std::fs::write(format!("{d}/{}.spv", v.name), bytes).unwrap();
-                            }
-                        }
+                    if let Err(e) = tree.spirv(&v) {
+                        failures.push(format!("{}: {e}", v.name));
                     }
                 }
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    fn h100() -> DeviceCaps {
+        DeviceCaps {
+            subgroup_size: 32,
+            shared_memory: 49152,
+            fp16: true,
+            storage16: true,
+            coopmat: true,
+            coopmat2: true,
+            max_workgroup_count: [65535; 3],
+            ..DeviceCaps::default()
+        }
+    }
+
+    #[test]
+    fn cm2_plans_follow_sections_7_and_8() {
+        let caps = h100();
+        let cm2 = Mode::Cm2;
+        // f32 × f32: both converted to f16, the f16 slot; N = 300 > 128: large tile.
+        let p = plan(
+            &caps,
+            cm2,
+            &t(DType::F32, [512, 200, 1, 1]),
+            &t(DType::F32, [512, 300, 1, 1]),
+            Prec::Default,
+            None,
+        )
+        .unwrap();
+        assert!(p.staging.a_to_f16 && p.staging.b_to == Some(DType::F16));
+        assert_eq!(
+            p.staging.selection.variant(p.dispatch.aligned).name,
+            "matmul_f16_aligned_f16acc_cm2"
+        );
+        assert_eq!(p.dispatch.spec, vec![256, 128, 256, 64, 1]);
+        assert_eq!(p.dispatch.groups, [2, 2, 1]);
+        // K-quants: warptile_mmq_k; N = 40 > 32: medium.
+        let p = plan(
+            &caps,
+            cm2,
+            &Tensor::from_bytes(DType::Q4_K, [256, 70, 1, 1], vec![0; 70 * 144]).unwrap(),
+            &t(DType::F16, [256, 40, 1, 1]),
+            Prec::F32,
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.staging.selection.name(false), "matmul_q4_k_f16_cm2");
+        assert_eq!(p.dispatch.spec, vec![256, 32, 64, 64, 0]);
+        assert!(!p.staging.a_to_f16 && p.staging.b_to.is_none());
+        // Split halving: K = 1536 asks 4 → 384 % 256 ≠ 0 → 2 → 768 = 3·256.
+        let (a, b) = (
+            t(DType::F16, [1536, 64, 1, 1]),
+            t(DType::F16, [1536, 64, 1, 1]),
+        );
+        let p = plan(&caps, cm2, &a, &b, Prec::F32, Some(4)).unwrap();
+        assert_eq!((p.split_k, p.k_split), (2, 768));
+        // K = 1000: no split survives.
+        let (a, b) = (
+            t(DType::F16, [1000, 64, 1, 1]),
+            t(DType::F16, [1000, 64, 1, 1]),
+        );
+        assert_eq!(
+            plan(&caps, cm2, &a, &b, Prec::F32, Some(4))
+                .unwrap()
+                .split_k,
+            1
+        );
+        // Quantized MUL_MAT_ID: the f32 accumulator whatever the request, warptile_mmqid.
+        let p = plan_id(
+            &caps,
+            cm2,
+            &t(DType::Q4_0, [32, 4, 3, 1]),
+            &t(DType::F32, [32, 1, 20, 1]),
+            &ids(1, 20),
+            Prec::Default,
+        )
+        .unwrap();
+        assert_eq!(p.staging.selection.name(false), "matmul_id_q4_0_f16_cm2");
+        assert_eq!(p.chunks[0].dispatch.spec, vec![256, 128, 64, 16, 0]);
+        // A device without coopmat2 refuses the path with the reason.
+        assert!(device_supports(&lavapipe(), cm2)
+            .unwrap_err()
+            .contains("cooperative_matrix2"));
     }
 
     #[test]
