@@ -60,6 +60,8 @@ pub enum VariantParams {
         b: DType,
         /// f16 accumulators.
         acc16: bool,
+        /// The cm2 path (`mul_mm_cm2.comp`) rather than the scalar fp16 one.
+        cm2: bool,
     },
     /// MUL_MAT_ID through the matrix-matrix kernel (as [`VariantParams::MulMm`]).
     MulMmId {
@@ -69,6 +71,8 @@ pub enum VariantParams {
         b: DType,
         /// f16 accumulators.
         acc16: bool,
+        /// The cm2 path.
+        cm2: bool,
     },
 }
 

@@ -1,12 +1,19 @@
 //! MUL_MAT cases that upstream routes to the matrix-matrix kernel (`mul_mm.comp`): dst.ne1 > 8,
 //! or 2..8 columns with batches (§4.3).
 //!
+//! Two paths, one row set each (the row's `cm2` field): the scalar fp16 path below, and the NV
+//! cooperative-matrix-2 path (`mul_mm_cm2.comp`, rows `matmul_*_cm2`: f16 × f16, bf16 × bf16 and
+//! quantized × f16 with either accumulator; f32 operands reach them converted to f16 by the
+//! host), with its own K and N strategies ([`cm2_k_strategy`], [`cm2_n_strategy`]) and error
+//! model ([`tolerance::mul_mm_cm2_bounds`]).
+//!
 //! One variant row per pipeline family the host selects on a scalar fp16 device (lavapipe):
 //! the SPIR-V name of the unaligned variant, e.g. `matmul_q4_0_f32_f16acc`. Each row also
 //! covers its `_aligned` twin, which the host picks per dispatch from the shape (K a multiple
 //! of the tile's 32/64/128, M and N > 8; which tile depends on the device's shared memory);
 //! the strategy makes about half the cases aligned on a 32 KiB device. Grouping the twins
-//! keeps the rows device-independent and halves the suite (31 rows here, 18 for MUL_MAT_ID).
+//! keeps the rows device-independent and halves the suite (31 scalar + 27 cm2 rows here, 18 + 15
+//! for MUL_MAT_ID).
 //!
 //! A row is reached from every input the host maps to it (§4.3, §8.4): `matmul_f16[_f16acc]`
 //! also runs quantized A with an f16 B (A dequantized to f16 by the host) and any A whose B is
@@ -24,7 +31,7 @@ use std::fmt;
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use vkdiff_gpu::runners;
-use vkdiff_gpu::runners::mul_mm::{MulMmRun, Prec, Selection, Staging};
+use vkdiff_gpu::runners::mul_mm::{Mode, MulMmRun, Prec, Selection, Staging};
 use vkdiff_reference::ops::mul_mat;
 use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
@@ -54,6 +61,10 @@ pub const QUANT_TYPES: &[DType] = &[
 /// Products a·b a case may compute (M·N·K·batches): lavapipe runs the f16 arithmetic at tens
 /// of millions of fmas a second, and the error model walks every product once.
 pub const PRODUCTS: usize = 1 << 22;
+
+/// The budget of the cm2 rows (which only run on cm2 hardware): enough for a full large tile
+/// (128 × 256) over several 256-deep K steps, where the fast and reduced paths start.
+pub const CM2_PRODUCTS: usize = 1 << 24;
 
 /// One MUL_MAT through the matrix-matrix kernel: dst (M, N, ne02·r2, ne03) = A (K, M, ne02,
 /// ne03) × B (K, N, ne02·r2, ne03).
@@ -87,17 +98,24 @@ pub struct MulMmCase {
     pub b_dist: Dist,
     /// Data seed.
     pub seed: u64,
+    /// The cm2 path (`mul_mm_cm2.comp`) instead of the scalar fp16 one.
+    #[serde(default)]
+    pub cm2: bool,
+    /// Float A and B values are multiplied by 2^scale_log2 (bf16 rows: magnitudes that f16
+    /// cannot hold, so a kernel that went through f16 would lose them).
+    #[serde(default)]
+    pub scale_log2: i32,
 }
 
 /// The row in the kernel table.
 pub const KERNEL: Kernel = Kernel {
     name: "mul_mm",
     shader: "mul_mm.comp",
-    summary: "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path: A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq4_nl/iq4_xs, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)",
-    error_model: "running error bound along the exact partial sums: operands rounded to f16 (2⁻¹¹), products and adds in ACC_TYPE (f16: 2⁻¹¹ each), flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (tolerance::mul_mm_bounds)",
+    summary: "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path (mul_mm.comp) and NV coopmat2 path (`_cm2` rows, mul_mm_cm2.comp): A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq4_nl/iq4_xs, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)",
+    error_model: "scalar: running error bound along the exact partial sums (operands rounded to f16, products and adds in ACC_TYPE); cm2: decoder roundings per type, then a running bound over BK-deep coopMatMulAdd steps whose inner order is free (γ over BK with directed-rounding units); flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (tolerance::mul_mm_bounds, mul_mm_cm2_bounds)",
     variants,
     strategy: |v| match v.params {
-        VariantParams::MulMm { a, b, acc16 } => strategy(a, b, acc16)
+        VariantParams::MulMm { a, b, acc16, cm2 } => strategy(a, b, acc16, cm2)
             .prop_map(Case::MulMm)
             .boxed(),
         _ => unreachable!("mul_mm variant"),
@@ -105,21 +123,32 @@ pub const KERNEL: Kernel = Kernel {
     requires,
 };
 
-/// Why `caps` does not run the listed (scalar fp16) variants, if it does not.
-pub fn requires(_: &Variant, caps: &vkdiff_gpu::DeviceCaps) -> Option<String> {
-    if caps.coopmat || caps.coopmat2 {
-        Some(format!(
-            "{} device: upstream uses the cooperative-matrix matmul paths there (not modelled yet)",
-            caps.class()
-        ))
-    } else if !caps.fp16 {
-        Some(
+/// Why `caps` does not run the row, if it does not. Scalar rows run on any shaderFloat16
+/// device (on a coopmat device as upstream does with GGML_VK_DISABLE_COOPMAT /
+/// GGML_VK_DISABLE_COOPMAT2 set); cm2 rows need VK_NV_cooperative_matrix2, and the bf16 cm2
+/// rows bf16 cooperative matrices (VK_KHR_shader_bfloat16 with shaderBFloat16Type and
+/// shaderBFloat16CooperativeMatrix).
+pub fn requires(v: &Variant, caps: &vkdiff_gpu::DeviceCaps) -> Option<String> {
+    let (a, cm2) = match v.params {
+        VariantParams::MulMm { a, cm2, .. } | VariantParams::MulMmId { a, cm2, .. } => (a, cm2),
+        _ => return None,
+    };
+    if !cm2 {
+        return (!caps.fp16).then(|| {
             "no shaderFloat16: upstream selects the `_fp32` variants, which the table does not list"
-                .into(),
-        )
-    } else {
-        None
+                .into()
+        });
     }
+    if let Err(e) = runners::mul_mm::device_supports(caps, Mode::Cm2) {
+        return Some(e);
+    }
+    if a == DType::Bf16 && !(caps.bf16 && caps.bf16_coopmat) {
+        return Some(
+            "no bf16 cooperative matrices (VK_KHR_shader_bfloat16 with shaderBFloat16Type and shaderBFloat16CooperativeMatrix)"
+                .into(),
+        );
+    }
+    None
 }
 
 /// The pipeline families of a scalar fp16 device, as (kernel A, kernel B, f16 accumulator).
@@ -144,10 +173,19 @@ pub fn families(id: bool) -> Vec<(DType, DType, bool)> {
     v
 }
 
-/// The row name of a family: its unaligned SPIR-V name in fp16 mode.
-pub fn family_name(a: DType, b: DType, acc16: bool, id: bool) -> String {
+/// The path of a row.
+pub fn mode_of(cm2: bool) -> Mode {
+    if cm2 {
+        Mode::Cm2
+    } else {
+        Mode::Fp16
+    }
+}
+
+/// The row name of a family: its unaligned SPIR-V name on its path.
+pub fn family_name(a: DType, b: DType, acc16: bool, id: bool, cm2: bool) -> String {
     Selection {
-        mode: runners::mul_mm::Mode::Fp16,
+        mode: mode_of(cm2),
         a,
         b,
         acc16,
@@ -156,14 +194,25 @@ pub fn family_name(a: DType, b: DType, acc16: bool, id: bool) -> String {
     .name(false)
 }
 
-fn variants() -> Vec<Variant> {
-    families(false)
+/// Every row: the scalar fp16 families, then the cm2 ones, as (a, b, acc16, cm2).
+pub fn all_families(id: bool) -> Vec<(DType, DType, bool, bool)> {
+    let scalar = families(id)
         .into_iter()
-        .map(|(a, b, acc16)| {
+        .map(|(a, b, acc)| (a, b, acc, false));
+    let cm2 = runners::mul_mm::cm2_families(QUANT_TYPES, id)
+        .into_iter()
+        .map(|(a, b, acc)| (a, b, acc, true));
+    scalar.chain(cm2).collect()
+}
+
+fn variants() -> Vec<Variant> {
+    all_families(false)
+        .into_iter()
+        .map(|(a, b, acc16, cm2)| {
             Variant::new(
                 "mul_mm",
-                &family_name(a, b, acc16, false),
-                VariantParams::MulMm { a, b, acc16 },
+                &family_name(a, b, acc16, false, cm2),
+                VariantParams::MulMm { a, b, acc16, cm2 },
             )
         })
         .collect()
@@ -184,7 +233,20 @@ pub fn prec_strategy(a: DType, acc16: bool) -> BoxedStrategy<Prec> {
 /// The input (A, B, padded?) combinations the host maps to the family (a, b): simplest first.
 /// `pad` true means B's rows must be padded (a padded f32 B is how the host comes to convert
 /// it to f16), false that they must not be (a padded B would leave the family), None either.
-pub fn inputs_for(a: DType, b: DType, id: bool) -> Vec<(DType, DType, Option<bool>)> {
+/// On cm2 every f32 operand is converted (f32 A to f16, f32 B to f16 or bf16), so padding
+/// never changes the family there.
+pub fn inputs_for(a: DType, b: DType, id: bool, cm2: bool) -> Vec<(DType, DType, Option<bool>)> {
+    if cm2 {
+        return match a {
+            DType::F16 => vec![
+                (DType::F16, DType::F16, None),
+                (DType::F16, DType::F32, None),
+                (DType::F32, DType::F32, None),
+                (DType::F32, DType::F16, None),
+            ],
+            _ => vec![(a, b, None), (a, DType::F32, None)],
+        };
+    }
     match (a, b) {
         (DType::F16, DType::F16) => {
             let mut v = vec![
@@ -256,16 +318,79 @@ pub fn edge_strategy(min: usize) -> BoxedStrategy<usize> {
     .boxed()
 }
 
-/// Cases for the family (a, b, acc16).
-pub fn strategy(a: DType, b: DType, acc16: bool) -> impl Strategy<Value = MulMmCase> {
-    let inputs = inputs_for(a, b, false);
-    let typed = proptest::sample::select(inputs).prop_flat_map(|(a_in, b_in, pad)| {
-        (Just(a_in), Just(b_in), pad_strategy(pad), k_strategy(a_in))
+/// K on the cm2 path: also multiples of 64 and 256 (whole BK steps and the fast path's
+/// 256-aligned splits) besides ragged values for the clamped path.
+pub fn cm2_k_strategy(a: DType) -> BoxedStrategy<usize> {
+    let block = a.block_len();
+    if block == 256 {
+        prop_oneof![4 => 1usize..=2, 2 => 3usize..=8, 1 => 9usize..=16]
+            .prop_map(|n| n * 256)
+            .boxed()
+    } else {
+        // In elements, rounded up to whole blocks.
+        prop_oneof![
+            4 => 1usize..=40,
+            3 => (1usize..=8).prop_map(|j| 64 * j),
+            3 => (1usize..=8).prop_map(|j| 256 * j),
+            2 => 41usize..=300,
+            1 => 1000usize..=4200,
+        ]
+        .prop_map(move |k| k.div_ceil(block) * block)
+        .boxed()
+    }
+}
+
+/// Columns (N) on the cm2 path: around every tile width (32, 64, 128, 256) and just past a
+/// multiple of BN by up to BN/4 or BN/2 (the reduced accumulators of the fast path).
+pub fn cm2_n_strategy() -> BoxedStrategy<usize> {
+    prop_oneof![
+        4 => 9usize..=40,
+        1 => 2usize..=8,
+        2 => 60usize..=72,
+        2 => 120usize..=136,
+        1 => 150usize..=200,
+        2 => 250usize..=330,
+        1 => 380usize..=390,
+    ]
+    .boxed()
+}
+
+/// Cases for the family (a, b, acc16) on the scalar or cm2 path.
+pub fn strategy(a: DType, b: DType, acc16: bool, cm2: bool) -> impl Strategy<Value = MulMmCase> {
+    let inputs = inputs_for(a, b, false, cm2);
+    let typed = proptest::sample::select(inputs).prop_flat_map(move |(a_in, b_in, pad)| {
+        let k = if cm2 {
+            cm2_k_strategy(a_in)
+        } else {
+            k_strategy(a_in)
+        };
+        (Just(a_in), Just(b_in), pad_strategy(pad), k)
     });
-    let n = prop_oneof![6 => 9usize..=40, 1 => 2usize..=8, 2 => 41usize..=72, 1 => 120usize..=136];
+    let n = if cm2 {
+        cm2_n_strategy()
+    } else {
+        prop_oneof![6 => 9usize..=40, 1 => 2usize..=8, 2 => 41usize..=72, 1 => 120usize..=136]
+            .boxed()
+    };
+    let budget = if cm2 { CM2_PRODUCTS } else { PRODUCTS };
+    // bf16 magnitudes outside f16's range, both ways (cm2 rows; the scalar rows keep their
+    // case stream).
+    let scale = if cm2 && a == DType::Bf16 {
+        prop_oneof![3 => Just(0i32), 1 => Just(-40i32), 1 => Just(24i32)].boxed()
+    } else {
+        Just(0i32).boxed()
+    };
     let batches =
         prop_oneof![3 => Just((1usize, 1usize, 1usize)), 1 => (1usize..=2, 1usize..=3, 1usize..=2)];
     let split = prop_oneof![4 => Just(None), 1 => (2u32..=4).prop_map(Some)];
+    // cm2: a third of the cases are made fast-path friendly (K a multiple of 256, at least
+    // one full 128-row tile), so that N just past a multiple of BN reaches the reduced BN/4 and
+    // BN/2 accumulators; without it about 1% of cases did.
+    let fast = if cm2 {
+        prop_oneof![2 => Just(false), 1 => Just(true)].boxed()
+    } else {
+        Just(false).boxed()
+    };
     // Order matters for shrinking (proptest shrinks a tuple's members in order): the data
     // distributions settle on their simplest arms first, the seed comes last.
     (
@@ -276,9 +401,10 @@ pub fn strategy(a: DType, b: DType, acc16: bool) -> impl Strategy<Value = MulMmC
         prec_strategy(a, acc16),
         split,
         any::<u64>(),
+        (scale, fast),
     )
         .prop_map(
-            |(
+            move |(
                 a_blocks,
                 b_dist,
                 (a_type, b_type, b_row_pad, k),
@@ -286,21 +412,44 @@ pub fn strategy(a: DType, b: DType, acc16: bool) -> impl Strategy<Value = MulMmC
                 prec,
                 force_split_k,
                 seed,
+                (scale_log2, fast),
             )| {
-                let (ne02, mut r2, ne03) = batches;
+                // A fast-path case keeps its budget for one big matrix.
+                let (ne02, mut r2, ne03) = if fast { (1, 1, 1) } else { batches };
                 // 2..8 columns reach this kernel only with batches.
                 if n <= 8 && ne02 * r2 * ne03 == 1 {
                     r2 = 2;
                 }
                 let batches = ne02 * r2 * ne03;
                 let block = a_type.block_len();
+                let (k, m) = if fast {
+                    (k.div_ceil(256) * 256, m.max(128))
+                } else {
+                    (k, m)
+                };
                 // Keep the product budget: K first (to whole blocks), then M.
-                let k = if m * n * batches * k > PRODUCTS {
-                    ((PRODUCTS / (m * n * batches)) / block * block).max(block)
+                // (Fast-path cases round down to whole 256s.)
+                let unit_k = if fast { 256 } else { block };
+                let mut k = if m * n * batches * k > budget {
+                    ((budget / (m * n * batches)) / unit_k * unit_k).max(unit_k)
                 } else {
                     k
                 };
-                let m = m.min((PRODUCTS / (n * batches * k)).max(1));
+                // cm2 halves a split until each split's K is a whole number of 256s (§8.3):
+                // make that hold for the split asked for, and for float A leave a remainder
+                // (K mod split_k) so that k_split = ⌈K/split_k⌉ is ragged.
+                if let (true, Some(s)) = (cm2, force_split_k) {
+                    let s = match s.min(4) {
+                        3 => 2,
+                        s => s as usize,
+                    };
+                    let unit = 256 * s;
+                    k = k.min(4 * unit).div_ceil(unit) * unit;
+                    if block == 1 {
+                        k += (seed as usize) % s;
+                    }
+                }
+                let m = m.min((budget / (n * batches * k)).max(1));
                 MulMmCase {
                     a_type,
                     b_type,
@@ -316,6 +465,8 @@ pub fn strategy(a: DType, b: DType, acc16: bool) -> impl Strategy<Value = MulMmC
                     a_blocks,
                     b_dist,
                     seed,
+                    cm2,
+                    scale_log2,
                 }
             },
         )
@@ -325,7 +476,8 @@ impl fmt::Display for MulMmCase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}×{} K={} M={} N={} batches {}·{}×{} pad {} prec {:?} split {} A {:?} B {:?} seed {}",
+            "{}{}×{} K={} M={} N={} batches {}·{}×{} pad {} prec {:?} split {} A {:?} B {:?} seed {}{}",
+            if self.cm2 { "cm2 " } else { "" },
             self.a_type,
             self.b_type,
             self.k,
@@ -339,7 +491,12 @@ impl fmt::Display for MulMmCase {
             self.force_split_k.map_or("-".into(), |s| s.to_string()),
             self.a_blocks,
             self.b_dist,
-            self.seed
+            self.seed,
+            if self.scale_log2 != 0 {
+                format!(" scale 2^{}", self.scale_log2)
+            } else {
+                String::new()
+            }
         )
     }
 }
@@ -375,6 +532,107 @@ pub fn arith_of(staging: &Staging, a_in: DType, split_k: usize, k_split: usize) 
     }
 }
 
+/// A float tensor with every value multiplied by 2^e (exact: a power of two), or unchanged.
+pub fn scaled(t: Tensor, e: i32) -> Result<Tensor, String> {
+    if e == 0 || t.dtype().is_quantized() {
+        return Ok(t);
+    }
+    let f = 2f64.powi(e);
+    let v: Vec<f32> = t
+        .rows()
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|&x| (x * f) as f32)
+        .collect();
+    let dense = Tensor::from_f32(t.dtype(), t.ne(), &v).map_err(|e| e.to_string())?;
+    // Keep the original strides (B may be a padded view): re-lay the rows.
+    if dense.nb() == t.nb() {
+        return Ok(dense);
+    }
+    let (ne, nb, es) = (t.ne(), t.nb(), t.dtype().block_bytes());
+    let mut bytes = t.data().to_vec();
+    let src = dense.data();
+    let mut i = 0;
+    for i3 in 0..ne[3] {
+        for i2 in 0..ne[2] {
+            for i1 in 0..ne[1] {
+                let off = i3 * nb[3] + i2 * nb[2] + i1 * nb[1];
+                bytes[off..off + ne[0] * es].copy_from_slice(&src[i..i + ne[0] * es]);
+                i += ne[0] * es;
+            }
+        }
+    }
+    Tensor::new(t.dtype(), ne, nb, bytes).map_err(|e| e.to_string())
+}
+
+/// Per-element operand errors |operand − exact| as the cm2 kernel reads them (None: may be
+/// ±∞): host-converted values exactly, quantized A by [`tolerance::cm2_decode_error`], f16 /
+/// bf16 data exact unless subnormal (may be flushed).
+pub fn cm2_operand_errors(exact: &Tensor, staged: &Tensor) -> Result<Vec<Option<f64>>, String> {
+    let x = exact.rows().map_err(|e| e.to_string())?;
+    if staged.dtype().is_quantized() {
+        let contiguous = staged.to_contiguous();
+        let terms = tolerance::cm2_decode_terms(staged.dtype(), contiguous.data())
+            .ok_or_else(|| format!("no cm2 decoder model for {}", staged.dtype()))?;
+        return Ok(terms
+            .iter()
+            .map(|t| match tolerance::cm2_decode_error(staged.dtype(), t) {
+                (e, false) => Some(e),
+                _ => None,
+            })
+            .collect());
+    }
+    let fmt = if staged.dtype() == DType::Bf16 {
+        Fp::Bf16
+    } else {
+        Fp::F16
+    };
+    let y = staged.rows().map_err(|e| e.to_string())?;
+    Ok(x.iter()
+        .zip(&y)
+        .map(|(&x, &y)| {
+            if !y.is_finite() && x.is_finite() {
+                None
+            } else {
+                Some((y - x).abs() + fmt.flushing(y.abs(), y.abs()))
+            }
+        })
+        .collect())
+}
+
+/// The cm2 bounds of a plan (see [`tolerance::mul_mm_cm2_bounds`]).
+pub fn cm2_bounds(
+    a: &Tensor,
+    b: &Tensor,
+    staging: &Staging,
+    bk: usize,
+    split_k: usize,
+    k_split: usize,
+    columns: &[(usize, usize)],
+) -> Result<tolerance::MulMmBounds, String> {
+    let (sa, sb) = runners::mul_mm::staged(a, b, staging).map_err(|e| e.to_string())?;
+    let ea = cm2_operand_errors(a, &sa)?;
+    let eb = cm2_operand_errors(b, &sb)?;
+    let (a_rows, b_rows) = (
+        a.rows().map_err(|e| e.to_string())?,
+        b.rows().map_err(|e| e.to_string())?,
+    );
+    let arith = tolerance::Cm2Arith {
+        acc: if staging.selection.acc16 {
+            Fp::F16
+        } else {
+            Fp::F32
+        },
+        bk,
+        split_k,
+        k_split,
+    };
+    let [k, m, ..] = a.ne();
+    Ok(tolerance::mul_mm_cm2_bounds(
+        &arith, k, m, &a_rows, &ea, &b_rows, &eb, columns,
+    ))
+}
+
 /// Judges a kernel's output: the reference, the bounds, and overflow (see
 /// [`tolerance::MulMmBounds::judged_want`]).
 pub fn judge(
@@ -395,10 +653,10 @@ pub fn judge(
 }
 
 impl MulMmCase {
-    /// The row's name: the unaligned SPIR-V the host selects on a scalar fp16 device.
+    /// The row's name: the unaligned SPIR-V the host selects on the case's path.
     pub fn variant(&self) -> String {
         match runners::mul_mm::choose(
-            runners::mul_mm::Mode::Fp16,
+            mode_of(self.cm2),
             self.a_type,
             self.b_type,
             self.b_row_pad == 0,
@@ -487,7 +745,7 @@ impl MulMmCase {
             b_dense.data().to_vec(),
         )
         .map_err(|e| e.to_string())?;
-        Ok((a, b))
+        Ok((scaled(a, self.scale_log2)?, scaled(b, self.scale_log2)?))
     }
 
     /// Runs and judges the case.
@@ -496,11 +754,17 @@ impl MulMmCase {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
         };
-        let plan =
-            match runners::mul_mm::plan(ctx.gpu.caps(), &a, &b, self.prec, self.force_split_k) {
-                Ok(p) => p,
-                Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
-            };
+        let plan = match runners::mul_mm::plan(
+            ctx.gpu.caps(),
+            mode_of(self.cm2),
+            &a,
+            &b,
+            self.prec,
+            self.force_split_k,
+        ) {
+            Ok(p) => p,
+            Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
+        };
         let want = match mul_mat::mul_mat(&a, &b) {
             Ok(w) => w,
             Err(e) => return Outcome::Skip(format!("ggml rejects the shapes: {e}")),
@@ -517,8 +781,24 @@ impl MulMmCase {
                 ((i3 * self.ne02 + i2 / self.r2) * self.m, c)
             })
             .collect();
-        let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
-        let bounds = tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns);
+        let bounds = if self.cm2 {
+            let bk = plan.dispatch.spec[3] as usize;
+            match cm2_bounds(
+                &a,
+                &b,
+                &plan.staging,
+                bk,
+                plan.split_k,
+                plan.k_split,
+                &columns,
+            ) {
+                Ok(b) => b,
+                Err(e) => return Outcome::Error(e),
+            }
+        } else {
+            let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
+            tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+        };
         let run = match ctx.run(want.ne, |gpu, tree| {
             runners::mul_mm::run(
                 gpu,
@@ -526,6 +806,7 @@ impl MulMmCase {
                 &MulMmRun {
                     a: &a,
                     b: &b,
+                    mode: mode_of(self.cm2),
                     prec: self.prec,
                     force_split_k: self.force_split_k,
                 },
@@ -539,7 +820,7 @@ impl MulMmCase {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
@@ -556,26 +837,57 @@ mod tests {
         }
     }
 
+    /// An H100-like cm2 device (the facts the plan reads).
+    pub fn h100() -> DeviceCaps {
+        DeviceCaps {
+            subgroup_size: 32,
+            shared_memory: 49152,
+            fp16: true,
+            storage16: true,
+            coopmat: true,
+            coopmat2: true,
+            bf16: true,
+            bf16_coopmat: true,
+            max_workgroup_count: [65535; 3],
+            ..DeviceCaps::default()
+        }
+    }
+
     #[test]
     fn every_case_of_a_row_runs_that_row() {
-        let caps = lavapipe();
         let mut runner = TestRunner::deterministic();
-        let mut ragged = 0;
-        for (a, b, acc16) in families(false) {
-            let name = family_name(a, b, acc16, false);
+        let (mut ragged, mut reduced) = (0, [0usize; 2]);
+        for (a, b, acc16, cm2) in all_families(false) {
+            let caps = if cm2 { h100() } else { lavapipe() };
+            let name = family_name(a, b, acc16, false, cm2);
             let (mut aligned, mut split) = (0, 0);
             for _ in 0..40 {
-                let c = strategy(a, b, acc16)
+                let c = strategy(a, b, acc16, cm2)
                     .new_tree(&mut runner)
                     .unwrap()
                     .current();
                 assert_eq!(c.validate(), Ok(()), "{c}");
                 assert_eq!(c.variant(), name, "{c}");
                 let (ta, tb) = c.inputs().unwrap();
-                let p = runners::mul_mm::plan(&caps, &ta, &tb, c.prec, c.force_split_k)
-                    .unwrap_or_else(|e| panic!("{c}: {e}"));
+                let p =
+                    runners::mul_mm::plan(&caps, mode_of(cm2), &ta, &tb, c.prec, c.force_split_k)
+                        .unwrap_or_else(|e| panic!("{c}: {e}"));
                 assert_eq!(p.staging.selection.name(false), name, "{c}");
-                assert!(c.m * c.n * c.k * c.ne02 * c.r2 * c.ne03 <= PRODUCTS.max(c.k * c.n * 4));
+                let budget = if cm2 { CM2_PRODUCTS } else { PRODUCTS };
+                assert!(c.m * c.n * c.k * c.ne02 * c.r2 * c.ne03 <= budget.max(c.k * c.n * 4));
+                if cm2 {
+                    // The fast path's reduced accumulators: a last column tile whose valid
+                    // columns fit in BN/4 or BN/2 (spec constant 4 set, B staged).
+                    let (bn, small) = (p.dispatch.spec[2] as usize, p.dispatch.spec[4] == 1);
+                    let tail = c.n - (c.n - 1) / bn * bn;
+                    if small && p.staging.b_to.is_some() && c.m >= p.dispatch.spec[1] as usize {
+                        if tail <= bn / 4 {
+                            reduced[0] += 1;
+                        } else if tail <= bn / 2 {
+                            reduced[1] += 1;
+                        }
+                    }
+                }
                 aligned += usize::from(p.dispatch.aligned);
                 split += usize::from(p.split_k > 1);
                 // §12 later-changed 6: an aligned split whose k_split is not a multiple of BK.
@@ -589,5 +901,9 @@ mod tests {
             assert!(split >= 2, "{name}: {split} split cases of 40");
         }
         assert!(ragged >= 1, "no aligned split with k_split % BK != 0");
+        assert!(
+            reduced[0] >= 20 && reduced[1] >= 20,
+            "cm2 reduced-accumulator tiles (BN/4, BN/2): {reduced:?}"
+        );
     }
 }

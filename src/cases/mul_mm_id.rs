@@ -33,8 +33,8 @@ use vkdiff_reference::DType;
 use super::data::{rng, tensor, Blocks, Dist};
 use super::mul_mat_vec_id::Routing;
 use super::mul_mm::{
-    arith_of, edge_strategy, families, family_name, inputs_for, judge, k_strategy, pad_strategy,
-    QUANT_TYPES,
+    all_families, arith_of, cm2_bounds, cm2_k_strategy, edge_strategy, family_name, inputs_for,
+    judge, k_strategy, mode_of, pad_strategy, QUANT_TYPES,
 };
 use super::{Case, Ctx, Outcome};
 use crate::kernels::{Kernel, Variant, VariantParams};
@@ -78,17 +78,20 @@ pub struct MulMmIdCase {
     pub b_dist: Dist,
     /// Data seed (experts, b and ids).
     pub seed: u64,
+    /// The cm2 path (`mul_mm_cm2.comp`) instead of the scalar fp16 one.
+    #[serde(default)]
+    pub cm2: bool,
 }
 
 /// The row in the kernel table.
 pub const KERNEL: Kernel = Kernel {
     name: "mul_mm_id",
     shader: "mul_mm.comp",
-    summary: "MUL_MAT_ID (mixture of experts) for several tokens through the matrix-matrix kernel, scalar fp16 path: experts f32/f16/bf16/quantized, row-id gathering, token chunks of 4096/n_used",
-    error_model: "the mul_mm running error bound per (slot, token) with its expert's rows (tolerance::mul_mm_bounds)",
+    summary: "MUL_MAT_ID (mixture of experts) for several tokens through the matrix-matrix kernel, scalar fp16 path and NV coopmat2 path (`_cm2` rows): experts f32/f16/bf16/quantized, row-id gathering, token chunks of 4096/n_used",
+    error_model: "the mul_mm (scalar) or mul_mm_cm2 (cm2) error bound per (slot, token) with its expert's rows (tolerance::mul_mm_bounds, mul_mm_cm2_bounds)",
     variants,
     strategy: |v| match v.params {
-        VariantParams::MulMmId { a, b, acc16 } => strategy(a, b, acc16)
+        VariantParams::MulMmId { a, b, acc16, cm2 } => strategy(a, b, acc16, cm2)
             .prop_map(Case::MulMmId)
             .boxed(),
         _ => unreachable!("mul_mm_id variant"),
@@ -97,24 +100,30 @@ pub const KERNEL: Kernel = Kernel {
 };
 
 fn variants() -> Vec<Variant> {
-    families(true)
+    all_families(true)
         .into_iter()
-        .map(|(a, b, acc16)| {
+        .map(|(a, b, acc16, cm2)| {
             Variant::new(
                 "mul_mm_id",
-                &family_name(a, b, acc16, true),
-                VariantParams::MulMmId { a, b, acc16 },
+                &family_name(a, b, acc16, true, cm2),
+                VariantParams::MulMmId { a, b, acc16, cm2 },
             )
         })
         .collect()
 }
 
-/// Cases for the ID family (a, b, acc16).
-pub fn strategy(a: DType, b: DType, acc16: bool) -> impl Strategy<Value = MulMmIdCase> {
-    let typed =
-        proptest::sample::select(inputs_for(a, b, true)).prop_flat_map(|(a_in, b_in, pad)| {
-            (Just(a_in), Just(b_in), pad_strategy(pad), k_strategy(a_in))
-        });
+/// Cases for the ID family (a, b, acc16) on the scalar or cm2 path.
+pub fn strategy(a: DType, b: DType, acc16: bool, cm2: bool) -> impl Strategy<Value = MulMmIdCase> {
+    let typed = proptest::sample::select(inputs_for(a, b, true, cm2)).prop_flat_map(
+        move |(a_in, b_in, pad)| {
+            let k = if cm2 {
+                cm2_k_strategy(a_in)
+            } else {
+                k_strategy(a_in)
+            };
+            (Just(a_in), Just(b_in), pad_strategy(pad), k)
+        },
+    );
     // Quantized experts ignore the request: generate both. Others follow the family.
     let prec = if a.is_quantized() {
         prop_oneof![Just(Prec::Default), Just(Prec::F32)].boxed()
@@ -122,7 +131,12 @@ pub fn strategy(a: DType, b: DType, acc16: bool) -> impl Strategy<Value = MulMmI
         super::mul_mm::prec_strategy(a, acc16)
     };
     let min_tokens = if a == DType::Bf16 { 1 } else { 2 };
-    let n_tokens = prop_oneof![6 => min_tokens..=40usize, 2 => 41usize..=140];
+    // cm2 tiles are 64 (quantized), 64/128/256 (f16, bf16) tokens wide.
+    let n_tokens = if cm2 {
+        prop_oneof![6 => min_tokens..=40usize, 2 => 41usize..=140, 1 => 250usize..=270].boxed()
+    } else {
+        prop_oneof![6 => min_tokens..=40usize, 2 => 41usize..=140].boxed()
+    };
     let n_used = prop_oneof![12 => 1usize..=8, 3 => 9usize..=64, 2 => 180usize..=700];
     let n_as = prop_oneof![4 => 1usize..=8, 2 => 9usize..=32];
     // ne11: 1 (shared row), n_used (a row per slot), or another divisor (picked by index).
@@ -137,7 +151,7 @@ pub fn strategy(a: DType, b: DType, acc16: bool) -> impl Strategy<Value = MulMmI
         any::<u64>(),
     )
         .prop_map(
-            |(
+            move |(
                 routing,
                 a_blocks,
                 b_dist,
@@ -192,6 +206,7 @@ pub fn strategy(a: DType, b: DType, acc16: bool) -> impl Strategy<Value = MulMmI
                     a_blocks,
                     b_dist,
                     seed,
+                    cm2,
                 }
             },
         )
@@ -201,7 +216,8 @@ impl fmt::Display for MulMmIdCase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}×{} K={} M={} experts {} slots {} ne11 {} tokens {} routing {:?} pad {} prec {:?} A {:?} B {:?} seed {}",
+            "{}{}×{} K={} M={} experts {} slots {} ne11 {} tokens {} routing {:?} pad {} prec {:?} A {:?} B {:?} seed {}",
+            if self.cm2 { "cm2 " } else { "" },
             self.a_type,
             self.b_type,
             self.k,
@@ -221,10 +237,10 @@ impl fmt::Display for MulMmIdCase {
 }
 
 impl MulMmIdCase {
-    /// The row's name: the unaligned SPIR-V the host selects on a scalar fp16 device.
+    /// The row's name: the unaligned SPIR-V the host selects on the case's path.
     pub fn variant(&self) -> String {
         match runners::mul_mm::choose_id(
-            runners::mul_mm::Mode::Fp16,
+            mode_of(self.cm2),
             self.a_type,
             self.b_type,
             self.b_row_pad == 0,
@@ -349,7 +365,14 @@ impl MulMmIdCase {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
         };
-        let plan = match runners::mul_mm::plan_id(ctx.gpu.caps(), &a, &b, &ids, self.prec) {
+        let plan = match runners::mul_mm::plan_id(
+            ctx.gpu.caps(),
+            mode_of(self.cm2),
+            &a,
+            &b,
+            &ids,
+            self.prec,
+        ) {
             Ok(p) => p,
             Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
         };
@@ -371,8 +394,19 @@ impl MulMmIdCase {
                 (x as usize * self.m, t * self.ne11 + e % self.ne11)
             })
             .collect();
-        let arith = arith_of(&plan.staging, self.a_type, 1, self.k);
-        let bounds = tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns);
+        let bounds = if self.cm2 {
+            let bk = plan
+                .chunks
+                .first()
+                .map_or(16, |c| c.dispatch.spec[3] as usize);
+            match cm2_bounds(&a, &b, &plan.staging, bk, 1, self.k, &columns) {
+                Ok(b) => b,
+                Err(e) => return Outcome::Error(e),
+            }
+        } else {
+            let arith = arith_of(&plan.staging, self.a_type, 1, self.k);
+            tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+        };
         let run = match ctx.run(want.ne, |gpu, tree| {
             runners::mul_mm::run_id(
                 gpu,
@@ -381,6 +415,7 @@ impl MulMmIdCase {
                     a: &a,
                     b: &b,
                     ids: &ids,
+                    mode: mode_of(self.cm2),
                     prec: self.prec,
                 },
             )
@@ -410,11 +445,16 @@ mod tests {
             ..DeviceCaps::default()
         };
         let mut runner = TestRunner::deterministic();
-        for (a, b, acc16) in families(true) {
-            let name = family_name(a, b, acc16, true);
+        for (a, b, acc16, cm2) in all_families(true) {
+            let caps = if cm2 {
+                crate::cases::mul_mm::tests::h100()
+            } else {
+                caps.clone()
+            };
+            let name = family_name(a, b, acc16, true, cm2);
             let (mut chunked, mut overfull) = (0, 0);
             for _ in 0..40 {
-                let c = strategy(a, b, acc16)
+                let c = strategy(a, b, acc16, cm2)
                     .new_tree(&mut runner)
                     .unwrap()
                     .current();
@@ -422,7 +462,7 @@ mod tests {
                 assert_eq!(c.variant(), name, "{c}");
                 let (ta, tb, ti) = c.inputs().unwrap();
                 assert!(mul_mat_id::expert_ids(&ta, &ti).is_ok());
-                let p = runners::mul_mm::plan_id(&caps, &ta, &tb, &ti, c.prec)
+                let p = runners::mul_mm::plan_id(&caps, mode_of(cm2), &ta, &tb, &ti, c.prec)
                     .unwrap_or_else(|e| panic!("{c}: {e}"));
                 assert_eq!(p.staging.selection.name(false), name, "{c}");
                 chunked += usize::from(p.chunks.len() > 1);
@@ -462,6 +502,7 @@ mod tests {
             a_blocks: Blocks::Quantized(Dist::Normal),
             b_dist: Dist::Normal,
             seed: 3,
+            cm2: false,
         };
         assert_eq!(c.ids(), vec![4; 12]);
         c.routing = Routing::Distinct;

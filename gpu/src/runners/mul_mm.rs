@@ -30,8 +30,20 @@
 //! 14683). Contiguous per-chunk copies are what the host does after that fix, so every expert
 //! type is tested on several chunks; this is a deliberate divergence from the pinned host.
 //!
-//! Cooperative-matrix devices (cm1, cm2) take other paths (`mul_mm.comp` with COOPMAT,
-//! `mul_mm_cm2.comp`) and are refused here. Vendor tweaks (AMD/Intel disabling the large tile,
+//! **cm2 devices** (§7, §8): the kernel is `mul_mm_cm2.comp` ([`Mode::Cm2`]). The host converts
+//! f32 A and f32 B to f16 first (§4.3: `qx_needs_dequant` / `y_non_contig` on cm2), so the
+//! kernel only sees f16, bf16 or quantized A with an f16 (bf16) B; the tile table is §7.4's
+//! (five spec constants, no shared-memory check), the size class is chosen by N alone (§8.2),
+//! a forced split is halved while ⌊K/split_k⌋ mod 256 ≠ 0 (§8.3), and the pushed padded_N is
+//! N rounded up to BN when B was staged — the staged buffer then has padded_N − N more rows,
+//! filled with NaN here (upstream's scratch holds stale data there) so that a kernel reading
+//! them into a stored column is caught. Quantized MUL_MAT_ID always runs the f32-accumulator
+//! SPIR-V (§12 item 13).
+//!
+//! **Which path.** The mode is the caller's choice ([`MulMmRun::mode`]): a device runs the
+//! scalar fp16 path as upstream does with GGML_VK_DISABLE_COOPMAT(2) set, or the cm2 path when
+//! it has NV cooperative matrix 2 ([`device_supports`]). cm1 (KHR coopmat, `mul_mm.comp` with
+//! COOPMAT) is not modelled. Vendor tweaks (AMD/Intel disabling the large tile,
 //! Apple keeping only the medium one, AMD GCN's medium quant tile) are not modelled: the tables
 //! are those of every other vendor.
 
@@ -61,23 +73,45 @@ pub enum Prec {
     F32,
 }
 
-/// The scalar path's arithmetic mode (§6.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The matrix-matrix path and its arithmetic mode (§6.1, §7.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Mode {
-    /// No shaderFloat16: `_fp32` variants, float everywhere.
+    /// Scalar `mul_mm.comp` without shaderFloat16: `_fp32` variants, float everywhere.
     Fp32,
-    /// shaderFloat16: operands staged as float16_t, optional f16 accumulators.
+    /// Scalar `mul_mm.comp` with shaderFloat16: operands staged as float16_t, optional f16
+    /// accumulators.
     Fp16,
+    /// `mul_mm_cm2.comp` (NV cooperative matrix 2): `_cm2` variants.
+    Cm2,
 }
 
 impl Mode {
-    /// The mode upstream uses on `caps` (`device->fp16`).
+    /// The scalar mode upstream uses on `caps` with cooperative matrices disabled
+    /// (`device->fp16`).
     pub fn of(caps: &DeviceCaps) -> Mode {
         if caps.fp16 {
             Mode::Fp16
         } else {
             Mode::Fp32
         }
+    }
+}
+
+/// Why `caps` cannot run the path `mode`, if it cannot: cm2 needs VK_NV_cooperative_matrix2
+/// (with the features of §1.5), the scalar fp16 path shaderFloat16 (a device runs the scalar
+/// path as upstream does with cooperative matrices disabled).
+pub fn device_supports(caps: &DeviceCaps, mode: Mode) -> std::result::Result<(), String> {
+    match mode {
+        Mode::Cm2 if !caps.coopmat2 => Err(format!(
+            "{} device: no VK_NV_cooperative_matrix2 (with the seven features and bufferDeviceAddress)",
+            caps.class()
+        )),
+        Mode::Fp16 if !caps.fp16 => Err("no shaderFloat16 for the scalar fp16 path".into()),
+        Mode::Fp32 if caps.fp16 => Err(
+            "the device has shaderFloat16: upstream runs the fp16 variants, not `_fp32`".into(),
+        ),
+        _ => Ok(()),
     }
 }
 
@@ -90,6 +124,42 @@ pub enum Tile {
     M,
     /// Large: 128 × 128.
     L,
+}
+
+/// cm2 specialization constants {BLOCK_SIZE, BM, BN, BK, enable_smaller_matrices} of §7.4 for
+/// kernel A type `a` (f16/bf16: `warptile`; quantized MUL_MAT: `warptile_mmq`, or
+/// `warptile_mmq_k` for q2_K … q6_K; quantized MUL_MAT_ID: `warptile_mmqid`). The wg_denoms
+/// are (BM, BN, 1).
+pub fn cm2_spec_constants(a: DType, id: bool, tile: Tile) -> [u32; 5] {
+    let k_quant = matches!(
+        a,
+        DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K
+    );
+    match (a.is_quantized(), id, k_quant, tile) {
+        (false, _, _, Tile::L) => [256, 128, 256, 64, 1],
+        (false, _, _, Tile::M) => [256, 128, 128, 64, 0],
+        (false, _, _, Tile::S) => [128, 64, 64, 64, 0],
+        (true, true, _, _) => [256, 128, 64, 16, 0],
+        (true, false, false, Tile::L) => [256, 128, 256, 64, 1],
+        (true, false, false, Tile::M) => [256, 128, 128, 64, 1],
+        (true, false, false, Tile::S) => [256, 32, 64, 128, 0],
+        (true, false, true, Tile::L) => [256, 64, 128, 64, 1],
+        (true, false, true, Tile::M) => [256, 32, 64, 64, 0],
+        (true, false, true, Tile::S) => [256, 32, 32, 128, 0],
+    }
+}
+
+/// `ggml_vk_guess_matmul_pipeline` on cm2 (§8.2), every tile available: large when n exceeds
+/// the medium tile's BN, medium when it exceeds the small one's, else small (M plays no part).
+pub fn cm2_choose_tile(a: DType, id: bool, n: usize) -> Tile {
+    let bn = |t| cm2_spec_constants(a, id, t)[2] as usize;
+    if n > bn(Tile::M) {
+        Tile::L
+    } else if n > bn(Tile::S) {
+        Tile::M
+    } else {
+        Tile::S
+    }
 }
 
 impl Tile {
@@ -139,18 +209,25 @@ impl Selection {
             self.base_name(),
             if aligned { "_aligned" } else { "" },
             if self.acc16 { "_f16acc" } else { "" },
-            if self.mode == Mode::Fp32 { "_fp32" } else { "" }
+            match self.mode {
+                Mode::Fp32 => "_fp32",
+                Mode::Fp16 => "",
+                Mode::Cm2 => "_cm2",
+            }
         )
     }
 
     /// Whether the kernel stages A and B as float16_t (fp16 mode, except bf16 which stays in
     /// float).
     pub fn f16_operands(&self) -> bool {
-        self.mode == Mode::Fp16 && self.a != DType::Bf16
+        matches!(self.mode, Mode::Fp16 | Mode::Cm2) && self.a != DType::Bf16
     }
 
-    /// The variant with its defines (§6.1).
+    /// The variant with its defines (§6.1, §7.1).
     pub fn variant(&self, aligned: bool) -> ShaderVariant {
+        if self.mode == Mode::Cm2 {
+            return self.cm2_variant(aligned);
+        }
         let fp16 = self.mode == Mode::Fp16;
         // The mode's aligned load width.
         let l = if fp16 { "8" } else { "4" };
@@ -210,6 +287,63 @@ impl Selection {
         let refs: Vec<(&str, &str)> = d.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         ShaderVariant::new(self.name(aligned), "mul_mm.comp", &refs)
     }
+
+    /// A `mul_mm_cm2.comp` variant (§7.1): vulkan1.3, LOAD_VEC 1, B float16_t (bfloat16_t
+    /// for bf16).
+    fn cm2_variant(&self, aligned: bool) -> ShaderVariant {
+        let bf16 = self.a == DType::Bf16;
+        let mut d: Vec<(String, String)> = Vec::new();
+        let mut push = |k: &str, v: &str| d.push((k.to_string(), v.to_string()));
+        push("FLOAT16", "1");
+        push("ACC_TYPE", if self.acc16 { "float16_t" } else { "float" });
+        push("FLOAT_TYPE", if bf16 { "bfloat16_t" } else { "float16_t" });
+        push("FLOAT_TYPE_VEC2", "f16vec2");
+        if self.id {
+            push("MUL_MAT_ID", "1");
+        }
+        push(&format!("DATA_A_{}", type_name(self.a).to_uppercase()), "1");
+        push("B_TYPE", if bf16 { "bfloat16_t" } else { "float16_t" });
+        push("D_TYPE", "float");
+        if bf16 {
+            push("LOAD_VEC_A", "1");
+            if aligned {
+                push("LOAD_VEC_B", "4");
+            }
+            push("B_IS_FLOAT", "1");
+            push("TO_FLOAT_TYPE", "uintBitsToBFloat16EXT");
+        } else if aligned {
+            push("LOAD_VEC_A", "1");
+            push("LOAD_VEC_B", "1");
+        } else if self.a.is_quantized() {
+            push("LOAD_VEC_A", "1");
+        }
+        if aligned {
+            push("ALIGNED", "1");
+        }
+        let refs: Vec<(&str, &str)> = d.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let mut v = ShaderVariant::new(self.name(aligned), "mul_mm_cm2.comp", &refs);
+        v.target = crate::compile::TargetEnv::Vulkan13;
+        v
+    }
+}
+
+/// The pipeline families a cm2 device selects (§8.4), as (kernel A, kernel B, f16
+/// accumulator), for the quantized types `quants`: f16 × f16 with either accumulator
+/// (f32 A and f32 B arrive here converted), quantized × f16 with either accumulator (MUL_MAT)
+/// or the f32 one (MUL_MAT_ID, §12 item 13), and bf16 × bf16 (f32 accumulator).
+pub fn cm2_families(quants: &[DType], id: bool) -> Vec<(DType, DType, bool)> {
+    let mut v = vec![
+        (DType::F16, DType::F16, false),
+        (DType::F16, DType::F16, true),
+        (DType::Bf16, DType::Bf16, false),
+    ];
+    for &q in quants {
+        v.push((q, DType::F16, false));
+        if !id {
+            v.push((q, DType::F16, true));
+        }
+    }
+    v
 }
 
 /// LOAD_VEC_A of the quantized variants (§6.1).
@@ -330,7 +464,16 @@ pub struct Staging {
 /// `ggml_vk_get_mul_mat_mat_pipeline` on a scalar device (§8.4): the (A, B, f16 accumulator)
 /// of the slot for kernel types `a` × `b`, None when there is no pipeline.
 fn mat_pipeline(mode: Mode, a: DType, b: DType, prec: Prec) -> Option<bool> {
-    let f16acc = mode == Mode::Fp16 && prec == Prec::Default;
+    let f16acc = mode != Mode::Fp32 && prec == Prec::Default;
+    if mode == Mode::Cm2 {
+        // §8.4 on cm2: only f16 (and bf16) B reaches the kernel; f32 A is converted first.
+        return match (a, b) {
+            (DType::Bf16, DType::Bf16) => Some(false),
+            (DType::F16, DType::F16) => Some(f16acc),
+            (q, DType::F16) if q.is_quantized() => Some(f16acc),
+            _ => None,
+        };
+    }
     match (a, b) {
         (DType::F32, DType::F32) | (DType::F32, DType::F16) | (DType::Bf16, DType::Bf16) => {
             Some(false)
@@ -350,7 +493,17 @@ fn id_pipeline(
     b: DType,
     prec: Prec,
 ) -> std::result::Result<Option<bool>, String> {
-    let f16acc = mode == Mode::Fp16 && prec == Prec::Default;
+    let f16acc = mode != Mode::Fp32 && prec == Prec::Default;
+    if mode == Mode::Cm2 {
+        // The quantized `.f16acc` slot holds the f32-accumulator SPIR-V (§12 item 13); no
+        // B-type assert on cm2 multi-token calls (§12 item 17).
+        return Ok(match (a, b) {
+            (DType::Bf16, DType::Bf16) => Some(false),
+            (DType::F16, DType::F16) => Some(f16acc),
+            (q, DType::F16) if q.is_quantized() => Some(false),
+            _ => None,
+        });
+    }
     match (a, b) {
         (DType::F32, DType::F32) | (DType::Bf16, DType::Bf16) => Ok(Some(false)),
         (DType::F16, DType::F32) | (DType::F16, DType::F16) => Ok(Some(f16acc)),
@@ -360,16 +513,6 @@ fn id_pipeline(
         (q, _) if q.is_quantized() => Ok(Some(mode == Mode::Fp16)),
         _ => Ok(None),
     }
-}
-
-fn scalar_device(caps: &DeviceCaps) -> std::result::Result<Mode, String> {
-    if caps.coopmat || caps.coopmat2 {
-        return Err(format!(
-            "{} device: upstream uses the cooperative-matrix matmul paths (not modelled)",
-            caps.class()
-        ));
-    }
-    Ok(Mode::of(caps))
 }
 
 fn check_types(a: DType, b: DType) -> std::result::Result<(), String> {
@@ -395,11 +538,12 @@ fn check_types(a: DType, b: DType) -> std::result::Result<(), String> {
 /// not run this kernel on `caps` (supports_op, the mat-vec routing of §4.3).
 pub fn select(
     caps: &DeviceCaps,
+    mode: Mode,
     a: &Tensor,
     b: &Tensor,
     prec: Prec,
 ) -> std::result::Result<Staging, String> {
-    let mode = scalar_device(caps)?;
+    device_supports(caps, mode)?;
     mul_mat::check(a, b).map_err(|e| format!("ggml rejects the op: {e}"))?;
     let (at, bt) = (a.dtype(), b.dtype());
     check_types(at, bt)?;
@@ -423,6 +567,12 @@ pub fn select(
     choose(mode, at, bt, dim01_contiguous(b), prec)
 }
 
+/// Whether the host copies B into a contiguous f16 (bf16) scratch buffer (`y_non_contig`,
+/// §4.3): B not dim01-contiguous, a bf16 A with another B, or an f32 B on cm2.
+fn b_staged(mode: Mode, at: DType, bt: DType, b_dim01: bool) -> bool {
+    !b_dim01 || (at == DType::Bf16 && bt != DType::Bf16) || (mode == Mode::Cm2 && bt == DType::F32)
+}
+
 /// The type-level part of [`select`]: the staging copies and pipeline family for A type `at`
 /// and B type `bt` (dim01-contiguous or not) on a scalar device in `mode`.
 pub fn choose(
@@ -438,13 +588,19 @@ pub fn choose(
     } else {
         DType::F16
     };
-    let y_non_contig = !b_dim01 || (at == DType::Bf16 && bt != DType::Bf16);
+    let y_non_contig = b_staged(mode, at, bt, b_dim01);
     let b_kernel = if y_non_contig { f16_type } else { bt };
-    let (a_kernel, acc16, a_to_f16) = match mat_pipeline(mode, at, b_kernel, prec) {
+    // cm2: an f32 A is converted to f16 whatever B is (§4.3).
+    let direct = if mode == Mode::Cm2 && at == DType::F32 {
+        None
+    } else {
+        mat_pipeline(mode, at, b_kernel, prec)
+    };
+    let (a_kernel, acc16, a_to_f16) = match direct {
         Some(acc16) => (at, acc16, false),
         None => match mat_pipeline(mode, DType::F16, b_kernel, prec) {
             // qx_needs_dequant: A to f16, and the f16 slot with B as the kernel gets it.
-            Some(acc16) if at.is_quantized() => (DType::F16, acc16, true),
+            Some(acc16) if at.is_quantized() || at == DType::F32 => (DType::F16, acc16, true),
             _ => return Err(format!("no matmul pipeline for {at} × {b_kernel}")),
         },
     };
@@ -475,18 +631,21 @@ pub fn choose_id(
     } else {
         DType::F16
     };
-    let y_non_contig = !b_dim01 || (at == DType::Bf16 && bt != DType::Bf16);
+    let y_non_contig = b_staged(mode, at, bt, b_dim01);
     let b_kernel = if y_non_contig { f16_type } else { bt };
-    let acc16 = match id_pipeline(mode, at, b_kernel, prec)? {
+    // cm2: f32 experts are converted to f16 first (§4.3).
+    let a_to_f16 = mode == Mode::Cm2 && at == DType::F32;
+    let a_kernel = if a_to_f16 { DType::F16 } else { at };
+    let acc16 = match id_pipeline(mode, a_kernel, b_kernel, prec)? {
         Some(acc16) => acc16,
         None => return Err(format!("no matmul_id pipeline for {at} × {b_kernel}")),
     };
     Ok(Staging {
         b_to: y_non_contig.then_some(f16_type),
-        a_to_f16: false,
+        a_to_f16,
         selection: Selection {
             mode,
-            a: at,
+            a: a_kernel,
             b: b_kernel,
             acc16,
             id: true,
@@ -498,12 +657,13 @@ pub fn choose_id(
 /// upstream does not run this kernel (supports_op, the single-token routing, host asserts).
 pub fn select_id(
     caps: &DeviceCaps,
+    mode: Mode,
     a: &Tensor,
     b: &Tensor,
     ids: &Tensor,
     prec: Prec,
 ) -> std::result::Result<Staging, String> {
-    let mode = scalar_device(caps)?;
+    device_supports(caps, mode)?;
     mul_mat_id::check(a, b, ids).map_err(|e| format!("ggml rejects the op: {e}"))?;
     let (at, bt) = (a.dtype(), b.dtype());
     check_types(at, bt)?;
@@ -528,7 +688,7 @@ pub fn select_id(
         return Err("non-contiguous experts are first copied by the host (not modelled)".into());
     }
     let staging = choose_id(mode, at, bt, dim01_contiguous(b), prec)?;
-    if available_tiles(caps, at, true)? == [false; 3] {
+    if mode != Mode::Cm2 && available_tiles(caps, at, true)? == [false; 3] {
         return Err(
             "no MUL_MAT_ID tile fits in shared memory (mul_mat_id_s/m/l all disabled: supports_op)"
                 .into(),
@@ -545,14 +705,18 @@ pub struct Dispatch {
     /// The aligned variant.
     pub aligned: bool,
     /// Its specialization constants.
-    pub spec: [u32; 11],
+    pub spec: Vec<u32>,
     /// Workgroups.
     pub groups: [u32; 3],
 }
 
 impl Dispatch {
     fn new(caps: &DeviceCaps, sel: &Selection, tile: Tile, k: usize, m: usize, n: usize) -> Self {
-        let spec = spec_constants(caps, sel.a.is_quantized(), tile);
+        let spec = if sel.mode == Mode::Cm2 {
+            cm2_spec_constants(sel.a, sel.id, tile).to_vec()
+        } else {
+            spec_constants(caps, sel.a.is_quantized(), tile).to_vec()
+        };
         Dispatch {
             tile,
             aligned: k % tile.align() == 0 && m > 8 && n > 8,
@@ -579,26 +743,35 @@ pub struct Plan {
 /// formula (see the module notes).
 pub fn plan(
     caps: &DeviceCaps,
+    mode: Mode,
     a: &Tensor,
     b: &Tensor,
     prec: Prec,
     force_split_k: Option<u32>,
 ) -> std::result::Result<Plan, String> {
-    let staging = select(caps, a, b, prec)?;
+    let staging = select(caps, mode, a, b, prec)?;
     let sel = staging.selection;
     let ([k, m, ..], [_, n, ne12, ne13]) = (a.ne(), b.ne());
-    let avail = available_tiles(caps, sel.a, false)?;
-    let tile = choose_tile(avail, m, n).ok_or("no matmul tile available")?;
+    let tile = if sel.mode == Mode::Cm2 {
+        cm2_choose_tile(sel.a, false, n)
+    } else {
+        let avail = available_tiles(caps, sel.a, false)?;
+        choose_tile(avail, m, n).ok_or("no matmul tile available")?
+    };
     let mut dispatch = Dispatch::new(caps, &sel, tile, k, m, n);
-    let split_k = match force_split_k {
+    let mut split_k = match force_split_k {
         Some(f) if f > 1 => match f.min(4) {
             3 => 2,
             s => s as usize,
         },
         _ => 1,
     };
+    // cm2 halves the split while a split's K is not a whole number of 256s (§8.3).
+    while sel.mode == Mode::Cm2 && split_k > 1 && (k / split_k) % 256 != 0 {
+        split_k /= 2;
+    }
     let k_split = if split_k > 1 { k.div_ceil(split_k) } else { k };
-    let [_, bm, bn, ..] = dispatch.spec;
+    let (bm, bn) = (dispatch.spec[1], dispatch.spec[2]);
     let u = |x: usize| x as u32;
     dispatch.groups = workgroups(
         [
@@ -639,24 +812,33 @@ pub struct IdPlan {
 /// Upstream's choices for MUL_MAT_ID.
 pub fn plan_id(
     caps: &DeviceCaps,
+    mode: Mode,
     a: &Tensor,
     b: &Tensor,
     ids: &Tensor,
     prec: Prec,
 ) -> std::result::Result<IdPlan, String> {
-    let staging = select_id(caps, a, b, ids, prec)?;
+    let staging = select_id(caps, mode, a, b, ids, prec)?;
     let sel = staging.selection;
     let [k, m, n_as, _] = a.ne();
     let [n_used, n_tokens, ..] = ids.ne();
-    let avail = available_tiles(caps, sel.a, true)?;
+    let avail = if sel.mode == Mode::Cm2 {
+        [true; 3]
+    } else {
+        available_tiles(caps, sel.a, true)?
+    };
     let split_size = n_tokens.min(ROW_IDS / n_used);
     let mut chunks = Vec::new();
     let mut start = 0;
     while start < n_tokens {
         let tokens = split_size.min(n_tokens - start);
-        let tile = choose_tile(avail, m, tokens).ok_or("no matmul_id tile available")?;
+        let tile = if sel.mode == Mode::Cm2 {
+            cm2_choose_tile(sel.a, true, tokens)
+        } else {
+            choose_tile(avail, m, tokens).ok_or("no matmul_id tile available")?
+        };
         let mut dispatch = Dispatch::new(caps, &sel, tile, k, m, tokens);
-        let [_, bm, bn, ..] = dispatch.spec;
+        let (bm, bn) = (dispatch.spec[1], dispatch.spec[2]);
         dispatch.groups = workgroups([m as u32, tokens as u32, n_as as u32], [bm, bn, 1]);
         chunks.push(Chunk {
             token_start: start,
@@ -696,7 +878,22 @@ fn dequantize_a(a: &Tensor) -> Result<Tensor> {
     Tensor::from_bytes(DType::F16, a.ne(), bytes).map_err(|e| GpuError::Unsupported(e.to_string()))
 }
 
-fn staged(a: &Tensor, b: &Tensor, s: &Staging) -> Result<(Tensor, Tensor)> {
+/// The bytes of the staged B buffer: B's, then `pad_rows` rows of NaN (stale scratch data, see
+/// the module notes) when the kernel may read up to padded_N rows.
+fn b_buffer(b: &Tensor, pad_rows: usize) -> Vec<u8> {
+    let nan: [u8; 2] = match b.dtype() {
+        DType::Bf16 => 0x7fc0u16.to_le_bytes(),
+        _ => 0x7e00u16.to_le_bytes(),
+    };
+    let mut bytes = b.data().to_vec();
+    for _ in 0..pad_rows * b.ne()[0] {
+        bytes.extend_from_slice(&nan);
+    }
+    bytes
+}
+
+/// A and B as the kernel receives them after the host's staging copies (§4.3).
+pub fn staged(a: &Tensor, b: &Tensor, s: &Staging) -> Result<(Tensor, Tensor)> {
     let a = if s.a_to_f16 {
         dequantize_a(a)?
     } else {
@@ -718,7 +915,14 @@ fn main_pipeline(
     let variant = sel.variant(d.aligned);
     // vk_mat_mat_push_constants is 60 bytes, vk_mat_mat_id_push_constants 56; the f32/f16
     // matmul_id pipelines are created with the 60-byte range anyway (§6.3).
-    let push_size = if !sel.id || matches!(sel.a, DType::F32 | DType::F16) {
+    let push_size = if sel.mode == Mode::Cm2 {
+        // mul_mm_cm2.comp declares the host structs exactly (§7.3).
+        if sel.id {
+            56
+        } else {
+            60
+        }
+    } else if !sel.id || matches!(sel.a, DType::F32 | DType::F16) {
         60
     } else {
         56
@@ -745,6 +949,8 @@ pub struct MulMmRun<'a> {
     pub a: &'a Tensor,
     /// src1.
     pub b: &'a Tensor,
+    /// The path (scalar fp16/fp32 or cm2), see [`device_supports`].
+    pub mode: Mode,
     /// The precision request.
     pub prec: Prec,
     /// Force this split count (None: upstream's choice, which never splits without a known
@@ -755,8 +961,8 @@ pub struct MulMmRun<'a> {
 /// Runs MUL_MAT through the matrix-matrix kernel; dst (M, N, ne12, ne13) f32 comes back in
 /// ggml order.
 pub fn run(gpu: &mut Gpu, tree: &mut ShaderTree, r: &MulMmRun) -> Result<KernelRun> {
-    let plan =
-        plan(gpu.caps(), r.a, r.b, r.prec, r.force_split_k).map_err(GpuError::Unsupported)?;
+    let plan = plan(gpu.caps(), r.mode, r.a, r.b, r.prec, r.force_split_k)
+        .map_err(GpuError::Unsupported)?;
     let (a, b) = staged(r.a, r.b, &plan.staging)?;
     let sel = plan.staging.selection;
     let d = &plan.dispatch;
@@ -806,7 +1012,7 @@ pub fn run(gpu: &mut Gpu, tree: &mut ShaderTree, r: &MulMmRun) -> Result<KernelR
     ];
     let outputs = m * n * ne12 * ne13;
     let mut job = gpu.job();
-    let (ab, bb) = (job.input(a.data()), job.input(b.data()));
+    let (ab, bb) = (job.input(a.data()), job.input(&b_buffer(&b, padded_n - n)));
     let dst = job.output(outputs * 4);
     if let Some(reduce) = reduce {
         let scratch = job.output(outputs * plan.split_k * 4);
@@ -839,6 +1045,8 @@ pub struct MulMmIdRun<'a> {
     pub b: &'a Tensor,
     /// The i32 expert ids (src2).
     pub ids: &'a Tensor,
+    /// The path, see [`MulMmRun::mode`].
+    pub mode: Mode,
     /// The precision request (quantized experts ignore it).
     pub prec: Prec,
 }
@@ -846,7 +1054,8 @@ pub struct MulMmIdRun<'a> {
 /// Runs MUL_MAT_ID through the matrix-matrix ID kernel, one job per token chunk; dst
 /// (M, n_used, n_tokens, 1) f32 comes back in ggml order.
 pub fn run_id(gpu: &mut Gpu, tree: &mut ShaderTree, r: &MulMmIdRun) -> Result<KernelRun> {
-    let plan = plan_id(gpu.caps(), r.a, r.b, r.ids, r.prec).map_err(GpuError::Unsupported)?;
+    let plan =
+        plan_id(gpu.caps(), r.mode, r.a, r.b, r.ids, r.prec).map_err(GpuError::Unsupported)?;
     let (a, b) = staged(r.a, r.b, &plan.staging)?;
     let ids = r.ids;
     let sel = plan.staging.selection;
@@ -940,6 +1149,134 @@ mod tests {
             vec![0; 4 * n_used * n_tokens],
         )
         .unwrap()
+    }
+
+    /// Every cm2 variant the families use (and its aligned twin) compiles to SPIR-V: no device
+    /// needed, so this runs on lavapipe CI too.
+    #[test]
+    fn every_cm2_variant_compiles() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shaders");
+        let mut tree = ShaderTree::with_cache(dir, None);
+        let quants = [
+            DType::Q4_0,
+            DType::Q4_1,
+            DType::Q5_0,
+            DType::Q5_1,
+            DType::Q8_0,
+            DType::Q2_K,
+            DType::Q3_K,
+            DType::Q4_K,
+            DType::Q5_K,
+            DType::Q6_K,
+            DType::Iq4Nl,
+            DType::Iq4Xs,
+        ];
+        let only = std::env::var("VKDIFF_CM2_ONLY").ok();
+        let mut failures = Vec::new();
+        for id in [false, true] {
+            for (a, b, acc16) in cm2_families(&quants, id) {
+                let sel = Selection {
+                    mode: Mode::Cm2,
+                    a,
+                    b,
+                    acc16,
+                    id,
+                };
+                for aligned in [false, true] {
+                    let v = sel.variant(aligned);
+                    if only.as_deref().is_some_and(|o| !v.name.contains(o)) {
+                        continue;
+                    }
+                    if let Err(e) = tree.spirv(&v) {
+                        failures.push(format!("{}: {e}", v.name));
+                    }
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    fn h100() -> DeviceCaps {
+        DeviceCaps {
+            subgroup_size: 32,
+            shared_memory: 49152,
+            fp16: true,
+            storage16: true,
+            coopmat: true,
+            coopmat2: true,
+            max_workgroup_count: [65535; 3],
+            ..DeviceCaps::default()
+        }
+    }
+
+    #[test]
+    fn cm2_plans_follow_sections_7_and_8() {
+        let caps = h100();
+        let cm2 = Mode::Cm2;
+        // f32 × f32: both converted to f16, the f16 slot; N = 300 > 128: large tile.
+        let p = plan(
+            &caps,
+            cm2,
+            &t(DType::F32, [512, 200, 1, 1]),
+            &t(DType::F32, [512, 300, 1, 1]),
+            Prec::Default,
+            None,
+        )
+        .unwrap();
+        assert!(p.staging.a_to_f16 && p.staging.b_to == Some(DType::F16));
+        assert_eq!(
+            p.staging.selection.variant(p.dispatch.aligned).name,
+            "matmul_f16_aligned_f16acc_cm2"
+        );
+        assert_eq!(p.dispatch.spec, vec![256, 128, 256, 64, 1]);
+        assert_eq!(p.dispatch.groups, [2, 2, 1]);
+        // K-quants: warptile_mmq_k; N = 40 > 32: medium.
+        let p = plan(
+            &caps,
+            cm2,
+            &Tensor::from_bytes(DType::Q4_K, [256, 70, 1, 1], vec![0; 70 * 144]).unwrap(),
+            &t(DType::F16, [256, 40, 1, 1]),
+            Prec::F32,
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.staging.selection.name(false), "matmul_q4_k_f16_cm2");
+        assert_eq!(p.dispatch.spec, vec![256, 32, 64, 64, 0]);
+        assert!(!p.staging.a_to_f16 && p.staging.b_to.is_none());
+        // Split halving: K = 1536 asks 4 → 384 % 256 ≠ 0 → 2 → 768 = 3·256.
+        let (a, b) = (
+            t(DType::F16, [1536, 64, 1, 1]),
+            t(DType::F16, [1536, 64, 1, 1]),
+        );
+        let p = plan(&caps, cm2, &a, &b, Prec::F32, Some(4)).unwrap();
+        assert_eq!((p.split_k, p.k_split), (2, 768));
+        // K = 1000: no split survives.
+        let (a, b) = (
+            t(DType::F16, [1000, 64, 1, 1]),
+            t(DType::F16, [1000, 64, 1, 1]),
+        );
+        assert_eq!(
+            plan(&caps, cm2, &a, &b, Prec::F32, Some(4))
+                .unwrap()
+                .split_k,
+            1
+        );
+        // Quantized MUL_MAT_ID: the f32 accumulator whatever the request, warptile_mmqid.
+        let p = plan_id(
+            &caps,
+            cm2,
+            &t(DType::Q4_0, [32, 4, 3, 1]),
+            &t(DType::F32, [32, 1, 20, 1]),
+            &ids(1, 20),
+            Prec::Default,
+        )
+        .unwrap();
+        assert_eq!(p.staging.selection.name(false), "matmul_id_q4_0_f16_cm2");
+        assert_eq!(p.chunks[0].dispatch.spec, vec![256, 128, 64, 16, 0]);
+        // A device without coopmat2 refuses the path with the reason.
+        assert!(device_supports(&lavapipe(), cm2)
+            .unwrap_err()
+            .contains("cooperative_matrix2"));
     }
 
     #[test]
@@ -1045,6 +1382,7 @@ mod tests {
         let caps = lavapipe();
         let p = plan(
             &caps,
+            Mode::Fp16,
             &t(DType::F16, [128, 65, 1, 1]),
             &t(DType::F32, [128, 70, 1, 1]),
             Prec::Default,
@@ -1060,6 +1398,7 @@ mod tests {
         );
         let p = plan(
             &caps,
+            Mode::Fp16,
             &t(DType::F16, [96, 65, 1, 1]),
             &t(DType::F32, [96, 70, 1, 1]),
             Prec::F32,
@@ -1076,6 +1415,7 @@ mod tests {
         // quant × f16: A to f16, the f16 slot.
         let s = select(
             &caps,
+            Mode::Fp16,
             &t(DType::Q4_0, [32, 4, 1, 1]),
             &t(DType::F16, [32, 9, 1, 1]),
             Prec::Default,
@@ -1086,6 +1426,7 @@ mod tests {
         // bf16 × f32: B to bf16.
         let s = select(
             &caps,
+            Mode::Fp16,
             &t(DType::Bf16, [4, 4, 1, 1]),
             &t(DType::F32, [4, 9, 1, 1]),
             Prec::Default,
@@ -1099,11 +1440,19 @@ mod tests {
         let dense = t(DType::F32, [6, 9, 1, 1]);
         let padded =
             Tensor::new(DType::F32, [5, 9, 1, 1], dense.nb(), dense.data().to_vec()).unwrap();
-        let s = select(&caps, &t(DType::F32, [5, 4, 1, 1]), &padded, Prec::Default).unwrap();
+        let s = select(
+            &caps,
+            Mode::Fp16,
+            &t(DType::F32, [5, 4, 1, 1]),
+            &padded,
+            Prec::Default,
+        )
+        .unwrap();
         assert_eq!(s.selection.name(false), "matmul_f32_f16");
         // Few columns without batches go to mat-vec; with batches they stay.
         assert!(select(
             &caps,
+            Mode::Fp16,
             &t(DType::F32, [4, 4, 1, 1]),
             &t(DType::F32, [4, 8, 1, 1]),
             Prec::Default
@@ -1111,6 +1460,7 @@ mod tests {
         .is_err());
         assert!(select(
             &caps,
+            Mode::Fp16,
             &t(DType::F32, [4, 4, 1, 1]),
             &t(DType::F32, [4, 2, 2, 1]),
             Prec::Default
@@ -1125,6 +1475,7 @@ mod tests {
         // Quantized experts: f16acc whatever the precision request.
         let p = plan_id(
             &caps,
+            Mode::Fp16,
             &a,
             &t(DType::F32, [32, 1, 2, 1]),
             &ids(1, 2),
@@ -1135,6 +1486,7 @@ mod tests {
         // f16 B with quantized experts: the host asserts.
         assert!(select_id(
             &caps,
+            Mode::Fp16,
             &a,
             &t(DType::F16, [32, 1, 2, 1]),
             &ids(1, 2),
@@ -1145,6 +1497,7 @@ mod tests {
         // One token: mat-vec ID.
         assert!(select_id(
             &caps,
+            Mode::Fp16,
             &a,
             &t(DType::F32, [32, 1, 1, 1]),
             &ids(1, 1),
@@ -1154,6 +1507,7 @@ mod tests {
         // 3 slots × 3000 tokens: chunks of 4096 / 3 = 1365 tokens.
         let p = plan_id(
             &caps,
+            Mode::Fp16,
             &a,
             &t(DType::F32, [32, 1, 3000, 1]),
             &ids(3, 3000),
@@ -1172,14 +1526,14 @@ mod tests {
             t(DType::F32, [100, 40, 1, 1]),
             t(DType::F32, [100, 40, 1, 1]),
         );
-        let p = plan(&caps, &a, &b, Prec::F32, Some(3)).unwrap();
+        let p = plan(&caps, Mode::Fp16, &a, &b, Prec::F32, Some(3)).unwrap();
         assert_eq!((p.split_k, p.k_split), (2, 50));
         assert_eq!(
             p.dispatch.groups,
             [2, 1, 1],
             "one medium row tile × 2 splits"
         );
-        let p = plan(&caps, &a, &b, Prec::F32, Some(9)).unwrap();
+        let p = plan(&caps, Mode::Fp16, &a, &b, Prec::F32, Some(9)).unwrap();
         assert_eq!((p.split_k, p.k_split), (4, 25));
     }
 }
