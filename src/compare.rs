@@ -89,8 +89,9 @@ pub struct Verdict {
     /// The kernel wrote past the end of dst.
     pub overrun: bool,
     /// The pipeline that ran, where the host can fall back to another one (empty otherwise),
-    /// and notes on elements the comparison left unjudged.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// and notes on elements the comparison left unjudged. (Always serialized: workers send
+    /// verdicts in bincode, which cannot skip fields.)
+    #[serde(default)]
     pub pipeline: String,
 }
 
