@@ -21,11 +21,11 @@ for target in $(cargo +nightly fuzz list); do
     echo "ci/fuzz.sh: $target for ${seconds}s"
     log="$CARGO_TARGET_DIR/$target.log"
     set +e
-    # The built binary directly: LeakSanitizer's exit check (ASAN_OPTIONS) would otherwise report
+    # The built binary directly (memory settings: see the README, Fuzzing). LeakSanitizer's exit check (ASAN_OPTIONS) would otherwise report
     # the Vulkan driver's allocations, which it frees only at process exit.
-    ASAN_OPTIONS="detect_leaks=0:detect_odr_violation=0" \
+    ASAN_OPTIONS="detect_leaks=0:detect_odr_violation=0:quarantine_size_mb=64" \
         "$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/release/$target" "$corpus" \
-        -max_total_time="$seconds" -detect_leaks=0 -print_final_stats=1 > "$log" 2>&1
+        -max_total_time="$seconds" -rss_limit_mb=6144 -detect_leaks=0 -print_final_stats=1 > "$log" 2>&1
     status=$?
     set -e
     grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec)" "$log" || true
