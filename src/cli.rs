@@ -405,7 +405,7 @@ impl RunPlan {
             bar.finish_and_clear();
             r.config = label.to_string();
             record(shared.json, &Line::Variant(r.clone()));
-            let _ = shared.bars.println(format!(
+            let line = format!(
                 "{:<12} {:<28} {} cases, {} failed, {:.1}s on {} {label}",
                 r.kernel,
                 r.variant,
@@ -413,7 +413,14 @@ impl RunPlan {
                 r.failed + r.errors,
                 r.seconds,
                 caps.name
-            ));
+            );
+            // The bars draw only on a terminal; a log (CI, the GPU machine) still gets a line
+            // per finished variant instead of silence until the final table.
+            if shared.bars.is_hidden() {
+                eprintln!("{line}");
+            } else {
+                let _ = shared.bars.println(line);
+            }
             shared.reports.lock().unwrap().push((index, r));
         }
     }
