@@ -84,8 +84,8 @@ fn mutate_judges_a_small_sample_and_writes_mutants_json() {
         .filter(|m| matches!(m.verdicts["wkv7"], Verdict::Survived { .. }))
     {
         let line = format!(
-            "wkv7.comp:{}: `{}` → `{}`",
-            m.mutant.line, m.before, m.after
+            "wkv7.comp:{}:{}: `{}` → `{}`",
+            m.mutant.line, m.mutant.column, m.before, m.after
         );
         assert!(text.contains(&line), "{line} missing from: {text}");
     }
