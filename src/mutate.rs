@@ -1505,13 +1505,16 @@ pub fn table(report: &MutationReport) -> String {
             Some(reason) if !kernels.is_empty() => {
                 let _ = writeln!(equivalents, "  {}\n      {reason}", line(m, &kernels));
             }
-            Some(_)
-                if m
+            Some(_) => {
+                let killers: Vec<String> = m
                     .verdicts
-                    .values()
-                    .any(|v| matches!(v, Verdict::Killed { .. })) =>
-            {
-                let _ = writeln!(wrong, "  {}", line(m, &[]));
+                    .iter()
+                    .filter(|(_, v)| matches!(v, Verdict::Killed { .. }))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                if !killers.is_empty() {
+                    let _ = writeln!(wrong, "  {}", line(m, &killers));
+                }
             }
             _ => {}
         }
