@@ -31,8 +31,10 @@
 //! A survivor that no input can kill (an **equivalent** mutant, or one this device cannot tell
 //! apart) is listed, with the reason, in an equivalence file (`mutants-equivalent.txt` beside
 //! the shader tree; see [`Equivalence`]). Such a mutant still runs: listed and surviving it
-//! counts as `equivalent`, out of the score; listed and killed, the entry is wrong and the
-//! report says so. Entries that match no generated mutant are reported as stale.
+//! counts as `equivalent` for the kernels it survives, out of the score (another kernel may
+//! kill it: a file can be compiled with other defines there); listed and killed by every
+//! kernel, the entry is wrong and the report says so. Entries that match no generated mutant
+//! are reported as stale.
 //!
 //! Score per kernel = killed / (killed + survived), equivalents excluded. Results go to
 //! `DIR/mutants.json` (rewritten after every mutant, so a run cut short keeps what it found).
@@ -810,7 +812,7 @@ pub struct KernelScore {
     /// Not caught, listed as equivalent (out of the score).
     #[serde(default)]
     pub equivalent: u32,
-    /// Caught although listed as equivalent: the entry is wrong.
+    /// Caught although listed as equivalent, and no kernel let it live: the entry is wrong.
     #[serde(default)]
     pub killed_equivalent: u32,
     /// Did not compile.
@@ -1292,6 +1294,14 @@ fn write_json(path: &Path, report: &MutationReport) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// True when some kernel let `m` live. (An equivalence entry speaks for those kernels: a
+/// mutant may be equivalent for one kernel's variants and killed by another's.)
+fn survives(m: &MutantResult) -> bool {
+    m.verdicts
+        .values()
+        .any(|v| matches!(v, Verdict::Survived { .. }))
+}
+
 /// Recomputes the per-kernel totals and sorts the mutants by place.
 fn finish(report: &mut MutationReport, targets: &[Target], started: Instant) {
     report
@@ -1315,7 +1325,7 @@ fn finish(report: &mut MutationReport, targets: &[Target], started: Instant) {
                 match v {
                     Verdict::Killed { .. } => {
                         s.killed += 1;
-                        s.killed_equivalent += u32::from(listed);
+                        s.killed_equivalent += u32::from(listed && !survives(m));
                     }
                     Verdict::Survived { .. } if listed => s.equivalent += 1,
                     Verdict::Survived { .. } => s.survived += 1,
@@ -1505,7 +1515,7 @@ pub fn table(report: &MutationReport) -> String {
             Some(reason) if !kernels.is_empty() => {
                 let _ = writeln!(equivalents, "  {}\n      {reason}", line(m, &kernels));
             }
-            Some(_) => {
+            Some(_) if kernels.is_empty() => {
                 let killers: Vec<String> = m
                     .verdicts
                     .iter()
