@@ -227,7 +227,10 @@ pub fn strategy(kv_type: DType) -> impl Strategy<Value = FlashAttnCase> {
             2 => Just(MaskKind::Positions),
             2 => Just(MaskKind::RandomInf),
             2 => Just(MaskKind::Causal),
-            2 => Just(MaskKind::Window),
+            // Weight 4: with a forced split the window leaves the leading splits without a key
+            // and later ones live, the mix the split-k reduce's live tests are about (at
+            // weight 2 a reduce mutant reading the wrong split's L lived to case 199).
+            4 => Just(MaskKind::Window),
             1 => Just(MaskKind::FullyMaskedRows),
         ],
         prop_oneof![
@@ -312,6 +315,15 @@ pub fn strategy(kv_type: DType) -> impl Strategy<Value = FlashAttnCase> {
                 };
                 scale = scale.clamp(-0.125, 0.125);
             }
+            // A forced split only splits keys past one tile (Bc = 64 for one query); drawn
+            // with fewer keys it would be one more plain decode case (those still come from
+            // the unsplit half), so its keys move up one tile per split. Without this a
+            // third of the forced splits did nothing and split-k reduce mutants lived at 40
+            // cases.
+            let kv = match split_k {
+                Some(s) if n == 1 && kv <= 64 => kv + 64 * s as usize,
+                _ => kv,
+            };
             FlashAttnCase {
                 kv_type,
                 d,
