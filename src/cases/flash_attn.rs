@@ -271,12 +271,14 @@ pub fn strategy(kv_type: DType) -> impl Strategy<Value = FlashAttnCase> {
         // mutate` at 40 cases left most reduce mutants alive; 1 in 2 doubles that.
         prop_oneof![1 => Just(None), 1 => (2u32..=6).prop_map(Some)],
     );
-    let data = (
-        Dist::strategy(),
-        Blocks::strategy(),
-        Blocks::strategy(),
-        any::<u64>(),
-    );
+    // V all zeros now and then: every output is then exactly 0 and so is every split's O,
+    // which a split-k reduce that reads O where it means L (the live test) takes for "no key"
+    // (a mutant doing so lived to case 329 while zero O words came only from sparse V).
+    let v_blocks = prop_oneof![
+        7 => Blocks::strategy(),
+        1 => Just(Blocks::Quantized(Dist::Zeros))
+    ];
+    let data = (Dist::strategy(), Blocks::strategy(), v_blocks, any::<u64>());
     (d, n, kv, heads, layouts, mask, params, data).prop_map(
         move |(
             d,
