@@ -747,8 +747,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             let shaders = shader_dir(&target)?;
             let equivalent = match equivalent {
                 Some(path) => Some(path),
-                None => Some(crate::mutate::default_equivalence_file(&shaders))
-                    .filter(|p| p.is_file()),
+                None => {
+                    Some(crate::mutate::default_equivalence_file(&shaders)).filter(|p| p.is_file())
+                }
             };
             let equivalent = match equivalent {
                 Some(path) => std::fs::read_to_string(&path)

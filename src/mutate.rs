@@ -200,7 +200,12 @@ pub fn parse_equivalences(text: &str) -> Result<Vec<Equivalence>, String> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let bad = || format!("line {}: expected `FILE:LINE:COL `from` → `to`: reason`, got {raw:?}", n + 1);
+        let bad = || {
+            format!(
+                "line {}: expected `FILE:LINE:COL `from` → `to`: reason`, got {raw:?}",
+                n + 1
+            )
+        };
         let (place, rest) = line.split_once(' ').ok_or_else(bad)?;
         let mut parts = place.rsplitn(3, ':');
         let column = parts.next().and_then(|c| c.parse().ok()).ok_or_else(bad)?;

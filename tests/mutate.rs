@@ -133,7 +133,10 @@ fn mutate_judges_a_small_sample_and_writes_mutants_json() {
         .nth(1)
         .unwrap_or_else(|| panic!("the wrong entry is not flagged: {text}"));
     assert!(
-        wrong.contains(&format!("wkv7.comp:{}:{}:", killed.mutant.line, killed.mutant.column)),
+        wrong.contains(&format!(
+            "wkv7.comp:{}:{}:",
+            killed.mutant.line, killed.mutant.column
+        )),
         "{text}"
     );
     assert!(
