@@ -319,9 +319,9 @@ pub fn strategy(kv_type: DType) -> impl Strategy<Value = FlashAttnCase> {
             }
             // A forced split only splits keys past one tile (Bc = 64 for one query); drawn
             // with fewer keys it would be one more plain decode case (those still come from
-            // the unsplit half), so its keys move up one tile per split. Without this a
-            // third of the forced splits did nothing and split-k reduce mutants lived at 40
-            // cases.
+            // the unsplit half), so its keys move up one tile per split. Without this about
+            // half the forced splits (the KV arms give KV ≤ 64 with probability ≈ 0.52) did
+            // nothing and split-k reduce mutants lived at 40 cases.
             let kv = match split_k {
                 Some(s) if n == 1 && kv <= 64 => kv + 64 * s as usize,
                 _ => kv,
