@@ -179,6 +179,11 @@ pub enum Command {
         /// Run each kernel once instead of twice.
         #[arg(long)]
         no_repeat: bool,
+        /// The equivalence file: mutants known to be equivalent, one per line as
+        /// `FILE:LINE:COL `from` → `to`: reason` (default: mutants-equivalent.txt beside the
+        /// shader folder, when it exists). Listed survivors are reported apart, out of the score.
+        #[arg(long)]
+        equivalent: Option<PathBuf>,
     },
     /// List Vulkan devices with the capabilities that select kernel variants.
     Devices,
@@ -743,8 +748,23 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             out,
             case_timeout,
             no_repeat,
+            equivalent,
         } => {
             target.apply();
+            let shaders = shader_dir(&target)?;
+            let equivalent = match equivalent {
+                Some(path) => Some(path),
+                None => {
+                    Some(crate::mutate::default_equivalence_file(&shaders)).filter(|p| p.is_file())
+                }
+            };
+            let equivalent = match equivalent {
+                Some(path) => std::fs::read_to_string(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))
+                    .and_then(|t| crate::mutate::parse_equivalences(&t))
+                    .map_err(|e| format!("{}: {e}", path.display()))?,
+                None => Vec::new(),
+            };
             let case_timeout = match case_timeout {
                 Some(s) if !(s.is_finite() && s > 0.0) => {
                     return Err(format!(
@@ -754,7 +774,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 s => s.map(Duration::from_secs_f64),
             };
             let opts = crate::mutate::Options {
-                shaders: shader_dir(&target)?,
+                shaders,
                 device: target.device.clone(),
                 ops,
                 variant,
@@ -766,6 +786,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 out,
                 case_timeout,
                 repeat: !no_repeat,
+                equivalent,
             };
             let report = crate::mutate::run(&opts)?;
             print!("{}", crate::mutate::table(&report));

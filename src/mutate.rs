@@ -28,8 +28,16 @@
 //!   **killed** (a failure, crash, timeout, race, validation message or error) or, when every
 //!   variant passes every case, **survived**.
 //!
-//! Score per kernel = killed / (killed + survived). Results go to `DIR/mutants.json`
-//! (rewritten after every mutant, so a run cut short keeps what it found).
+//! A survivor that no input can kill (an **equivalent** mutant, or one this device cannot tell
+//! apart) is listed, with the reason, in an equivalence file (`mutants-equivalent.txt` beside
+//! the shader tree; see [`Equivalence`]). Such a mutant still runs: listed and surviving it
+//! counts as `equivalent` for the kernels it survives, out of the score (another kernel may
+//! kill it: a file can be compiled with other defines there); listed and killed by every
+//! kernel, the entry is wrong and the report says so. Entries that match no generated mutant
+//! are reported as stale.
+//!
+//! Score per kernel = killed / (killed + survived), equivalents excluded. Results go to
+//! `DIR/mutants.json` (rewritten after every mutant, so a run cut short keeps what it found).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -138,6 +146,96 @@ impl Mutant {
         let (before, after) = self.lines(source);
         format!("{}:{}: `{before}` → `{after}`", self.file, self.line)
     }
+}
+
+/// A mutant known to be equivalent (or undetectable on the device), with the reason: one line
+/// of the equivalence file,
+///
+/// ```text
+/// wkv7.comp:68:30 `<` → `<=`: the extra element loaded is never read
+/// ```
+///
+/// keyed by file, line, column, original and replacement text exactly as `vkdiff mutate`
+/// prints a mutant. Blank lines and lines starting with `#` are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Equivalence {
+    /// The file, relative to the shader tree.
+    pub file: String,
+    /// Line of the change.
+    pub line: usize,
+    /// Column of the change.
+    pub column: usize,
+    /// The text replaced.
+    pub original: String,
+    /// What replaces it.
+    pub replacement: String,
+    /// Why no case can (or this device cannot) tell it from the original.
+    pub reason: String,
+}
+
+impl Equivalence {
+    /// True when this entry names `m`.
+    pub fn matches(&self, m: &Mutant) -> bool {
+        self.file == m.file
+            && self.line == m.line
+            && self.column == m.column
+            && self.original == m.original
+            && self.replacement == m.replacement
+    }
+
+    /// The key as written in the file.
+    pub fn key(&self) -> String {
+        format!(
+            "{}:{}:{} `{}` → `{}`",
+            self.file, self.line, self.column, self.original, self.replacement
+        )
+    }
+}
+
+/// Parses an equivalence file (see [`Equivalence`]).
+pub fn parse_equivalences(text: &str) -> Result<Vec<Equivalence>, String> {
+    let mut out = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = || {
+            format!(
+                "line {}: expected `FILE:LINE:COL `from` → `to`: reason`, got {raw:?}",
+                n + 1
+            )
+        };
+        let (place, rest) = line.split_once(' ').ok_or_else(bad)?;
+        let mut parts = place.rsplitn(3, ':');
+        let column = parts.next().and_then(|c| c.parse().ok()).ok_or_else(bad)?;
+        let line_no = parts.next().and_then(|c| c.parse().ok()).ok_or_else(bad)?;
+        let file = parts.next().ok_or_else(bad)?.to_string();
+        let rest = rest.trim_start().strip_prefix('`').ok_or_else(bad)?;
+        let (original, rest) = rest.split_once("` → `").ok_or_else(bad)?;
+        let (replacement, rest) = rest.split_once('`').ok_or_else(bad)?;
+        let reason = rest.trim_start().strip_prefix(':').ok_or_else(bad)?.trim();
+        if reason.is_empty() {
+            return Err(format!("line {}: an equivalence needs a reason", n + 1));
+        }
+        out.push(Equivalence {
+            file,
+            line: line_no,
+            column,
+            original: original.to_string(),
+            replacement: replacement.to_string(),
+            reason: reason.to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// The equivalence file that goes with a shader tree: `mutants-equivalent.txt` beside it.
+pub fn default_equivalence_file(shaders: &Path) -> PathBuf {
+    let dir = std::fs::canonicalize(shaders).unwrap_or_else(|_| shaders.to_path_buf());
+    dir.parent()
+        .unwrap_or(Path::new("."))
+        .join("mutants-equivalent.txt")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -649,6 +747,8 @@ pub struct Options {
     pub case_timeout: Option<Duration>,
     /// Run each kernel twice and require identical bits, as `vkdiff run` does.
     pub repeat: bool,
+    /// Mutants known to be equivalent, with reasons.
+    pub equivalent: Vec<Equivalence>,
 }
 
 /// How one kernel judged one mutant.
@@ -694,6 +794,9 @@ pub struct MutantResult {
     pub after: String,
     /// Per kernel whose variants compile the file.
     pub verdicts: BTreeMap<String, Verdict>,
+    /// The equivalence file's reason, when it lists this mutant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equivalent: Option<String>,
     /// Wall time spent on it.
     pub seconds: f64,
 }
@@ -709,13 +812,19 @@ pub struct KernelScore {
     pub mutants: u32,
     /// Caught.
     pub killed: u32,
-    /// Not caught.
+    /// Not caught, and not listed as equivalent.
     pub survived: u32,
+    /// Not caught, listed as equivalent (out of the score).
+    #[serde(default)]
+    pub equivalent: u32,
+    /// Caught although listed as equivalent, and no kernel let it live: the entry is wrong.
+    #[serde(default)]
+    pub killed_equivalent: u32,
     /// Did not compile.
     pub stillborn: u32,
     /// Same SPIR-V as the original.
     pub unchanged: u32,
-    /// killed / (killed + survived).
+    /// killed / (killed + survived), equivalents excluded.
     pub score: Option<f64>,
 }
 
@@ -751,6 +860,10 @@ pub struct MutationReport {
     pub case_timeout: f64,
     /// Variants left out.
     pub excluded: Vec<Excluded>,
+    /// Equivalence entries for the files scanned that match no generated mutant (the source
+    /// moved on: re-key or drop them).
+    #[serde(default)]
+    pub stale_equivalences: Vec<String>,
     /// Totals per kernel.
     pub kernels: Vec<KernelScore>,
     /// Each judged mutant, in file and line order.
@@ -1012,13 +1125,17 @@ pub fn run(opts: &Options) -> Result<MutationReport, String> {
     let mut sources = BTreeMap::new();
     let mut mutants = Vec::new();
     let mut generated_per_file = BTreeMap::new();
+    let mut stale_equivalences = Vec::new();
     for f in &files {
         let src = std::fs::read_to_string(opts.shaders.join(f))
             .map_err(|e| format!("{}: {e}", opts.shaders.join(f).display()))?;
-        let ms: Vec<Mutant> = generate(f, &src)
-            .into_iter()
-            .filter(|m| wanted(&opts.files, m))
-            .collect();
+        let all = generate(f, &src);
+        for e in opts.equivalent.iter().filter(|e| &e.file == f) {
+            if !all.iter().any(|m| e.matches(m)) {
+                stale_equivalences.push(e.key());
+            }
+        }
+        let ms: Vec<Mutant> = all.into_iter().filter(|m| wanted(&opts.files, m)).collect();
         generated_per_file.insert(f.clone(), ms.len());
         mutants.extend(ms);
         sources.insert(f.clone(), src);
@@ -1082,6 +1199,7 @@ pub fn run(opts: &Options) -> Result<MutationReport, String> {
         judged: 0,
         case_timeout: timeout.as_secs_f64(),
         excluded,
+        stale_equivalences,
         kernels: Vec::new(),
         mutants: Vec::new(),
         seconds: 0.0,
@@ -1115,12 +1233,21 @@ pub fn run(opts: &Options) -> Result<MutationReport, String> {
         std::fs::write(&path, src).map_err(|e| format!("{}: {e}", path.display()))?;
         let verdicts = verdicts?;
         let (before, after) = m.lines(src);
+        let equivalent = opts
+            .equivalent
+            .iter()
+            .find(|e| e.matches(m))
+            .map(|e| e.reason.clone());
         let summary: Vec<String> = verdicts
             .iter()
             .map(|(k, v)| match v {
                 Verdict::Killed {
                     variant, cases_run, ..
                 } => format!("{k} killed ({variant}, case {cases_run})"),
+                Verdict::Survived { variants, cases } if equivalent.is_some() => format!(
+                    "{k} survived, listed equivalent ({} variants, {cases} cases)",
+                    variants.len()
+                ),
                 Verdict::Survived { variants, cases } => {
                     format!("{k} SURVIVED ({} variants, {cases} cases)", variants.len())
                 }
@@ -1145,6 +1272,7 @@ pub fn run(opts: &Options) -> Result<MutationReport, String> {
             before,
             after,
             verdicts,
+            equivalent,
             seconds: t0.elapsed().as_secs_f64(),
         });
         report.judged = report.mutants.len();
@@ -1171,6 +1299,14 @@ fn write_json(path: &Path, report: &MutationReport) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// True when some kernel let `m` live. (An equivalence entry speaks for those kernels: a
+/// mutant may be equivalent for one kernel's variants and killed by another's.)
+fn survives(m: &MutantResult) -> bool {
+    m.verdicts
+        .values()
+        .any(|v| matches!(v, Verdict::Survived { .. }))
+}
+
 /// Recomputes the per-kernel totals and sorts the mutants by place.
 fn finish(report: &mut MutationReport, targets: &[Target], started: Instant) {
     report
@@ -1185,10 +1321,18 @@ fn finish(report: &mut MutationReport, targets: &[Target], started: Instant) {
                 variants: targets.iter().filter(|t| t.kernel.name == k.name).count(),
                 ..Default::default()
             };
-            for v in report.mutants.iter().filter_map(|m| m.verdicts.get(k.name)) {
+            for m in &report.mutants {
+                let Some(v) = m.verdicts.get(k.name) else {
+                    continue;
+                };
                 s.mutants += 1;
+                let listed = m.equivalent.is_some();
                 match v {
-                    Verdict::Killed { .. } => s.killed += 1,
+                    Verdict::Killed { .. } => {
+                        s.killed += 1;
+                        s.killed_equivalent += u32::from(listed && !survives(m));
+                    }
+                    Verdict::Survived { .. } if listed => s.equivalent += 1,
                     Verdict::Survived { .. } => s.survived += 1,
                     Verdict::Stillborn { .. } => s.stillborn += 1,
                     Verdict::Unchanged => s.unchanged += 1,
@@ -1302,8 +1446,16 @@ pub fn table(report: &MutationReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<16} {:>8} {:>8} {:>7} {:>8} {:>9} {:>9} {:>7}",
-        "kernel", "variants", "mutants", "killed", "survived", "stillborn", "unchanged", "score"
+        "{:<16} {:>8} {:>8} {:>7} {:>8} {:>10} {:>9} {:>9} {:>7}",
+        "kernel",
+        "variants",
+        "mutants",
+        "killed",
+        "survived",
+        "equivalent",
+        "stillborn",
+        "unchanged",
+        "score"
     );
     for k in &report.kernels {
         let score = k
@@ -1311,14 +1463,23 @@ pub fn table(report: &MutationReport) -> String {
             .map_or("-".to_string(), |s| format!("{:.1}%", 100.0 * s));
         let _ = writeln!(
             s,
-            "{:<16} {:>8} {:>8} {:>7} {:>8} {:>9} {:>9} {:>7}",
-            k.kernel, k.variants, k.mutants, k.killed, k.survived, k.stillborn, k.unchanged, score
+            "{:<16} {:>8} {:>8} {:>7} {:>8} {:>10} {:>9} {:>9} {:>7}",
+            k.kernel,
+            k.variants,
+            k.mutants,
+            k.killed,
+            k.survived,
+            k.equivalent,
+            k.stillborn,
+            k.unchanged,
+            score
         );
     }
     let _ = writeln!(
         s,
-        "(score = killed / (killed + survived); stillborn: does not compile; unchanged: same \
-         SPIR-V as the original for every variant)"
+        "(score = killed / (killed + survived); equivalent: survived and listed in the \
+         equivalence file; stillborn: does not compile; unchanged: same SPIR-V as the original \
+         for every variant)"
     );
     let _ = writeln!(
         s,
@@ -1328,35 +1489,65 @@ pub fn table(report: &MutationReport) -> String {
     for e in &report.excluded {
         let _ = writeln!(s, "left out {}: {}", e.variant, e.reason);
     }
-    let survivors: Vec<&MutantResult> = report
-        .mutants
-        .iter()
-        .filter(|m| {
-            m.verdicts
-                .values()
-                .any(|v| matches!(v, Verdict::Survived { .. }))
-        })
-        .collect();
-    if !survivors.is_empty() {
-        let _ = writeln!(s, "survivors:");
-    }
-    for m in survivors {
-        let kernels: Vec<&str> = m
-            .verdicts
+    let surviving = |m: &MutantResult| -> Vec<String> {
+        m.verdicts
             .iter()
             .filter(|(_, v)| matches!(v, Verdict::Survived { .. }))
-            .map(|(k, _)| k.as_str())
-            .collect();
-        let _ = writeln!(
-            s,
-            "  {}:{}: `{}` → `{}` [{}; {}]",
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    let line = |m: &MutantResult, kernels: &[String]| {
+        format!(
+            "{}:{}:{}: `{}` → `{}` [{}; {}]",
             m.mutant.file,
             m.mutant.line,
+            m.mutant.column,
             m.before,
             m.after,
             m.mutant.operator.name(),
             kernels.join(", ")
+        )
+    };
+    let mut survivors = String::new();
+    let mut equivalents = String::new();
+    let mut wrong = String::new();
+    for m in &report.mutants {
+        let kernels = surviving(m);
+        match &m.equivalent {
+            None if !kernels.is_empty() => {
+                let _ = writeln!(survivors, "  {}", line(m, &kernels));
+            }
+            Some(reason) if !kernels.is_empty() => {
+                let _ = writeln!(equivalents, "  {}\n      {reason}", line(m, &kernels));
+            }
+            Some(_) if kernels.is_empty() => {
+                let killers: Vec<String> = m
+                    .verdicts
+                    .iter()
+                    .filter(|(_, v)| matches!(v, Verdict::Killed { .. }))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                if !killers.is_empty() {
+                    let _ = writeln!(wrong, "  {}", line(m, &killers));
+                }
+            }
+            _ => {}
+        }
+    }
+    if !survivors.is_empty() {
+        let _ = write!(s, "survivors:\n{survivors}");
+    }
+    if !equivalents.is_empty() {
+        let _ = write!(s, "equivalent (listed, out of the score):\n{equivalents}");
+    }
+    if !wrong.is_empty() {
+        let _ = write!(
+            s,
+            "KILLED although listed equivalent (the entry is wrong):\n{wrong}"
         );
+    }
+    for e in &report.stale_equivalences {
+        let _ = writeln!(s, "stale equivalence entry (matches no mutant): {e}");
     }
     s
 }
@@ -1515,6 +1706,25 @@ mod tests {
             first_error("2 compilation errors:\n/tmp/x/tree/a.comp:15: error: 'q' : undeclared\n"),
             "a.comp:15: error: 'q' : undeclared"
         );
+    }
+
+    #[test]
+    fn equivalence_entries_parse_and_match_by_place_and_text() {
+        let src = "void f()\n{\n    x = a - b < c;\n}\n";
+        let file = "# comment\n\nt.comp:3:15 `<` → `<=`: c is never equal to a - b\n\
+                    t.comp:3:9 `a - b` → `b - a`: never mind\n";
+        let es = parse_equivalences(file).unwrap();
+        assert_eq!(es.len(), 2);
+        assert_eq!(es[0].reason, "c is never equal to a - b");
+        assert_eq!(es[1].original, "a - b");
+        let ms = generate("t.comp", src);
+        let lt = ms.iter().find(|m| m.original == "<").unwrap();
+        assert!(es[0].matches(lt));
+        assert!(!es[1].matches(lt));
+        assert!(ms.iter().any(|m| es[1].matches(m)));
+        assert_eq!(es[0].key(), "t.comp:3:15 `<` → `<=`");
+        assert!(parse_equivalences("t.comp:3:15 `<` → `<=`:\n").is_err()); // no reason
+        assert!(parse_equivalences("t.comp:3 `<` → `<=`: x\n").is_err()); // no column
     }
 
     #[test]

@@ -84,16 +84,33 @@ fn mutate_judges_a_small_sample_and_writes_mutants_json() {
         .filter(|m| matches!(m.verdicts["wkv7"], Verdict::Survived { .. }))
     {
         let line = format!(
-            "wkv7.comp:{}: `{}` → `{}`",
-            m.mutant.line, m.before, m.after
+            "wkv7.comp:{}:{}: `{}` → `{}`",
+            m.mutant.line, m.mutant.column, m.before, m.after
         );
         assert!(text.contains(&line), "{line} missing from: {text}");
     }
     // The scratch tree is gone.
     assert!(!out.join("mutate-scratch").exists());
 
-    // Same seed, same sample.
+    // Same seed, same sample; this time with an equivalence file naming one mutant the sample
+    // kills (a wrong entry) and one the tree does not have (a stale entry).
     let out2 = common::scratch("mutate-wkv7-again");
+    let killed = r
+        .mutants
+        .iter()
+        .find(|m| matches!(m.verdicts["wkv7"], Verdict::Killed { .. }))
+        .expect("a killed mutant");
+    let key = format!(
+        "wkv7.comp:{}:{} `{}` → `{}`",
+        killed.mutant.line, killed.mutant.column, killed.mutant.original, killed.mutant.replacement
+    );
+    let equivalent = out2.join("equivalent.txt");
+    std::fs::create_dir_all(&out2).unwrap();
+    std::fs::write(
+        &equivalent,
+        format!("# test\n{key}: said to be equivalent\nwkv7.comp:1:1 `<` → `<=`: stale\n"),
+    )
+    .unwrap();
     let (code, text) = vkdiff(
         &[
             "mutate",
@@ -105,10 +122,30 @@ fn mutate_judges_a_small_sample_and_writes_mutants_json() {
             "10",
             "--out",
             out2.to_str().unwrap(),
+            "--equivalent",
+            equivalent.to_str().unwrap(),
         ],
         &[],
     );
     assert_eq!(code, 0, "{text}");
+    let wrong = text
+        .split("KILLED although listed equivalent")
+        .nth(1)
+        .unwrap_or_else(|| panic!("the wrong entry is not flagged: {text}"));
+    assert!(
+        wrong.contains(&format!(
+            "wkv7.comp:{}:{}:",
+            killed.mutant.line, killed.mutant.column
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("stale equivalence entry (matches no mutant): wkv7.comp:1:1 `<` → `<=`"),
+        "{text}"
+    );
+    let r2 = report(&out2);
+    assert_eq!(r2.kernels[0].killed_equivalent, 1);
+    assert_eq!(r2.stale_equivalences.len(), 1);
     let places = |r: &MutationReport| -> Vec<(usize, String)> {
         r.mutants
             .iter()

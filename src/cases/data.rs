@@ -23,6 +23,9 @@ pub enum Dist {
     Large,
     /// Three quarters exact zeros, the rest normal.
     SparseZeros,
+    /// Every value an exact zero (a zero-filled cache slice). Not in [`Dist::strategy`]: a
+    /// kernel's strategy draws it where an all-zero operand means something (flash_attn's V).
+    Zeros,
 }
 
 impl Dist {
@@ -50,6 +53,7 @@ impl Dist {
                     normal(rng)
                 }
             }
+            Dist::Zeros => 0.0,
         }
     }
 }

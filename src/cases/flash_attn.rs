@@ -266,7 +266,10 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
             2 => Just(MaskKind::Positions),
             2 => Just(MaskKind::RandomInf),
             2 => Just(MaskKind::Causal),
-            2 => Just(MaskKind::Window),
+            // Weight 4: with a forced split the window leaves the leading splits without a key
+            // and later ones live, the mix the split-k reduce's live tests are about (at
+            // weight 2 a reduce mutant reading the wrong split's L lived to case 199).
+            4 => Just(MaskKind::Window),
             1 => Just(MaskKind::FullyMaskedRows),
         ],
         prop_oneof![
@@ -276,13 +279,17 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
         ],
     );
     let params = (
+        // Scale 0 makes every logit (before mask and ALiBi) exactly 0, so a split's maximum M
+        // is exactly 0.0 too: the split-k reduce must not take that for "no key" (L = 0). At
+        // weight 1 in 11 too few split cases had it for `vkdiff mutate` at 40 cases to kill
+        // reduce mutants that test the wrong word against 0.
         prop_oneof![
             4 => Just(0.125f32),
             2 => Just(1.0f32),
             1 => Just(std::f32::consts::FRAC_1_SQRT_2 / 8.0),
             1 => Just(8.0f32),
             1 => Just(64.0f32),
-            1 => Just(0.0f32),
+            3 => Just(0.0f32),
             1 => Just(-0.125f32)
         ],
         prop_oneof![
@@ -310,12 +317,14 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
             Just(false).boxed()
         },
     );
-    let data = (
-        Dist::strategy(),
-        Blocks::strategy(),
-        Blocks::strategy(),
-        any::<u64>(),
-    );
+    // V all zeros now and then: every output is then exactly 0 and so is every split's O,
+    // which a split-k reduce that reads O where it means L (the live test) takes for "no key"
+    // (a mutant doing so lived to case 329 while zero O words came only from sparse V).
+    let v_blocks = prop_oneof![
+        7 => Blocks::strategy(),
+        1 => Just(Blocks::Quantized(Dist::Zeros))
+    ];
+    let data = (Dist::strategy(), Blocks::strategy(), v_blocks, any::<u64>());
     (d, n, kv, heads, layouts, mask, params, data).prop_map(
         move |(
             d,
@@ -354,6 +363,15 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
                 };
                 scale = scale.clamp(-0.125, 0.125);
             }
+            // A forced split only splits keys past one tile (Bc = 64 for one query); drawn
+            // with fewer keys it would be one more plain decode case (those still come from
+            // the unsplit half), so its keys move up one tile per split. Without this about
+            // half the forced splits (the KV arms give KV ≤ 64 with probability ≈ 0.52) did
+            // nothing and split-k reduce mutants lived at 40 cases.
+            let kv = match split_k {
+                Some(s) if n == 1 && kv <= 64 => kv + 64 * s as usize,
+                _ => kv,
+            };
             FlashAttnCase {
                 path,
                 prec_f32: coopmat && prec_f32,
