@@ -409,7 +409,7 @@ impl RunPlan {
             let mut r = campaign::run_variant_observed(eval, kernel, v, settings, &mut observe);
             bar.finish_and_clear();
             r.config = label.to_string();
-            record(shared.json, &Line::Variant(r.clone()));
+            record(shared.json, &Line::Variant(Box::new(r.clone())));
             let line = format!(
                 "{:<12} {:<28} {} cases, {} failed, {:.1}s on {} {label}",
                 r.kernel,

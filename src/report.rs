@@ -30,8 +30,8 @@ pub enum Line {
     },
     /// One judged case.
     Case(CaseRecord),
-    /// A variant finished.
-    Variant(VariantReport),
+    /// A variant finished (boxed: it is much larger than the other lines).
+    Variant(Box<VariantReport>),
 }
 
 /// The streaming writer.
@@ -138,7 +138,7 @@ pub fn html(lines: &[Line]) -> String {
                         .push(r);
                 }
             }
-            Line::Variant(v) => variants.push(v),
+            Line::Variant(v) => variants.push(v.as_ref()),
         }
     }
     let total: u32 = variants.iter().map(|v| v.cases).sum();
