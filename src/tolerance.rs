@@ -1476,20 +1476,7 @@ mod cm2_tests {
     fn decode_terms_match_the_reference_values() {
         use rand::{Rng, SeedableRng};
         let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-        for dt in [
-            DType::Q4_0,
-            DType::Q4_1,
-            DType::Q5_0,
-            DType::Q5_1,
-            DType::Q8_0,
-            DType::Q2_K,
-            DType::Q3_K,
-            DType::Q4_K,
-            DType::Q5_K,
-            DType::Q6_K,
-            DType::Iq4Nl,
-            DType::Iq4Xs,
-        ] {
+        for &dt in DType::WEIGHT_QUANTS {
             let mut bytes = vec![0u8; 3 * dt.block_bytes()];
             r.fill(&mut bytes[..]);
             for blk in bytes.chunks_exact_mut(dt.block_bytes()) {

@@ -1157,24 +1157,11 @@ mod tests {
     fn every_cm2_variant_compiles() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shaders");
         let mut tree = ShaderTree::with_cache(dir, None);
-        let quants = [
-            DType::Q4_0,
-            DType::Q4_1,
-            DType::Q5_0,
-            DType::Q5_1,
-            DType::Q8_0,
-            DType::Q2_K,
-            DType::Q3_K,
-            DType::Q4_K,
-            DType::Q5_K,
-            DType::Q6_K,
-            DType::Iq4Nl,
-            DType::Iq4Xs,
-        ];
+        let quants = DType::WEIGHT_QUANTS;
         let only = std::env::var("VKDIFF_CM2_ONLY").ok();
         let mut failures = Vec::new();
         for id in [false, true] {
-            for (a, b, acc16) in cm2_families(&quants, id) {
+            for (a, b, acc16) in cm2_families(quants, id) {
                 let sel = Selection {
                     mode: Mode::Cm2,
                     a,

@@ -99,6 +99,23 @@ impl DType {
         DType::I32,
     ];
 
+    /// The quantized weight formats (every block format but q8_1, which ggml uses only for
+    /// activations).
+    pub const WEIGHT_QUANTS: &'static [DType] = &[
+        DType::Q4_0,
+        DType::Q4_1,
+        DType::Q5_0,
+        DType::Q5_1,
+        DType::Q8_0,
+        DType::Q2_K,
+        DType::Q3_K,
+        DType::Q4_K,
+        DType::Q5_K,
+        DType::Q6_K,
+        DType::Iq4Nl,
+        DType::Iq4Xs,
+    ];
+
     /// Elements per block (ggml's block size): 1 for the scalar types, 32 for the quants.
     pub const fn block_len(self) -> usize {
         match self {
