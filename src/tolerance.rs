@@ -43,6 +43,19 @@ pub fn mul_mat_vec_depth(k: usize, block_size: u32, has_min: bool) -> f64 {
     per_invocation + tree + 3.0 + if has_min { 1.0 } else { 0.0 }
 }
 
+/// One split's partial (value, error bound) added to the running total: the first split is
+/// the total; later ones cost one f32 add each, as `mul_mat_split_k_reduce.comp` sums the splits
+/// in order (an f16 partial widens to f32 exactly).
+fn add_split(first: bool, (total, total_err): (f64, f64), (sum, err): (f64, f64)) -> (f64, f64) {
+    if first {
+        return (sum, err);
+    }
+    let total = total + sum;
+    let d = total_err + err;
+    let (xlo, xhi) = ((total.abs() - d).max(0.0), total.abs() + d);
+    (total, d + Fp::F32.rounding(xlo, xhi))
+}
+
 /// Bounds for mat-vec outputs from their exact magnitudes Σ|a·b|, by [`mul_mat_vec_depth`]
 /// (float A; [`mul_mat_vec_bounds_of`] covers every A type).
 pub fn mul_mat_vec_bounds(
@@ -987,15 +1000,7 @@ pub fn mul_mm_bounds(
                         }
                         err = d + acc.rounding(xlo, xhi);
                     }
-                    if split_k == 1 {
-                        (total, total_err) = (sum, err);
-                    } else {
-                        // The reduce: f32 adds in split order (the f16 partial widens exactly).
-                        total += sum;
-                        let d = total_err + err;
-                        let (xlo, xhi) = ((total.abs() - d).max(0.0), total.abs() + d);
-                        total_err = d + Fp::F32.rounding(xlo, xhi);
-                    }
+                    (total, total_err) = add_split(split_k == 1, (total, total_err), (sum, err));
                 }
                 let _ = total;
                 *o = total_err;
@@ -1447,14 +1452,7 @@ pub fn mul_mm_cm2_bounds(
                         err = d;
                         step = end;
                     }
-                    if split_k == 1 {
-                        (total, total_err) = (sum, err);
-                    } else {
-                        total += sum;
-                        let d = total_err + err;
-                        let (xlo, xhi) = ((total.abs() - d).max(0.0), total.abs() + d);
-                        total_err = d + Fp::F32.rounding(xlo, xhi);
-                    }
+                    (total, total_err) = add_split(split_k == 1, (total, total_err), (sum, err));
                 }
                 let _ = total;
                 *o = total_err;

@@ -43,20 +43,7 @@ use crate::kernels::{Kernel, Variant, VariantParams};
 use crate::tolerance::{self, Fp, MulMmArith};
 
 /// The quantized A types with a direct mul_mm pipeline (§6.1), in table order.
-pub const QUANT_TYPES: &[DType] = &[
-    DType::Q4_0,
-    DType::Q4_1,
-    DType::Q5_0,
-    DType::Q5_1,
-    DType::Q8_0,
-    DType::Q2_K,
-    DType::Q3_K,
-    DType::Q4_K,
-    DType::Q5_K,
-    DType::Q6_K,
-    DType::Iq4Nl,
-    DType::Iq4Xs,
-];
+pub const QUANT_TYPES: &[DType] = DType::WEIGHT_QUANTS;
 
 /// Products a·b a case may compute (M·N·K·batches): lavapipe runs the f16 arithmetic at tens
 /// of millions of fmas a second, and the error model walks every product once.
