@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-file and per-kernel table of `vkdiff mutate` runs (mutants.json files), for MUTATE_NOTES.md.
+"""Per-file and per-kernel table of `vkdiff mutate` runs (mutants.json files), for docs/mutation-score.md.
 
 usage: mutation_table.py [--equivalent mutants-equivalent.txt] RUN.json... [--rerun RERUN.json...]
 
