@@ -176,10 +176,12 @@ fn flash_attn_dropping_the_last_key_is_caught_and_shrunk() {
     let Case::FlashAttn(c) = case else {
         panic!("flash attention case")
     };
-    // One query of one head over a few keys shows it (proptest shrinks the fields in order, so
-    // KV can stay at 3 when the other keys were masked while it was being shrunk).
-    assert_eq!((c.d, c.n, c.heads()), (64, 1, 1), "shrunk to {c}");
-    assert!(c.kv <= 3, "shrunk to {c}");
+    // One head over a few keys shows it. proptest shrinks the fields in order and never goes
+    // back: N is shrunk first, while the mask drawn then may hide the last key from all rows
+    // but the last, so N can stay at a few rows (seen: N = 6 once the strategy drew masks and
+    // splits more often), and KV at 3 when the other keys were masked while it was shrunk.
+    assert_eq!((c.d, c.heads()), (64, 1), "shrunk to {c}");
+    assert!(c.n <= 8 && c.kv <= 3, "shrunk to {c}");
 }
 
 #[test]
