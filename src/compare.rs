@@ -128,19 +128,23 @@ impl Verdict {
 }
 
 /// Compares `got` with `want` under `bounds`; `index_of` maps a flat position to the ggml index
-/// and `region_of` names the part of dst it belongs to.
+/// and `region_of` names the part of dst it belongs to. The three must have the same length:
+/// anything else is a harness error (an element without a bound would go unjudged).
 pub fn compare(
     got: &[f32],
     want: &[f64],
     bounds: &[f64],
     index_of: impl Fn(usize) -> [usize; 4],
     region_of: impl Fn(usize) -> &'static str,
-) -> Verdict {
-    assert_eq!(
-        got.len(),
-        want.len(),
-        "dst length mismatch between kernel and reference"
-    );
+) -> Result<Verdict, String> {
+    if got.len() != want.len() || bounds.len() != want.len() {
+        return Err(format!(
+            "internal error: {} kernel values, {} reference values and {} bounds (all must match)",
+            got.len(),
+            want.len(),
+            bounds.len()
+        ));
+    }
     let mut v = Verdict {
         elements: got.len(),
         ..Default::default()
@@ -194,7 +198,7 @@ pub fn compare(
             }
         }
     }
-    v
+    Ok(v)
 }
 
 #[cfg(test)]
@@ -211,7 +215,7 @@ mod tests {
         let got = [1.0, 2.5, poison, f32::NAN, f32::INFINITY, 7.0];
         let want = [1.0, 2.0, 3.0, f64::NAN, f64::INFINITY, 6.0];
         let bounds = [0.1, 1.0, 1.0, 1.0, 1.0, 0.5];
-        let v = compare(&got, &want, &bounds, flat, |_| "");
+        let v = compare(&got, &want, &bounds, flat, |_| "").unwrap();
         assert_eq!(v.failed, 2);
         assert_eq!(v.failures[0].kind, Mismatch::Unwritten);
         assert_eq!(v.failures[0].index, [2, 0, 0, 0]);
@@ -224,12 +228,22 @@ mod tests {
 
     #[test]
     fn nan_where_finite_expected_fails() {
-        let v = compare(&[f32::NAN], &[1.0], &[1e9], flat, |_| "");
+        let v = compare(&[f32::NAN], &[1.0], &[1e9], flat, |_| "").unwrap();
         assert_eq!(v.failures[0].kind, Mismatch::NonFinite);
-        let v = compare(&[f32::INFINITY], &[1.0], &[1e9], flat, |_| "");
+        let v = compare(&[f32::INFINITY], &[1.0], &[1e9], flat, |_| "").unwrap();
         assert_eq!(v.failed, 1);
         // Any value, even a finite one, is acceptable where Vulkan leaves the result undefined.
-        let v = compare(&[3.0], &[f64::NEG_INFINITY], &[1.0], flat, |_| "");
+        let v = compare(&[3.0], &[f64::NEG_INFINITY], &[1.0], flat, |_| "").unwrap();
         assert!(v.passed() && v.unjudged == 1);
+    }
+
+    #[test]
+    fn a_bound_missing_for_an_element_is_an_error_not_a_skip() {
+        let e = compare(&[1.0, 2.0], &[1.0, 2.0], &[0.1], flat, |_| "").unwrap_err();
+        assert!(
+            e.contains("2 kernel values, 2 reference values and 1 bounds"),
+            "{e}"
+        );
+        assert!(compare(&[1.0], &[1.0, 2.0], &[0.1, 0.1], flat, |_| "").is_err());
     }
 }

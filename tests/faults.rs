@@ -1,11 +1,16 @@
 //! Faults a campaign must survive without losing a result, driven through the real CLI (worker
 //! processes included): a crash inside a case, a lost device, a shader that does not compile,
 //! a case too large for the device, a reproducer that cannot be written, and bad input.
+//!
+//! A `libtest-mimic` harness: a test whose precondition this machine lacks (a device with a
+//! larger buffer limit, no validation layer, not lavapipe) is reported as ignored with the
+//! reason, never as passed.
 
 mod common;
 
 use std::process::{Command, Output};
 
+use libtest_mimic::{Arguments, Trial};
 use vkdiff::campaign::{run_variant, Settings};
 use vkdiff::cases::{Case, Ctx, Outcome};
 use vkdiff::worker::InProcess;
@@ -30,7 +35,6 @@ fn vkdiff(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), text)
 }
 
-#[test]
 fn a_crash_inside_a_case_becomes_a_finding_and_the_campaign_goes_on() {
     let out = common::scratch("crash");
     // Every case with exactly one row "crashes the driver" (aborts the worker).
@@ -73,7 +77,6 @@ fn a_crash_inside_a_case_becomes_a_finding_and_the_campaign_goes_on() {
     assert!(passed(row) > 20, "{row}");
 }
 
-#[test]
 fn a_lost_device_marks_the_case_and_a_fresh_device_carries_on() {
     let (code, text) = vkdiff(
         &["run", "-o", "wkv7", "--cases", "30", "--no-repeat"],
@@ -94,7 +97,6 @@ fn a_lost_device_marks_the_case_and_a_fresh_device_carries_on() {
     assert_eq!(passed(row), 26, "{row}");
 }
 
-#[test]
 fn a_shader_that_does_not_compile_fails_its_kernel_and_the_others_still_run() {
     let tree = common::shader_copy("cli-broken");
     let wkv7 = tree.join("wkv7.comp");
@@ -133,7 +135,6 @@ fn a_shader_that_does_not_compile_fails_its_kernel_and_the_others_still_run() {
     assert!(matvec.split_whitespace().any(|w| w == "5"), "{matvec}");
 }
 
-#[test]
 fn a_case_too_large_for_the_device_is_skipped_with_the_limit() {
     // A is 4096 × 9000 f32 = 147 MB, past lavapipe's 128 MiB maxStorageBufferRange.
     let case: Case = serde_json::from_str(
@@ -142,24 +143,21 @@ fn a_case_too_large_for_the_device_is_skipped_with_the_limit() {
     )
     .unwrap();
     let outcome = common::with_gpu(|gpu| {
-        if (gpu.caps().max_storage_buffer_range as usize) > 4096 * 9000 * 4 {
-            return None; // a device with a larger limit: nothing to show here
-        }
-        Some(case.evaluate(&mut Ctx {
+        case.evaluate(&mut Ctx {
             gpu,
             tree: &mut ShaderTree::new(vkdiff::default_shader_dir()),
             repeat: false,
-        }))
+        })
     });
-    if let Some(outcome) = outcome {
-        let Outcome::Skip(reason) = outcome else {
-            panic!("expected a skip, got {outcome:?}")
-        };
-        assert!(reason.contains("exceeds maxStorageBufferRange"), "{reason}");
-    }
+    let Outcome::Skip(reason) = outcome else {
+        panic!("expected a skip, got {outcome:?}")
+    };
+    assert!(reason.contains("exceeds maxStorageBufferRange"), "{reason}");
 }
 
-#[test]
+/// The A matrix of [`a_case_too_large_for_the_device_is_skipped_with_the_limit`], in bytes.
+const TOO_LARGE_BYTES: u64 = 4096 * 9000 * 4;
+
 fn a_reproducer_that_cannot_be_written_keeps_the_finding() {
     let tree = common::shader_copy("unwritable");
     let f = tree.join("mul_mat_vec.comp");
@@ -199,7 +197,6 @@ fn a_reproducer_that_cannot_be_written_keeps_the_finding() {
     );
 }
 
-#[test]
 fn bad_input_gets_an_error_naming_the_problem_not_a_panic() {
     let dir = common::scratch("bad-input");
     let garbage = dir.join("garbage.json");
@@ -237,7 +234,6 @@ fn bad_input_gets_an_error_naming_the_problem_not_a_panic() {
     );
 }
 
-#[test]
 fn lavapipe_vector_widths_change_the_subgroup_size_and_label_the_rows() {
     let (code, text) = vkdiff(
         &["run", "--cases", "20", "--lavapipe-widths", "128,512"],
@@ -248,16 +244,13 @@ fn lavapipe_vector_widths_change_the_subgroup_size_and_label_the_rows() {
         text.contains("LP_NATIVE_VECTOR_WIDTH=128") && text.contains("LP_NATIVE_VECTOR_WIDTH=512"),
         "{text}"
     );
-    if text.contains("llvmpipe") {
-        // 128-bit vectors hold 4 floats, 512-bit ones 16: lavapipe's subgroup size follows.
-        assert!(
-            text.contains("subgroup size 4") && text.contains("subgroup size 16"),
-            "{text}"
-        );
-    }
+    // 128-bit vectors hold 4 floats, 512-bit ones 16: lavapipe's subgroup size follows.
+    assert!(
+        text.contains("subgroup size 4") && text.contains("subgroup size 16"),
+        "{text}"
+    );
 }
 
-#[test]
 fn a_validation_message_fails_the_case_and_is_quoted() {
     // A shader using a binding outside the descriptor set layout: invalid pipeline creation.
     let tree = common::shader_copy("validation");
@@ -289,10 +282,6 @@ fn a_validation_message_fails_the_case_and_is_quoted() {
         ],
         &[],
     );
-    if text.contains("is not installed") {
-        eprintln!("skipped: the Khronos validation layer is not installed");
-        return;
-    }
     assert_eq!(code, 1, "{text}");
     assert!(
         text.contains("validation layer: ") && text.contains("Binding 9"),
@@ -300,7 +289,6 @@ fn a_validation_message_fails_the_case_and_is_quoted() {
     );
 }
 
-#[test]
 fn two_runs_that_disagree_are_reported_as_nondeterminism() {
     let (code, text) = vkdiff(
         &["run", "-o", "wkv7", "--cases", "5"],
@@ -318,4 +306,85 @@ fn two_runs_that_disagree_are_reported_as_nondeterminism() {
         &[("VKDIFF_INJECT_NONDETERMINISM", "1")],
     );
     assert_eq!(code, 0, "{text}");
+}
+
+/// Every fault test, with the reason it cannot run here (None: it runs).
+fn main() {
+    let args = Arguments::from_args();
+    let caps = common::with_gpu(|gpu| gpu.caps().clone());
+    let lavapipe = caps.name.contains("llvmpipe");
+    let tests: [(&str, fn(), Option<String>); 9] = [
+        (
+            "a_crash_inside_a_case_becomes_a_finding_and_the_campaign_goes_on",
+            a_crash_inside_a_case_becomes_a_finding_and_the_campaign_goes_on,
+            None,
+        ),
+        (
+            "a_lost_device_marks_the_case_and_a_fresh_device_carries_on",
+            a_lost_device_marks_the_case_and_a_fresh_device_carries_on,
+            None,
+        ),
+        (
+            "a_shader_that_does_not_compile_fails_its_kernel_and_the_others_still_run",
+            a_shader_that_does_not_compile_fails_its_kernel_and_the_others_still_run,
+            None,
+        ),
+        (
+            "a_case_too_large_for_the_device_is_skipped_with_the_limit",
+            a_case_too_large_for_the_device_is_skipped_with_the_limit,
+            (caps.max_storage_buffer_range as u64 > TOO_LARGE_BYTES).then(|| {
+                format!(
+                    "{} takes {TOO_LARGE_BYTES}-byte buffers (maxStorageBufferRange {})",
+                    caps.name, caps.max_storage_buffer_range
+                )
+            }),
+        ),
+        (
+            "a_reproducer_that_cannot_be_written_keeps_the_finding",
+            a_reproducer_that_cannot_be_written_keeps_the_finding,
+            None,
+        ),
+        (
+            "bad_input_gets_an_error_naming_the_problem_not_a_panic",
+            bad_input_gets_an_error_naming_the_problem_not_a_panic,
+            None,
+        ),
+        (
+            "lavapipe_vector_widths_change_the_subgroup_size_and_label_the_rows",
+            lavapipe_vector_widths_change_the_subgroup_size_and_label_the_rows,
+            (!lavapipe).then(|| format!("{} is not lavapipe", caps.name)),
+        ),
+        (
+            "a_validation_message_fails_the_case_and_is_quoted",
+            a_validation_message_fails_the_case_and_is_quoted,
+            (!vkdiff_gpu::device::validation_layer_installed()).then(|| {
+                "the Khronos validation layer is not installed (apt-get install vulkan-validationlayers)"
+                    .to_string()
+            }),
+        ),
+        (
+            "two_runs_that_disagree_are_reported_as_nondeterminism",
+            two_runs_that_disagree_are_reported_as_nondeterminism,
+            None,
+        ),
+    ];
+    let trials = tests
+        .into_iter()
+        .map(|(name, test, skip)| {
+            let trial = Trial::test(name, move || {
+                test();
+                Ok(())
+            });
+            match skip {
+                Some(reason) => {
+                    if !args.list {
+                        eprintln!("ignored {name}: {reason}");
+                    }
+                    trial.with_ignored_flag(true)
+                }
+                None => trial,
+            }
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use vkdiff::campaign::{run_variant, Settings};
+use vkdiff::campaign::{run_variant_observed, Settings};
 use vkdiff::cases::{Case, Ctx, Outcome};
 use vkdiff::worker::InProcess;
 use vkdiff_gpu::context::MemoryMode;
@@ -18,26 +18,37 @@ fn staged_uploads_and_readback_give_the_same_verdicts() {
     };
     for name in ["mul_mat_vec_q4_1_f16_f32", "mul_mat_vec_f32_f32_f32"] {
         let (kernel, variant) = common::variant(name);
-        let report = common::with_gpu(|gpu| {
-            gpu.set_memory_mode(MemoryMode::Staged);
-            let r = run_variant(
-                &mut InProcess {
-                    gpu,
-                    tree: &mut ShaderTree::new(vkdiff::default_shader_dir()),
-                    repeat: true,
-                },
-                kernel,
-                &variant,
-                &settings,
+        // The same seed gives the same cases: record each case's verdict on both paths.
+        let mut run = |mode: MemoryMode| {
+            let mut records = Vec::new();
+            let report = common::with_gpu(|gpu| {
+                gpu.set_memory_mode(mode);
+                let r = run_variant_observed(
+                    &mut InProcess {
+                        gpu,
+                        tree: &mut ShaderTree::new(vkdiff::default_shader_dir()),
+                        repeat: true,
+                    },
+                    kernel,
+                    &variant,
+                    &settings,
+                    &mut |rec| records.push((rec.case.clone(), rec.outcome.clone(), rec.ratio)),
+                );
+                gpu.set_memory_mode(MemoryMode::Direct);
+                r
+            });
+            assert!(
+                report.ok() && report.passed == 25,
+                "{name} {mode:?}: {}",
+                vkdiff::campaign::table(&[report])
             );
-            gpu.set_memory_mode(MemoryMode::Direct);
-            r
-        });
-        assert!(
-            report.ok() && report.passed == 25,
-            "{name} staged: {}",
-            vkdiff::campaign::table(&[report])
-        );
+            records
+        };
+        let direct = run(MemoryMode::Direct);
+        let staged = run(MemoryMode::Staged);
+        assert_eq!(direct.len(), 25);
+        // Bit-identical results give identical error ratios; any difference is a staging bug.
+        assert_eq!(direct, staged, "{name}: staged verdicts differ from direct");
     }
 }
 

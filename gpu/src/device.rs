@@ -622,21 +622,33 @@ fn component_name(t: vk::ComponentTypeKHR) -> String {
     }
 }
 
+/// The Khronos validation layer's name.
+const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+
+fn layer_installed(entry: &ash::Entry, layer: &CStr) -> bool {
+    let available = unsafe { entry.enumerate_instance_layer_properties() }.unwrap_or_default();
+    available
+        .iter()
+        .any(|l| l.layer_name_as_c_str() == Ok(layer))
+}
+
+/// Whether the Vulkan loader finds the Khronos validation layer (tests that need it are
+/// ignored, not passed, without it).
+pub fn validation_layer_installed() -> bool {
+    unsafe { ash::Entry::load() }.is_ok_and(|entry| layer_installed(&entry, VALIDATION_LAYER))
+}
+
 /// Khronos validation with synchronization validation, when `VKDIFF_VALIDATE` is `1` (or
 /// `gpu`: also GPU-assisted validation) and the layer is installed.
 fn validation_layers(entry: &ash::Entry) -> Vec<&'static CStr> {
-    const LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+    const LAYER: &CStr = VALIDATION_LAYER;
     if !matches!(
         std::env::var("VKDIFF_VALIDATE").as_deref(),
         Ok("1") | Ok("gpu")
     ) {
         return vec![];
     }
-    let available = unsafe { entry.enumerate_instance_layer_properties() }.unwrap_or_default();
-    if available
-        .iter()
-        .any(|l| l.layer_name_as_c_str() == Ok(LAYER))
-    {
+    if layer_installed(entry, LAYER) {
         vec![LAYER]
     } else {
         eprintln!("vkdiff: VKDIFF_VALIDATE=1 but {LAYER:?} is not installed (apt-get install vulkan-validationlayers)");

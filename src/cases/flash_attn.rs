@@ -727,7 +727,7 @@ impl FlashAttnCase {
                 f16_range += 1;
             }
         }
-        let mut verdict = compare(
+        let mut verdict = match compare(
             &run.values,
             &expected,
             &bounds,
@@ -739,7 +739,10 @@ impl FlashAttnCase {
                     ""
                 }
             },
-        );
+        ) {
+            Ok(v) => v,
+            Err(e) => return Outcome::Error(e),
+        };
         judge_fully_masked_rows(&mut verdict, &run.values, &want);
         verdict.overrun = run.overrun;
         verdict.pipeline = run.variant.clone();

@@ -341,13 +341,16 @@ impl MulMatVecIdCase {
         let block_size = runners::mul_mat_vec_id::spec_constants(ctx.gpu.caps(), self.a_type)[0];
         let bounds =
             tolerance::mul_mat_vec_id_bounds(&magnitude.values, self.k, block_size, self.a_type);
-        let mut verdict = compare(
+        let mut verdict = match compare(
             &run.values,
             &want.values,
             &bounds,
             |i| want.index_of(i),
             |_| "",
-        );
+        ) {
+            Ok(v) => v,
+            Err(e) => return Outcome::Error(e),
+        };
         verdict.overrun = run.overrun;
         Outcome::from_verdict(verdict, run.gpu_ns)
     }

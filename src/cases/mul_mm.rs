@@ -628,13 +628,16 @@ pub fn judge(
     bounds: &tolerance::MulMmBounds,
 ) -> Outcome {
     let judged = bounds.judged_want(&run.values, &want.values);
-    let mut verdict = compare(
+    let mut verdict = match compare(
         &run.values,
         &judged,
         &bounds.bounds,
         |i| want.index_of(i),
         |_| "",
-    );
+    ) {
+        Ok(v) => v,
+        Err(e) => return Outcome::Error(e),
+    };
     verdict.overrun = run.overrun;
     Outcome::from_verdict(verdict, run.gpu_ns)
 }

@@ -200,13 +200,16 @@ impl Wkv7Case {
             ],
         );
         let y_len = s * h * t;
-        let mut verdict = compare(
+        let mut verdict = match compare(
             &run.values,
             &want.values,
             &bounds,
             |i| want.index_of(i),
             |i| if i < y_len { "y" } else { "state" },
-        );
+        ) {
+            Ok(v) => v,
+            Err(e) => return Outcome::Error(e),
+        };
         verdict.overrun = run.overrun;
         Outcome::from_verdict(verdict, run.gpu_ns)
     }
