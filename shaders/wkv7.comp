@@ -3,16 +3,24 @@
 // wkv7.comp: RWKV-7 WKV recurrence (GGML_OP_RWKV_WKV7), all f32.
 //
 // Bindings (set 0, float arrays): 0 r, 1 w, 2 k, 3 v, 4 a, 5 b (readonly, (S, H, T)),
-//   6 state_in (readonly, S*S*H*B), 7 dst (writeonly, (C, T + S*B)).
+//   6 state_in (readonly, S*S*H*B), 7 dst ((C, T + S*B)).
 // Push constants: uint B (sequences), T (tokens of all sequences), C (= S*H), H (heads).
 // Specialization constants: none declared; the host's constant 0 is ignored.
 // Defines: A_TYPE and FLOAT_TYPE are accepted and ignored (everything is float).
 // Dispatch: B*H workgroups in x; workgroup x handles sequence x / H, head x % H.
 //
-// Limits: head size S = C / H must be 1..MAX_HEAD_SIZE (128); larger S gives undefined
-// results. The workgroup has MAX_HEAD_SIZE invocations; invocation i owns state row i
-// (value index) in a private array, invocations i >= S only take part in the barriers.
+// Any head size S = C / H works (ggml accepts any). Up to MAX_HEAD_SIZE (128) invocation i
+// owns state row i (value index) in a private array and the token's vectors are shared;
+// invocations i >= S only take part in the barriers. Larger S takes a slower path that keeps
+// the state in dst's final-state rows (its own output) and lets invocation i own the rows
+// i, i + 128, ...: rows are independent, so that path needs no shared memory and no barrier.
 // T must be a multiple of B (tokens are split into B runs of T / B).
+//
+// The loops over j are unrolled by UNROLL by hand, in the same sequential order. Besides
+// speed, this matters on lavapipe: llvmpipe stops *every* loop of an invocation once it has
+// run 65535 iterations in total (its "loop limiter", shared between all loops of a shader),
+// so a rolled loop gave wrong results from token 499 on at S = 64 (2·64 iterations a token).
+// Unrolled, S = 64 stays under the limit up to T/B = 3855 tokens.
 //
 // Worked example (B = 2, T = 4, H = 2, S = 3, C = 6): workgroup 3 is sequence 1, head 1,
 // tokens 2 and 3. Token t reads inputs at t*6 + 3 + j and writes y_i to dst[t*6 + 3 + i];
@@ -21,6 +29,13 @@
 // end of the 6 * (4 + 3*2) = 60-element dst.
 
 #define MAX_HEAD_SIZE 128
+#define UNROLL 8
+// Written out rather than left to [[unroll]], which a driver may ignore (and then count).
+#define EIGHT_STEPS(STEP, j0) STEP(j0) STEP(j0 + 1) STEP(j0 + 2) STEP(j0 + 3) \
+    STEP(j0 + 4) STEP(j0 + 5) STEP(j0 + 6) STEP(j0 + 7)
+#define SA_STEP(j) sa = fma(a_tok[j], state[j], sa);
+#define UPDATE_STEP(j) state[j] = state[j] * w_tok[j] + v_i * k_tok[j] + sa * b_tok[j]; \
+    y = fma(r_tok[j], state[j], y);
 
 layout(local_size_x = MAX_HEAD_SIZE, local_size_y = 1, local_size_z = 1) in;
 
@@ -31,7 +46,7 @@ layout(binding = 3) readonly buffer VBuf { float v[]; };
 layout(binding = 4) readonly buffer ABuf { float a[]; };
 layout(binding = 5) readonly buffer BBuf { float b[]; };
 layout(binding = 6) readonly buffer StateBuf { float state_in[]; };
-layout(binding = 7) writeonly buffer DstBuf { float dst[]; };
+layout(binding = 7) buffer DstBuf { float dst[]; };
 
 layout(push_constant) uniform parameter {
     uint B;
@@ -47,22 +62,54 @@ shared float k_tok[MAX_HEAD_SIZE];
 shared float a_tok[MAX_HEAD_SIZE];
 shared float b_tok[MAX_HEAD_SIZE];
 
+// S > MAX_HEAD_SIZE: rows i, i + MAX_HEAD_SIZE, ... of this invocation, state in dst.
+void large_head(uint head_size, uint seq, uint head, uint i)
+{
+    const uint seq_len = p.T / p.B;
+    const uint first_token = seq * seq_len;
+    for (uint row = i; row < head_size; row += MAX_HEAD_SIZE) {
+        const uint state_row = seq * p.C * head_size + head * head_size * head_size + row * head_size;
+        const uint st = p.T * p.C + state_row;
+        for (uint j = 0; j < head_size; ++j) {
+            dst[st + j] = state_in[state_row + j];
+        }
+        for (uint t = first_token; t < first_token + seq_len; ++t) {
+            const uint tb = t * p.C + head * head_size;
+            float sa = 0.0;
+            for (uint j = 0; j < head_size; ++j) {
+                sa = fma(a[tb + j], dst[st + j], sa);
+            }
+            const float v_i = v[tb + row];
+            float y = 0.0;
+            for (uint j = 0; j < head_size; ++j) {
+                const float s = dst[st + j] * w[tb + j] + v_i * k[tb + j] + sa * b[tb + j];
+                dst[st + j] = s;
+                y = fma(r[tb + j], s, y);
+            }
+            dst[tb + row] = y;
+        }
+    }
+}
+
 void main()
 {
     const uint head_size = p.C / p.H;
     const uint seq = gl_WorkGroupID.x / p.H;
     const uint head = gl_WorkGroupID.x % p.H;
     const uint i = gl_LocalInvocationID.x;
+    if (head_size > MAX_HEAD_SIZE) {
+        large_head(head_size, seq, head, i);
+        return;
+    }
     const bool owns_row = i < head_size;
 
     const uint seq_len = p.T / p.B;
     const uint first_token = seq * seq_len;
     // Offset of state row i, both in state_in and (after the T*C outputs) in dst.
     const uint state_row = seq * p.C * head_size + head * head_size * head_size + i * head_size;
+    // j below `whole` runs in blocks of UNROLL, the rest one at a time.
+    const uint whole = head_size - head_size % UNROLL;
 
-    // Loops over j stop at the runtime head_size. Unrolling them to MAX_HEAD_SIZE with an
-    // early exit (to keep the row in registers) was miscompiled by lavapipe 22.3 for
-    // S >= 80 and measured no faster on an H100.
     float state[MAX_HEAD_SIZE];
     if (owns_row) {
         for (uint j = 0; j < head_size; ++j) {
@@ -84,17 +131,22 @@ void main()
         if (owns_row) {
             const float v_i = v[token_base + i];
 
-            // sa_i = sum_j a_j * St[i][j], over the old state.
+            // sa_i = sum_j a_j * St[i][j], over the old state, j in order.
             float sa = 0.0;
-            for (uint j = 0; j < head_size; ++j) {
-                sa = fma(a_tok[j], state[j], sa);
+            for (uint j0 = 0; j0 < whole; j0 += UNROLL) {
+                EIGHT_STEPS(SA_STEP, j0)
+            }
+            for (uint j = whole; j < head_size; ++j) {
+                SA_STEP(j)
             }
 
             // St'[i][j] = St[i][j] w_j + v_i k_j + sa_i b_j;  y_i = sum_j r_j St'[i][j].
             float y = 0.0;
-            for (uint j = 0; j < head_size; ++j) {
-                state[j] = state[j] * w_tok[j] + v_i * k_tok[j] + sa * b_tok[j];
-                y = fma(r_tok[j], state[j], y);
+            for (uint j0 = 0; j0 < whole; j0 += UNROLL) {
+                EIGHT_STEPS(UPDATE_STEP, j0)
+            }
+            for (uint j = whole; j < head_size; ++j) {
+                UPDATE_STEP(j)
             }
             dst[token_base + i] = y;
         }
