@@ -901,6 +901,20 @@ fn mul_mm_operand_error(x: f64, pre32: bool, fmt: Fp) -> (f64, bool) {
     (pre + fmt.rounding(lo, hi), hi >= fmt.overflow())
 }
 
+/// Per-element operand errors of values staged as on the scalar path (§6.6: `pre32` one f32
+/// rounding first, for the decoded types with a min, then a rounding to `fmt`), in the form the
+/// coopmat step model takes: None where the operand may round to ±∞. The cm1 path stages its
+/// operands exactly so (`mul_mm.comp` with COOPMAT shares the staging).
+pub fn staged_operand_errors(rows: &[f64], pre32: bool, fmt: Fp) -> Vec<Option<f64>> {
+    use rayon::prelude::*;
+    rows.par_iter()
+        .map(|&x| match mul_mm_operand_error(x, pre32, fmt) {
+            (e, false) => Some(e),
+            (_, true) => None,
+        })
+        .collect()
+}
+
 /// Matrix-matrix bounds (§6.6): a forward running error analysis of exactly the arithmetic
 /// the interface fixes, evaluated along the exact partial sums.
 ///
@@ -1316,12 +1330,13 @@ pub fn cm2_decode_error(dtype: vkdiff_reference::DType, t: &DecodeTerms) -> (f64
     (pre + Fp::F16.rounding(lo, hi), ovf)
 }
 
-/// The arithmetic of one mul_mm_cm2 dispatch.
+/// The arithmetic of one cooperative-matrix dispatch: mul_mm_cm2, or mul_mm's cm1 path (whose
+/// TK-deep coopMatMulAdd steps are modelled the same way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cm2Arith {
     /// ACC_TYPE: f16 or f32.
     pub acc: Fp,
-    /// K per coopMatMulAdd (the BK spec constant).
+    /// K per coopMatMulAdd (cm2: the BK spec constant; cm1: TK, 16).
     pub bk: usize,
     /// K splits (1: none).
     pub split_k: usize,
@@ -1329,7 +1344,9 @@ pub struct Cm2Arith {
     pub k_split: usize,
 }
 
-/// Matrix-matrix bounds on the cm2 path (§7.6).
+/// Matrix-matrix bounds on the cm2 path (§7.6), and on the cm1 path (§6.6) with BK read as
+/// TK (one KHR coopMatMulAdd per 16 values of K, steps from the split's start) and the
+/// operand errors of [`staged_operand_errors`].
 ///
 /// **What is computed.** The operands are FLOAT_TYPE values â, b̂ (f16 or bf16): `ea`/`eb`
 /// give |â − a| and |b̂ − b| per element against the exact inputs a, b (0 for f16/bf16 data,
