@@ -437,7 +437,6 @@ void store_d(uint d_base, uint m, uint col, ACC_TYPE value)
 // ---- One output tile ----
 
 #ifdef COOPMAT
-
 // cm1: accumulator matrices per warp tile, along M and N.
 const uint CMS_M = WM / TM;
 const uint CMS_N = WN / TN;
@@ -445,12 +444,27 @@ const uint CMS = CMS_M * CMS_N;
 
 // Each warp's TM x TN staging slice for the bounds-checked store.
 shared ACC_TYPE coopmat_stage[TM * TN * NUM_WARPS];
+#else
+// Register block r of this invocation: its row and column inside the BM x BN tile.
+// r = ((t * WNITER + wsic) * WMITER + wsir) * TM * TN + cc * TM + cr.
+uint tile_row(uint warp_tile, uint tiwr, uint wsir, uint cr)
+{
+    return (warp_tile % (BM / WM)) * WM + wsir * WSUBM + tiwr * TM + cr;
+}
+
+uint tile_col(uint warp_tile, uint tiwc, uint wsic, uint cc)
+{
+    return (warp_tile / (BM / WM)) * WN + wsic * WSUBN + tiwc * TN + cc;
+}
+#endif
 
 // Accumulates the tile whose first row is row0 and whose columns are col0 .. col0 + BN - 1
 // over k in [start_k, end_k), then stores it. Must be reached by the whole workgroup.
 void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
                   uint b_base, uint d_base, uint n_cols)
 {
+#ifdef COOPMAT
+    // A warp is a subgroup (full subgroups of WARP invocations).
     const uint warp_i = gl_SubgroupID;
     const uint lane = gl_SubgroupInvocationID;
 
@@ -458,18 +472,32 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
     [[unroll]] for (uint s = 0; s < TILES_PER_WARP * CMS; ++s) {
         sums[s] = coopmat<ACC_TYPE, gl_ScopeSubgroup, TM, TN, gl_MatrixUseAccumulator>(0.0);
     }
+#else
+    const uint tid = gl_LocalInvocationID.x;
+    const uint warp_i = tid / WARP;
+    const uint tiw = tid % WARP;
+    const uint tiwr = tiw % THREAD_ROWS;
+    const uint tiwc = tiw / THREAD_ROWS;
+    const bool computes = warp_i < NUM_WARPS && tiwc < THREAD_COLS;
+
+    ACC_TYPE sums[TILES_PER_WARP * SUMS_PER_TILE];
+    [[unroll]] for (uint s = 0; s < TILES_PER_WARP * SUMS_PER_TILE; ++s) {
+        sums[s] = ACC_TYPE(0.0);
+    }
+#endif
 
     for (uint block_k = start_k; block_k < end_k; block_k += BK) {
         stage_tiles(a_base, row0, col0, block_k, end_k, b_base, n_cols);
         barrier();
 
+#ifdef COOPMAT
         [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
             const uint wt = warp_i + t * NUM_WARPS;
             // Uniform in the subgroup (wt depends on the warp only).
             if (wt < WARP_TILES) {
                 const uint r0 = (wt % (BM / WM)) * WM;
                 const uint c0 = (wt / (BM / WM)) * WN;
-                // Steps past end_k would only add staged zeros.
+                // TK-deep steps in K order; steps past end_k would only add staged zeros.
                 for (uint kk = 0; kk < BK && block_k + kk < end_k; kk += TK) {
                     [[unroll]] for (uint cm = 0; cm < CMS_M; ++cm) {
                         coopmat<FLOAT_TYPE, gl_ScopeSubgroup, TM, TK, gl_MatrixUseA> mat_a;
@@ -486,73 +514,7 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
                 }
             }
         }
-        barrier();
-    }
-
-    // Store through this warp's staging slice: element (r, c) of an accumulator at
-    // c * TM + r; only rows < M and valid columns reach D.
-    const uint slice = warp_i * TM * TN;
-    [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
-        const uint wt = warp_i + t * NUM_WARPS;
-        if (wt < WARP_TILES) {
-            const uint r0 = row0 + (wt % (BM / WM)) * WM;
-            const uint c0 = col0 + (wt / (BM / WM)) * WN;
-            [[unroll]] for (uint cn = 0; cn < CMS_N; ++cn) {
-                [[unroll]] for (uint cm = 0; cm < CMS_M; ++cm) {
-                    coopMatStore(sums[t * CMS + cn * CMS_M + cm], coopmat_stage, slice, TM,
-                                 gl_CooperativeMatrixLayoutColumnMajor);
-                    subgroupMemoryBarrierShared();
-                    subgroupBarrier();
-                    for (uint e = lane; e < TM * TN; e += WARP) {
-                        const uint cm1_row = r0 + cm * TM + e % TM;
-                        const uint cm1_col = c0 + cn * TN + e / TM;
-                        if (cm1_row < p.M && cm1_col < n_cols) {
-                            store_d(d_base, cm1_row, cm1_col, coopmat_stage[slice + e]);
-                        }
-                    }
-                    // The slice is overwritten by the next accumulator.
-                    subgroupBarrier();
-                }
-            }
-        }
-    }
-}
-
 #else
-
-// Register block r of this invocation: its row and column inside the BM x BN tile.
-// r = ((t * WNITER + wsic) * WMITER + wsir) * TM * TN + cc * TM + cr.
-uint tile_row(uint warp_tile, uint tiwr, uint wsir, uint cr)
-{
-    return (warp_tile % (BM / WM)) * WM + wsir * WSUBM + tiwr * TM + cr;
-}
-
-uint tile_col(uint warp_tile, uint tiwc, uint wsic, uint cc)
-{
-    return (warp_tile / (BM / WM)) * WN + wsic * WSUBN + tiwc * TN + cc;
-}
-
-// Accumulates the tile whose first row is row0 and whose columns are col0 .. col0 + BN - 1
-// over k in [start_k, end_k), then stores it. Must be reached by the whole workgroup.
-void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
-                  uint b_base, uint d_base, uint n_cols)
-{
-    const uint tid = gl_LocalInvocationID.x;
-    const uint warp_i = tid / WARP;
-    const uint tiw = tid % WARP;
-    const uint tiwr = tiw % THREAD_ROWS;
-    const uint tiwc = tiw / THREAD_ROWS;
-    const bool computes = warp_i < NUM_WARPS && tiwc < THREAD_COLS;
-
-    ACC_TYPE sums[TILES_PER_WARP * SUMS_PER_TILE];
-    [[unroll]] for (uint s = 0; s < TILES_PER_WARP * SUMS_PER_TILE; ++s) {
-        sums[s] = ACC_TYPE(0.0);
-    }
-
-    for (uint block_k = start_k; block_k < end_k; block_k += BK) {
-        stage_tiles(a_base, row0, col0, block_k, end_k, b_base, n_cols);
-        barrier();
-
         // k = block_k + i for i ascending: the order src/tolerance.rs assumes.
         const uint steps = min(BK, end_k - block_k);
         for (uint i0 = 0; i0 < steps; i0 += LOOP_CHUNK) {
@@ -589,9 +551,39 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
                 }
             }
         }
+#endif
         barrier();
     }
 
+#ifdef COOPMAT
+    // Store through this warp's staging slice: element (r, c) of an accumulator at
+    // c * TM + r; only rows < M and valid columns reach D.
+    const uint slice = warp_i * TM * TN;
+    [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
+        const uint wt = warp_i + t * NUM_WARPS;
+        if (wt < WARP_TILES) {
+            const uint r0 = row0 + (wt % (BM / WM)) * WM;
+            const uint c0 = col0 + (wt / (BM / WM)) * WN;
+            [[unroll]] for (uint cn = 0; cn < CMS_N; ++cn) {
+                [[unroll]] for (uint cm = 0; cm < CMS_M; ++cm) {
+                    coopMatStore(sums[t * CMS + cn * CMS_M + cm], coopmat_stage, slice, TM,
+                                 gl_CooperativeMatrixLayoutColumnMajor);
+                    subgroupMemoryBarrierShared();
+                    subgroupBarrier();
+                    for (uint e = lane; e < TM * TN; e += WARP) {
+                        const uint cm1_row = r0 + cm * TM + e % TM;
+                        const uint cm1_col = c0 + cn * TN + e / TM;
+                        if (cm1_row < p.M && cm1_col < n_cols) {
+                            store_d(d_base, cm1_row, cm1_col, coopmat_stage[slice + e]);
+                        }
+                    }
+                    // The slice is overwritten by the next accumulator.
+                    subgroupBarrier();
+                }
+            }
+        }
+    }
+#else
     // Store the owned outputs that lie inside M and the valid columns.
     [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
         const uint wt = warp_i + t * NUM_WARPS;
@@ -612,9 +604,8 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
             }
         }
     }
-}
-
 #endif
+}
 
 #ifdef MUL_MAT_ID
 // Gathers the (slot, token) pairs routed to `expert`, token-major, into row_ids and returns
