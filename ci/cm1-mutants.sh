@@ -5,25 +5,21 @@
 #   bash ci/cm1-mutants.sh OUT    # writes OUT/store-row and OUT/k-tail
 # Only the cm1 branch of mul_mm.comp is touched (the scalar store and K loop are other lines), so
 # the scalar rows are unaffected; the script fails if a pattern does not match exactly once.
+# Plain bash + coreutils + grep: it also runs on the GPU machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: ci/cm1-mutants.sh OUT}"
 
 mutant() { # name, from, to
-    local dir="$out/$1"
+    local dir="$out/$1" n text
     rm -rf "$dir"
     mkdir -p "$dir"
     cp -a shaders/. "$dir/"
-    local n
     n=$(grep -cF -- "$2" "$dir/mul_mm.comp" || true)
     [ "$n" = 1 ] || { echo "cm1-mutants.sh: '$2' occurs $n times in mul_mm.comp" >&2; exit 1; }
-    python3 - "$dir/mul_mm.comp" "$2" "$3" <<'PY'
-import sys
-path, old, new = sys.argv[1:]
-text = open(path).read()
-open(path, "w").write(text.replace(old, new, 1))
-PY
-    echo "$dir: $(diff shaders/mul_mm.comp "$dir/mul_mm.comp" | grep '^>' | sed 's/^> *//')"
+    text=$(<"$dir/mul_mm.comp")
+    printf '%s\n' "${text/"$2"/"$3"}" > "$dir/mul_mm.comp"
+    echo "$dir: mul_mm.comp:$(grep -nF -- "$3" "$dir/mul_mm.comp")"
 }
 
 # Off-by-one tile bound: the store also writes row M of a partial row tile (its staged A rows

@@ -1097,6 +1097,22 @@ mod mul_mm_tests {
     }
 
     #[test]
+    fn staged_operands_for_the_step_model() {
+        let x = 1.0 + 2f64.powi(-20); // not an f16 number: one rounding to f16
+        let e = staged_operand_errors(&[x, 0.5, 70000.0], false, Fp::F16);
+        assert!(e[0].unwrap() >= 2f64.powi(-20) * 0.99 && e[0].unwrap() < 2f64.powi(-10));
+        assert_eq!(e[1], Some(0.0), "exact in f16");
+        assert_eq!(e[2], None, "70000 has no f16 value");
+        // A min type rounds in f32 first: more than the f16 rounding alone.
+        let y = 3.0 + 2f64.powi(-30);
+        let (a, b) = (
+            staged_operand_errors(&[y], true, Fp::F16)[0].unwrap(),
+            staged_operand_errors(&[y], false, Fp::F16)[0].unwrap(),
+        );
+        assert!(a > b, "{a} vs {b}");
+    }
+
+    #[test]
     fn splits_add_one_f32_rounding_each() {
         let mut a = arith(Fp::F32);
         (a.split_k, a.k_split) = (2, 1);
