@@ -124,12 +124,8 @@ pub const KERNEL: Kernel = Kernel {
 /// (VK_KHR_shader_bfloat16 with shaderBFloat16Type and shaderBFloat16CooperativeMatrix).
 pub fn requires(v: &Variant, caps: &vkdiff_gpu::DeviceCaps) -> Option<String> {
     let (a, acc16, mode) = match v.params {
-        VariantParams::MulMm {
-            a, acc16, mode, ..
-        }
-        | VariantParams::MulMmId {
-            a, acc16, mode, ..
-        } => (a, acc16, mode),
+        VariantParams::MulMm { a, acc16, mode, .. }
+        | VariantParams::MulMmId { a, acc16, mode, .. } => (a, acc16, mode),
         _ => return None,
     };
     if mode == Mode::Fp16 {
@@ -920,7 +916,11 @@ pub(crate) mod tests {
         let (mut ragged, mut reduced) = (0, [0usize; 2]);
         for (a, b, acc16, mode) in all_families(false) {
             let cm2 = mode == Mode::Cm2;
-            let caps = if mode == Mode::Fp16 { lavapipe() } else { h100() };
+            let caps = if mode == Mode::Fp16 {
+                lavapipe()
+            } else {
+                h100()
+            };
             let name = family_name(a, b, acc16, false, mode);
             let (mut aligned, mut split) = (0, 0);
             for _ in 0..40 {
@@ -931,9 +931,8 @@ pub(crate) mod tests {
                 assert_eq!(c.validate(), Ok(()), "{c}");
                 assert_eq!(c.variant(), name, "{c}");
                 let (ta, tb) = c.inputs().unwrap();
-                let p =
-                    runners::mul_mm::plan(&caps, mode, &ta, &tb, c.prec, c.force_split_k)
-                        .unwrap_or_else(|e| panic!("{c}: {e}"));
+                let p = runners::mul_mm::plan(&caps, mode, &ta, &tb, c.prec, c.force_split_k)
+                    .unwrap_or_else(|e| panic!("{c}: {e}"));
                 assert_eq!(p.staging.selection.name(false), name, "{c}");
                 let budget = if cm2 { CM2_PRODUCTS } else { PRODUCTS };
                 assert!(c.m * c.n * c.k * c.ne02 * c.r2 * c.ne03 <= budget.max(c.k * c.n * 4));

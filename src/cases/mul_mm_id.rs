@@ -379,17 +379,11 @@ impl MulMmIdCase {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
         };
-        let plan = match runners::mul_mm::plan_id(
-            ctx.gpu.caps(),
-            self.mode(),
-            &a,
-            &b,
-            &ids,
-            self.prec,
-        ) {
-            Ok(p) => p,
-            Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
-        };
+        let plan =
+            match runners::mul_mm::plan_id(ctx.gpu.caps(), self.mode(), &a, &b, &ids, self.prec) {
+                Ok(p) => p,
+                Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
+            };
         let want = match mul_mat_id::mul_mat_id(&a, &b, &ids) {
             Ok(w) => w,
             Err(e) => return Outcome::Skip(format!("ggml rejects the inputs: {e}")),
@@ -415,11 +409,21 @@ impl MulMmIdCase {
         };
         let arith = arith_of(&plan.staging, self.a_type, 1, self.k);
         let bounds = match self.mode() {
-            Mode::Cm2 => match cm2_bounds(&a, &b, &plan.staging, spec(3, 16), 1, self.k, &columns) {
-                Ok(b) => b,
-                Err(e) => return Outcome::Error(e),
-            },
-            Mode::Cm1 => cm1_bounds(&arith, spec(9, 16), self.k, self.m, &a_rows, &b_rows, &columns),
+            Mode::Cm2 => {
+                match cm2_bounds(&a, &b, &plan.staging, spec(3, 16), 1, self.k, &columns) {
+                    Ok(b) => b,
+                    Err(e) => return Outcome::Error(e),
+                }
+            }
+            Mode::Cm1 => cm1_bounds(
+                &arith,
+                spec(9, 16),
+                self.k,
+                self.m,
+                &a_rows,
+                &b_rows,
+                &columns,
+            ),
             Mode::Fp16 | Mode::Fp32 => {
                 tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
             }

@@ -792,7 +792,11 @@ pub fn select_id(
     if !a.is_contiguous() {
         return Err("non-contiguous experts are first copied by the host (not modelled)".into());
     }
-    let staging = device_staging(caps, at, choose_id(mode, at, bt, dim01_contiguous(b), prec)?)?;
+    let staging = device_staging(
+        caps,
+        at,
+        choose_id(mode, at, bt, dim01_contiguous(b), prec)?,
+    )?;
     if mode != Mode::Cm2 && available_tiles(caps, mode == Mode::Cm1, at, true)? == [false; 3] {
         return Err(
             "no MUL_MAT_ID tile fits in shared memory (mul_mat_id_s/m/l all disabled: supports_op)"
@@ -1381,7 +1385,10 @@ mod tests {
         );
         // Shared memory: large quant tile (128 + 128)·(32 + 8)·2 + 16·16/4·4 = 20736 bytes,
         // + 16384 for MUL_MAT_ID = 37120: everything fits in 48 KiB, not in 32 KiB (ID).
-        assert_eq!(available_tiles(&caps, true, DType::Q4_0, true), Ok([true; 3]));
+        assert_eq!(
+            available_tiles(&caps, true, DType::Q4_0, true),
+            Ok([true; 3])
+        );
         let small = DeviceCaps {
             shared_memory: 32768,
             ..cm1_device()
@@ -1405,12 +1412,12 @@ mod tests {
         assert!(v.defines.contains(&("COOPMAT".into(), "1".into())) && !v.optimize);
         assert_eq!((p.dispatch.tile, p.dispatch.groups), (Tile::L, [2, 1, 1]));
         // Quantized experts: `.f16acc` with the f16-accumulator shape, f32 without it.
-        let (a, b) = (
-            t(DType::Q4_0, [32, 4, 3, 1]),
-            t(DType::F32, [32, 1, 20, 1]),
-        );
+        let (a, b) = (t(DType::Q4_0, [32, 4, 3, 1]), t(DType::F32, [32, 1, 20, 1]));
         let p = plan_id(&caps, cm1, &a, &b, &ids(1, 20), Prec::F32).unwrap();
-        assert_eq!(p.staging.selection.name(false), "matmul_id_q4_0_f32_f16acc_cm1");
+        assert_eq!(
+            p.staging.selection.name(false),
+            "matmul_id_q4_0_f32_f16acc_cm1"
+        );
         let f32_only = DeviceCaps {
             coopmat_shapes: vec![cm1_device().coopmat_shapes[1].clone()],
             ..cm1_device()
@@ -1423,9 +1430,16 @@ mod tests {
             ..cm1_device()
         };
         let bf = t(DType::Bf16, [32, 16, 1, 1]);
-        assert!(plan(&no_bf16, cm1, &bf, &t(DType::F32, [32, 16, 1, 1]), Prec::F32, None)
-            .unwrap_err()
-            .contains("bf16"));
+        assert!(plan(
+            &no_bf16,
+            cm1,
+            &bf,
+            &t(DType::F32, [32, 16, 1, 1]),
+            Prec::F32,
+            None
+        )
+        .unwrap_err()
+        .contains("bf16"));
         assert!(device_supports(&lavapipe(), cm1)
             .unwrap_err()
             .contains("VK_KHR_cooperative_matrix"));
@@ -1601,7 +1615,10 @@ mod tests {
         );
         assert_eq!(spec_constants(&caps, false, Tile::S)[0], 16);
         // 32 KiB: every MUL_MAT tile fits; MUL_MAT_ID loses the large one (33280 bytes).
-        assert_eq!(available_tiles(&caps, false, DType::F16, false), Ok([true; 3]));
+        assert_eq!(
+            available_tiles(&caps, false, DType::F16, false),
+            Ok([true; 3])
+        );
         assert_eq!(
             available_tiles(&caps, false, DType::Q4_0, true),
             Ok([true, true, false])
@@ -1611,7 +1628,10 @@ mod tests {
             ..lavapipe()
         };
         assert!(available_tiles(&tiny, false, DType::F16, false).is_err());
-        assert_eq!(available_tiles(&tiny, false, DType::F16, true), Ok([false; 3]));
+        assert_eq!(
+            available_tiles(&tiny, false, DType::F16, true),
+            Ok([false; 3])
+        );
     }
 
     #[test]
