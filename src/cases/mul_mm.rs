@@ -4,18 +4,19 @@
 //! Three paths, one row set each (the row's `mode`): the scalar fp16 path below; the KHR
 //! cooperative-matrix path (cm1: `mul_mm.comp` with COOPMAT, rows `matmul_*_cm1`), whose host
 //! logic, families and strategy are the scalar path's and whose products go through 16×16×16
-//! coopMatMulAdd steps (error model: [`cm1_bounds`]); and the NV cooperative-matrix-2 path (`mul_mm_cm2.comp`, rows `matmul_*_cm2`: f16 × f16, bf16 × bf16 and
-//! quantized × f16 with either accumulator; f32 operands reach them converted to f16 by the
-//! host), with its own K and N strategies ([`cm2_k_strategy`], [`cm2_n_strategy`]) and error
-//! model ([`tolerance::mul_mm_cm2_bounds`]).
+//! coopMatMulAdd steps (error model: [`cm1_bounds`]); and the NV cooperative-matrix-2 path
+//! (`mul_mm_cm2.comp`, rows `matmul_*_cm2`: f16 × f16, bf16 × bf16 and quantized × f16 with
+//! either accumulator; f32 operands reach them converted to f16 by the host), with its own K
+//! and N strategies ([`cm2_k_strategy`], [`cm2_n_strategy`]) and error model
+//! ([`tolerance::mul_mm_cm2_bounds`]).
 //!
 //! One variant row per pipeline family the host selects on a scalar fp16 device (lavapipe):
 //! the SPIR-V name of the unaligned variant, e.g. `matmul_q4_0_f32_f16acc`. Each row also
 //! covers its `_aligned` twin, which the host picks per dispatch from the shape (K a multiple
 //! of the tile's 32/64/128, M and N > 8; which tile depends on the device's shared memory);
 //! the strategy makes about half the cases aligned on a 32 KiB device. Grouping the twins
-//! keeps the rows device-independent and halves the suite (31 scalar + 27 cm2 rows here, 18 + 15
-//! for MUL_MAT_ID).
+//! keeps the rows device-independent and halves the suite (31 scalar + 31 cm1 + 27 cm2 rows
+//! here, 18 + 18 + 15 for MUL_MAT_ID).
 //!
 //! A row is reached from every input the host maps to it (§4.3, §8.4): `matmul_f16[_f16acc]`
 //! also runs quantized A with an f16 B (A dequantized to f16 by the host) and any A whose B is

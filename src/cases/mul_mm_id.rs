@@ -4,7 +4,8 @@
 //!
 //! One row per pipeline family on a scalar fp16 device, named by its unaligned SPIR-V and
 //! covering the `_aligned` twin (see `mul_mm.rs`). Quantized experts always get the f16
-//! accumulator there (the precision request is ignored), so both requests are generated.
+//! accumulator there (the precision request is ignored), so both requests are generated. The
+//! same families are the `_cm1` rows (KHR coopmat, drawn alike); cm2 has its own (`_cm2`).
 //!
 //! What the strategy covers, simplest arm first: every token to one expert (with n_used > 1
 //! that lists the expert several times per token: more matches than the dispatch has

@@ -54,9 +54,9 @@
 //! **Which path.** The mode is the caller's choice ([`MulMmRun::mode`]): a device runs the
 //! scalar fp16 path as upstream does with GGML_VK_DISABLE_COOPMAT(2) set, the cm1 path when it
 //! has KHR cooperative matrices (on a cm2 device as with GGML_VK_DISABLE_COOPMAT2), or the cm2
-//! path when it has NV cooperative matrix 2 ([`device_supports`]). Vendor tweaks (AMD/Intel disabling the large tile,
-//! Apple keeping only the medium one, AMD GCN's medium quant tile) are not modelled: the tables
-//! are those of every other vendor.
+//! path when it has NV cooperative matrix 2 ([`device_supports`]). Vendor tweaks (AMD/Intel
+//! disabling the large tile, Apple keeping only the medium one, AMD GCN's medium quant tile)
+//! are not modelled: the tables are those of every other vendor.
 
 use serde::{Deserialize, Serialize};
 use vkdiff_reference::formats::{dequantize_f32, float};
