@@ -3,7 +3,8 @@
 // mul_mm.comp: D = A * B for many B columns (MUL_MAT), or the mixture-of-experts product
 // (MUL_MAT_ID=1), on the scalar path of the interface notes (section 6): A tiles of BM x BK
 // and B tiles of BN x BK are staged in shared memory as FLOAT_TYPE, and every output element
-// is accumulated by one invocation, in ACC_TYPE, over k ascending.
+// is accumulated by one invocation, in ACC_TYPE, over k ascending. With COOPMAT=1 the same
+// file is the cm1 path: same staging, products by KHR cooperative matrices (see "cm1" below).
 //
 // Defines (section 6.1; one variant per combination):
 //   DATA_A_<T>=1      A's type (types.comp): F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K, IQ4_NL,
@@ -81,8 +82,14 @@
 //   to D. The TK-deep steps of one output run in K order from start_k; inside a step the
 //   implementation sums in any order and precision (src/tolerance.rs: mul_mm_cm2_bounds with
 //   depth TK).
+//   Worked example (H100, m tile of a float A: BLOCK_SIZE 128, BM = BN = 64, BK = 16,
+//   WM = WN = 32, TM = TN = TK = 16, WARP 32; M = 50, N = 64, K = 40): 4 warps, 4 warp tiles;
+//   warp 3 has r0 = (3 % 2) * 32 = 32, c0 = (3 / 2) * 32 = 32 and 2 x 2 accumulators. K steps
+//   block_k = 0, 16, 32 with one TK step each (k 32..39 real, 40..47 staged zeros).
+//   Accumulator (cm 1, cn 0) holds rows 48..63, columns 32..47 of the tile; only rows 48, 49
+//   (< M) reach D.
 //
-// Arithmetic (src/tolerance.rs models exactly this): a block value is d*q (+ m) in float
+// Arithmetic of the scalar path (src/tolerance.rs models exactly this): a block value is d*q (+ m) in float
 // (d*sc*q - dmin*m for the K-quants), exact except for the one rounding of the min, then
 // FLOAT_TYPE(value) when staged; output (m, n) is sums = fma(ACC_TYPE(a_k), ACC_TYPE(b_k),
 // sums) for k = start_k, start_k + 1, ... end_k - 1 in that order, starting from 0, and
