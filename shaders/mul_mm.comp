@@ -3,13 +3,15 @@
 // mul_mm.comp: D = A * B for many B columns (MUL_MAT), or the mixture-of-experts product
 // (MUL_MAT_ID=1), on the scalar path of the interface notes (section 6): A tiles of BM x BK
 // and B tiles of BN x BK are staged in shared memory as FLOAT_TYPE, and every output element
-// is accumulated by one invocation, in ACC_TYPE, over k ascending.
+// is accumulated by one invocation, in ACC_TYPE, over k ascending. With COOPMAT=1 the same
+// file is the cm1 path: same staging, products by KHR cooperative matrices (see "cm1" below).
 //
 // Defines (section 6.1; one variant per combination):
 //   DATA_A_<T>=1      A's type (types.comp): F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K, IQ4_NL,
 //                     IQ4_XS.
 //   B_TYPE            element type of the B buffer: float, float16_t, uint16_t (bf16 bits,
-//                     with B_IS_FLOAT=1 and TO_FLOAT_TYPE=bf16_to_fp32), or the aligned vector
+//                     with B_IS_FLOAT=1; TO_FLOAT_TYPE is accepted and ignored, the bits are
+//                     widened by types.comp's bf16_to_fp32), or the aligned vector
 //                     forms vec4/f16vec4/u16vec4 (LOAD_VEC_B=4) and mat2x4/f16mat2x4
 //                     (LOAD_VEC_B=8). B is always read one element at a time here.
 //   LOAD_VEC_A, ALIGNED
@@ -23,6 +25,10 @@
 //   ACC_TYPE          accumulator: float, or float16_t for the _f16acc variants.
 //   D_TYPE            float.
 //   MUL_MAT_ID=1      expert-indexed variant (binding 3, ID push constants).
+//   COOPMAT=1         the cm1 path (KHR cooperative matrices, `_cm1` variants; section 6.1):
+//                     same staging, the products by subgroup-scope TM x TK x TN
+//                     coopMatMulAdd (see "cm1" below). FLOAT_TYPE is float16_t, or
+//                     bfloat16_t for bf16 A (then TO_FLOAT_TYPE=uintBitsToBFloat16EXT).
 // Bindings (set 0): 0 data_a (readonly), 1 data_b (readonly), 2 data_d (writeonly; the
 //   split-k scratch when k_split < K), 3 data_ids int[] (readonly, MUL_MAT_ID only).
 // Push constants (uint, this order; strides count elements, for block formats too):
@@ -32,7 +38,7 @@
 //   MUL_MAT_ID: M, N, K, stride_a, stride_b, stride_d, batch_stride_a, batch_stride_b,
 //               batch_stride_d, nei0, nei1, nbi1, ne11                         (ditto)
 // Specialization constants (section 6.4): 0 BLOCK_SIZE (workgroup size), 1 BM, 2 BN, 3 BK,
-//   4 WM, 5 WN, 6 WMITER, 7 TM, 8 TN, 9 TK (unused), 10 WARP. Warps of WARP consecutive
+//   4 WM, 5 WN, 6 WMITER, 7 TM, 8 TN, 9 TK (cm1 only), 10 WARP. Warps of WARP consecutive
 //   invocations take the (BM/WM) x (BN/WN) warp tiles of the output tile; inside a warp tile
 //   an invocation owns WMITER x WNITER register blocks of TM x TN outputs,
 //   WNITER = WM*WN / (WARP*TM*TN*WMITER). Warps beyond the warp tiles only help to load (with
@@ -63,7 +69,27 @@
 //     loop over column tiles ic, ic + NumWorkGroups.y, ...;
 //   - warps without a warp tile do not compute (see the specialization constants).
 //
-// Arithmetic (src/tolerance.rs models exactly this): a block value is d*q (+ m) in float
+// cm1 (COOPMAT). The host requests full subgroups and WARP is the device's subgroup size, so
+//   warp w is subgroup w (gl_SubgroupID). Each warp tile (WM x WN, the same (BM/WM) x (BN/WN)
+//   layout; a warp takes several when there are fewer warps) is (WM/TM) x (WN/TN)
+//   accumulator matrices of TM x TN ACC_TYPE. Shared rows are BK + 8 long (upstream's
+//   stride: 16-byte aligned rows for coopMatLoad, and the size the host's shared-memory check
+//   assumes). Per K step, for kk = 0, TK, 2 TK, ... while block_k + kk < end_k: load the TM x
+//   TK A matrix (row-major from buf_a) and the TK x TN B matrix (column-major from buf_b) and
+//   acc = coopMatMulAdd(a, b, acc); staged zeros fill the last partial step. Store: each
+//   accumulator goes through this warp's TM x TN slice of coopmat_stage (column-major), and
+//   the warp's invocations write the elements with m < M and column < N (or the match count)
+//   to D. The TK-deep steps of one output run in K order from start_k; inside a step the
+//   implementation sums in any order and precision (src/tolerance.rs: mul_mm_cm2_bounds with
+//   depth TK).
+//   Worked example (H100, m tile of a float A: BLOCK_SIZE 128, BM = BN = 64, BK = 16,
+//   WM = WN = 32, TM = TN = TK = 16, WARP 32; M = 50, N = 64, K = 40): 4 warps, 4 warp tiles;
+//   warp 3 has r0 = (3 % 2) * 32 = 32, c0 = (3 / 2) * 32 = 32 and 2 x 2 accumulators. K steps
+//   block_k = 0, 16, 32 with one TK step each (k 32..39 real, 40..47 staged zeros).
+//   Accumulator (cm 1, cn 0) holds rows 48..63, columns 32..47 of the tile; only rows 48, 49
+//   (< M) reach D.
+//
+// Arithmetic of the scalar path (src/tolerance.rs models exactly this): a block value is d*q (+ m) in float
 // (d*sc*q - dmin*m for the K-quants), exact except for the one rounding of the min, then
 // FLOAT_TYPE(value) when staged; output (m, n) is sums = fma(ACC_TYPE(a_k), ACC_TYPE(b_k),
 // sums) for k = start_k, start_k + 1, ... end_k - 1 in that order, starting from 0, and
@@ -85,6 +111,14 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
 #ifdef FLOAT16
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
+#ifdef COOPMAT
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#ifdef DATA_A_BF16
+#extension GL_EXT_bfloat16 : require
+#endif
 #endif
 
 #include "types.comp"
@@ -149,18 +183,25 @@ layout(push_constant) uniform parameter {
 
 // ---- Tiling derived from the specialization constants ----
 
+#ifdef COOPMAT
+const uint SHMEM_STRIDE = BK + 8;
+#else
 const uint SHMEM_STRIDE = BK + 1;
+#endif
+const uint NUM_WARPS = BLOCK_SIZE / WARP;
+const uint WARP_TILES = (BM / WM) * (BN / WN);
+const uint TILES_PER_WARP = (WARP_TILES + NUM_WARPS - 1) / NUM_WARPS;
+#ifndef COOPMAT
+// Scalar register blocking (with cm1's TM = TN = 16, WNITER would be 0).
 const uint WNITER = (WM * WN) / (WARP * TM * TN * WMITER);
 const uint WSUBM = WM / WMITER;
 const uint WSUBN = WN / WNITER;
 const uint THREAD_ROWS = WSUBM / TM;          // invocations along M in a warp sub-tile
 const uint THREAD_COLS = WSUBN / TN;          // and along N
-const uint NUM_WARPS = BLOCK_SIZE / WARP;
-const uint WARP_TILES = (BM / WM) * (BN / WN);
-const uint TILES_PER_WARP = (WARP_TILES + NUM_WARPS - 1) / NUM_WARPS;
 const uint A_CACHE = WMITER * TM;
 const uint B_CACHE = WNITER * TN;
 const uint SUMS_PER_TILE = A_CACHE * B_CACHE;
+#endif
 const uint LOADS_A = (BM * BK + BLOCK_SIZE - 1) / BLOCK_SIZE;   // staging steps per invocation
 const uint LOADS_B = (BN * BK + BLOCK_SIZE - 1) / BLOCK_SIZE;
 
@@ -200,7 +241,7 @@ float b_value(uint i)
 {
     // bf16 bits, widened exactly.
     const uvec4 v = uvec4(data_b[i / 4]);
-    return TO_FLOAT_TYPE(v[i % 4]);
+    return bf16_to_fp32(v[i % 4]);
 }
 #elif LOAD_VEC_B == 4
 float b_value(uint i)
@@ -211,7 +252,7 @@ float b_value(uint i)
 #elif defined(B_IS_FLOAT)
 float b_value(uint i)
 {
-    return TO_FLOAT_TYPE(uint(data_b[i]));
+    return bf16_to_fp32(uint(data_b[i]));
 }
 #else
 float b_value(uint i)
@@ -336,8 +377,81 @@ float a_value(uint i)
 
 #endif
 
+// ---- Staging one K step ----
+
+// Stages A rows row0 .. row0 + BM - 1 and the BN columns from col0 for k in
+// [block_k, block_k + BK) into buf_a / buf_b, zero outside [0, M) x [block_k, end_k) and the
+// valid columns (n_cols). (Loops go in chunks of LOOP_CHUNK unrolled steps: see LOOP_CHUNK.)
+void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
+                 uint b_base, uint n_cols)
+{
+    const uint tid = gl_LocalInvocationID.x;
+    for (uint j0 = 0; j0 < LOADS_A; j0 += LOOP_CHUNK) {
+        [[unroll]] for (uint jj = 0; jj < LOOP_CHUNK; ++jj) {
+            const uint idx = tid + (j0 + jj) * BLOCK_SIZE;
+            if (idx < BM * BK) {
+                const uint r = idx / BK;
+                const uint c = idx % BK;
+                const uint m = row0 + r;
+                const uint k = block_k + c;
+                float v = 0.0;
+                if (m < p.M && k < end_k) {
+                    v = a_value(a_base + m * p.stride_a + k);
+                }
+                buf_a[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
+            }
+        }
+    }
+    for (uint j0 = 0; j0 < LOADS_B; j0 += LOOP_CHUNK) {
+        [[unroll]] for (uint jj = 0; jj < LOOP_CHUNK; ++jj) {
+            const uint idx = tid + (j0 + jj) * BLOCK_SIZE;
+            if (idx < BN * BK) {
+                const uint r = idx / BK;
+                const uint c = idx % BK;
+                const uint col = col0 + r;
+                const uint k = block_k + c;
+                float v = 0.0;
+                if (col < n_cols && k < end_k) {
+#ifdef MUL_MAT_ID
+                    const uint packed = row_ids[col];
+                    const uint ii0 = packed & 0xFFFFu;
+                    const uint ii1 = packed >> 16;
+                    v = b_value(ii1 * p.batch_stride_b + (ii0 % p.ne11) * p.stride_b + k);
+#else
+                    v = b_value(b_base + col * p.stride_b + k);
+#endif
+                }
+                buf_b[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
+            }
+        }
+    }
+}
+
+// Writes one result: D(m, col) of the MUL_MAT batch at d_base, or of the (slot, token) pair
+// row_ids[col] (MUL_MAT_ID). The caller checks m < M and col < n_cols.
+void store_d(uint d_base, uint m, uint col, ACC_TYPE value)
+{
+#ifdef MUL_MAT_ID
+    const uint packed = row_ids[col];
+    const uint ii0 = packed & 0xFFFFu;
+    const uint ii1 = packed >> 16;
+    data_d[ii1 * p.batch_stride_d + ii0 * p.stride_d + m] = D_TYPE(value);
+#else
+    data_d[d_base + col * p.stride_d + m] = D_TYPE(value);
+#endif
+}
+
 // ---- One output tile ----
 
+#ifdef COOPMAT
+// cm1: accumulator matrices per warp tile, along M and N.
+const uint CMS_M = WM / TM;
+const uint CMS_N = WN / TN;
+const uint CMS = CMS_M * CMS_N;
+
+// Each warp's TM x TN staging slice for the bounds-checked store.
+shared ACC_TYPE coopmat_stage[TM * TN * NUM_WARPS];
+#else
 // Register block r of this invocation: its row and column inside the BM x BN tile.
 // r = ((t * WNITER + wsic) * WMITER + wsir) * TM * TN + cc * TM + cr.
 uint tile_row(uint warp_tile, uint tiwr, uint wsir, uint cr)
@@ -349,12 +463,23 @@ uint tile_col(uint warp_tile, uint tiwc, uint wsic, uint cc)
 {
     return (warp_tile / (BM / WM)) * WN + wsic * WSUBN + tiwc * TN + cc;
 }
+#endif
 
 // Accumulates the tile whose first row is row0 and whose columns are col0 .. col0 + BN - 1
 // over k in [start_k, end_k), then stores it. Must be reached by the whole workgroup.
 void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
                   uint b_base, uint d_base, uint n_cols)
 {
+#ifdef COOPMAT
+    // A warp is a subgroup (full subgroups of WARP invocations).
+    const uint warp_i = gl_SubgroupID;
+    const uint lane = gl_SubgroupInvocationID;
+
+    coopmat<ACC_TYPE, gl_ScopeSubgroup, TM, TN, gl_MatrixUseAccumulator> sums[TILES_PER_WARP * CMS];
+    [[unroll]] for (uint s = 0; s < TILES_PER_WARP * CMS; ++s) {
+        sums[s] = coopmat<ACC_TYPE, gl_ScopeSubgroup, TM, TN, gl_MatrixUseAccumulator>(0.0);
+    }
+#else
     const uint tid = gl_LocalInvocationID.x;
     const uint warp_i = tid / WARP;
     const uint tiw = tid % WARP;
@@ -366,51 +491,37 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
     [[unroll]] for (uint s = 0; s < TILES_PER_WARP * SUMS_PER_TILE; ++s) {
         sums[s] = ACC_TYPE(0.0);
     }
+#endif
 
     for (uint block_k = start_k; block_k < end_k; block_k += BK) {
-        // Stage A and B, zero outside [0, M) x [block_k, end_k) and the valid columns.
-        // (Loops go in chunks of LOOP_CHUNK unrolled steps: see LOOP_CHUNK.)
-        for (uint j0 = 0; j0 < LOADS_A; j0 += LOOP_CHUNK) {
-            [[unroll]] for (uint jj = 0; jj < LOOP_CHUNK; ++jj) {
-                const uint idx = tid + (j0 + jj) * BLOCK_SIZE;
-                if (idx < BM * BK) {
-                    const uint r = idx / BK;
-                    const uint c = idx % BK;
-                    const uint m = row0 + r;
-                    const uint k = block_k + c;
-                    float v = 0.0;
-                    if (m < p.M && k < end_k) {
-                        v = a_value(a_base + m * p.stride_a + k);
-                    }
-                    buf_a[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
-                }
-            }
-        }
-        for (uint j0 = 0; j0 < LOADS_B; j0 += LOOP_CHUNK) {
-            [[unroll]] for (uint jj = 0; jj < LOOP_CHUNK; ++jj) {
-                const uint idx = tid + (j0 + jj) * BLOCK_SIZE;
-                if (idx < BN * BK) {
-                    const uint r = idx / BK;
-                    const uint c = idx % BK;
-                    const uint col = col0 + r;
-                    const uint k = block_k + c;
-                    float v = 0.0;
-                    if (col < n_cols && k < end_k) {
-#ifdef MUL_MAT_ID
-                        const uint packed = row_ids[col];
-                        const uint ii0 = packed & 0xFFFFu;
-                        const uint ii1 = packed >> 16;
-                        v = b_value(ii1 * p.batch_stride_b + (ii0 % p.ne11) * p.stride_b + k);
-#else
-                        v = b_value(b_base + col * p.stride_b + k);
-#endif
-                    }
-                    buf_b[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
-                }
-            }
-        }
+        stage_tiles(a_base, row0, col0, block_k, end_k, b_base, n_cols);
         barrier();
 
+#ifdef COOPMAT
+        [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
+            const uint wt = warp_i + t * NUM_WARPS;
+            // Uniform in the subgroup (wt depends on the warp only).
+            if (wt < WARP_TILES) {
+                const uint r0 = (wt % (BM / WM)) * WM;
+                const uint c0 = (wt / (BM / WM)) * WN;
+                // TK-deep steps in K order; steps past end_k would only add staged zeros.
+                for (uint kk = 0; kk < BK && block_k + kk < end_k; kk += TK) {
+                    [[unroll]] for (uint cm = 0; cm < CMS_M; ++cm) {
+                        coopmat<FLOAT_TYPE, gl_ScopeSubgroup, TM, TK, gl_MatrixUseA> mat_a;
+                        coopMatLoad(mat_a, buf_a, (r0 + cm * TM) * SHMEM_STRIDE + kk, SHMEM_STRIDE,
+                                    gl_CooperativeMatrixLayoutRowMajor);
+                        [[unroll]] for (uint cn = 0; cn < CMS_N; ++cn) {
+                            coopmat<FLOAT_TYPE, gl_ScopeSubgroup, TK, TN, gl_MatrixUseB> mat_b;
+                            coopMatLoad(mat_b, buf_b, (c0 + cn * TN) * SHMEM_STRIDE + kk, SHMEM_STRIDE,
+                                        gl_CooperativeMatrixLayoutColumnMajor);
+                            const uint s = t * CMS + cn * CMS_M + cm;
+                            sums[s] = coopMatMulAdd(mat_a, mat_b, sums[s]);
+                        }
+                    }
+                }
+            }
+        }
+#else
         // k = block_k + i for i ascending: the order src/tolerance.rs assumes.
         const uint steps = min(BK, end_k - block_k);
         for (uint i0 = 0; i0 < steps; i0 += LOOP_CHUNK) {
@@ -447,9 +558,39 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
                 }
             }
         }
+#endif
         barrier();
     }
 
+#ifdef COOPMAT
+    // Store through this warp's staging slice: element (r, c) of an accumulator at
+    // c * TM + r; only rows < M and valid columns reach D.
+    const uint slice = warp_i * TM * TN;
+    [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
+        const uint wt = warp_i + t * NUM_WARPS;
+        if (wt < WARP_TILES) {
+            const uint r0 = row0 + (wt % (BM / WM)) * WM;
+            const uint c0 = col0 + (wt / (BM / WM)) * WN;
+            [[unroll]] for (uint cn = 0; cn < CMS_N; ++cn) {
+                [[unroll]] for (uint cm = 0; cm < CMS_M; ++cm) {
+                    coopMatStore(sums[t * CMS + cn * CMS_M + cm], coopmat_stage, slice, TM,
+                                 gl_CooperativeMatrixLayoutColumnMajor);
+                    subgroupMemoryBarrierShared();
+                    subgroupBarrier();
+                    for (uint e = lane; e < TM * TN; e += WARP) {
+                        const uint cm1_row = r0 + cm * TM + e % TM;
+                        const uint cm1_col = c0 + cn * TN + e / TM;
+                        if (cm1_row < p.M && cm1_col < n_cols) {
+                            store_d(d_base, cm1_row, cm1_col, coopmat_stage[slice + e]);
+                        }
+                    }
+                    // The slice is overwritten by the next accumulator.
+                    subgroupBarrier();
+                }
+            }
+        }
+    }
+#else
     // Store the owned outputs that lie inside M and the valid columns.
     [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
         const uint wt = warp_i + t * NUM_WARPS;
@@ -462,14 +603,7 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
                             const uint col = col0 + tile_col(wt, tiwc, wsic, cc);
                             const uint s = t * SUMS_PER_TILE + ((wsic * WMITER + wsir) * TN + cc) * TM + cr;
                             if (m < p.M && col < n_cols) {
-#ifdef MUL_MAT_ID
-                                const uint packed = row_ids[col];
-                                const uint ii0 = packed & 0xFFFFu;
-                                const uint ii1 = packed >> 16;
-                                data_d[ii1 * p.batch_stride_d + ii0 * p.stride_d + m] = D_TYPE(sums[s]);
-#else
-                                data_d[d_base + col * p.stride_d + m] = D_TYPE(sums[s]);
-#endif
+                                store_d(d_base, m, col, sums[s]);
                             }
                         }
                     }
@@ -477,6 +611,7 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
             }
         }
     }
+#endif
 }
 
 #ifdef MUL_MAT_ID

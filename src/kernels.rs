@@ -60,8 +60,8 @@ pub enum VariantParams {
         b: DType,
         /// f16 accumulators.
         acc16: bool,
-        /// The cm2 path (`mul_mm_cm2.comp`) rather than the scalar fp16 one.
-        cm2: bool,
+        /// The path: scalar fp16, cm1 (`mul_mm.comp` with COOPMAT) or cm2 (`mul_mm_cm2.comp`).
+        mode: vkdiff_gpu::runners::mul_mm::Mode,
     },
     /// MUL_MAT_ID through the matrix-matrix kernel (as [`VariantParams::MulMm`]).
     MulMmId {
@@ -71,8 +71,8 @@ pub enum VariantParams {
         b: DType,
         /// f16 accumulators.
         acc16: bool,
-        /// The cm2 path.
-        cm2: bool,
+        /// The path.
+        mode: vkdiff_gpu::runners::mul_mm::Mode,
     },
 }
 

@@ -919,6 +919,20 @@ fn mul_mm_operand_error(x: f64, pre32: bool, fmt: Fp) -> (f64, bool) {
     (pre + fmt.rounding(lo, hi), hi >= fmt.overflow())
 }
 
+/// Per-element operand errors of values staged as on the scalar path (§6.6: `pre32` one f32
+/// rounding first, for the decoded types with a min, then a rounding to `fmt`), in the form the
+/// coopmat step model takes: None where the operand may round to ±∞. The cm1 path stages its
+/// operands exactly so (`mul_mm.comp` with COOPMAT shares the staging).
+pub fn staged_operand_errors(rows: &[f64], pre32: bool, fmt: Fp) -> Vec<Option<f64>> {
+    use rayon::prelude::*;
+    rows.par_iter()
+        .map(|&x| match mul_mm_operand_error(x, pre32, fmt) {
+            (e, false) => Some(e),
+            (_, true) => None,
+        })
+        .collect()
+}
+
 /// Matrix-matrix bounds (§6.6): a forward running error analysis of exactly the arithmetic
 /// the interface fixes, evaluated along the exact partial sums.
 ///
@@ -1098,6 +1112,22 @@ mod mul_mm_tests {
         let tiny = 2f64.powi(-20); // an f16 subnormal
         let b = mul_mm_bounds(&arith(Fp::F32), 1, 1, &[tiny], &[1.0], &[(0, 0)]);
         assert!(b.bounds[0] >= tiny, "the whole product may vanish");
+    }
+
+    #[test]
+    fn staged_operands_for_the_step_model() {
+        let x = 1.0 + 2f64.powi(-20); // not an f16 number: one rounding to f16
+        let e = staged_operand_errors(&[x, 0.5, 70000.0], false, Fp::F16);
+        assert!(e[0].unwrap() >= 2f64.powi(-20) * 0.99 && e[0].unwrap() < 2f64.powi(-10));
+        assert_eq!(e[1], Some(0.0), "exact in f16");
+        assert_eq!(e[2], None, "70000 has no f16 value");
+        // A min type rounds in f32 first: more than the f16 rounding alone.
+        let y = 3.0 + 2f64.powi(-30);
+        let (a, b) = (
+            staged_operand_errors(&[y], true, Fp::F16)[0].unwrap(),
+            staged_operand_errors(&[y], false, Fp::F16)[0].unwrap(),
+        );
+        assert!(a > b, "{a} vs {b}");
     }
 
     #[test]
@@ -1334,12 +1364,13 @@ pub fn cm2_decode_error(dtype: vkdiff_reference::DType, t: &DecodeTerms) -> (f64
     (pre + Fp::F16.rounding(lo, hi), ovf)
 }
 
-/// The arithmetic of one mul_mm_cm2 dispatch.
+/// The arithmetic of one cooperative-matrix dispatch: mul_mm_cm2, or mul_mm's cm1 path (whose
+/// TK-deep coopMatMulAdd steps are modelled the same way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cm2Arith {
     /// ACC_TYPE: f16 or f32.
     pub acc: Fp,
-    /// K per coopMatMulAdd (the BK spec constant).
+    /// K per coopMatMulAdd (cm2: the BK spec constant; cm1: TK, 16).
     pub bk: usize,
     /// K splits (1: none).
     pub split_k: usize,
@@ -1347,7 +1378,9 @@ pub struct Cm2Arith {
     pub k_split: usize,
 }
 
-/// Matrix-matrix bounds on the cm2 path (§7.6).
+/// Matrix-matrix bounds on the cm2 path (§7.6), and on the cm1 path (§6.6) with BK read as
+/// TK (one KHR coopMatMulAdd per 16 values of K, steps from the split's start) and the
+/// operand errors of [`staged_operand_errors`].
 ///
 /// **What is computed.** The operands are FLOAT_TYPE values â, b̂ (f16 or bf16): `ea`/`eb`
 /// give |â − a| and |b̂ − b| per element against the exact inputs a, b (0 for f16/bf16 data,

@@ -1,19 +1,22 @@
 //! MUL_MAT cases that upstream routes to the matrix-matrix kernel (`mul_mm.comp`): dst.ne1 > 8,
 //! or 2..8 columns with batches (§4.3).
 //!
-//! Two paths, one row set each (the row's `cm2` field): the scalar fp16 path below, and the NV
-//! cooperative-matrix-2 path (`mul_mm_cm2.comp`, rows `matmul_*_cm2`: f16 × f16, bf16 × bf16 and
-//! quantized × f16 with either accumulator; f32 operands reach them converted to f16 by the
-//! host), with its own K and N strategies ([`cm2_k_strategy`], [`cm2_n_strategy`]) and error
-//! model ([`tolerance::mul_mm_cm2_bounds`]).
+//! Three paths, one row set each (the row's `mode`): the scalar fp16 path below; the KHR
+//! cooperative-matrix path (cm1: `mul_mm.comp` with COOPMAT, rows `matmul_*_cm1`), whose host
+//! logic, families and strategy are the scalar path's and whose products go through 16×16×16
+//! coopMatMulAdd steps (error model: [`cm1_bounds`]); and the NV cooperative-matrix-2 path
+//! (`mul_mm_cm2.comp`, rows `matmul_*_cm2`: f16 × f16, bf16 × bf16 and quantized × f16 with
+//! either accumulator; f32 operands reach them converted to f16 by the host), with its own K
+//! and N strategies ([`cm2_k_strategy`], [`cm2_n_strategy`]) and error model
+//! ([`tolerance::mul_mm_cm2_bounds`]).
 //!
 //! One variant row per pipeline family the host selects on a scalar fp16 device (lavapipe):
 //! the SPIR-V name of the unaligned variant, e.g. `matmul_q4_0_f32_f16acc`. Each row also
 //! covers its `_aligned` twin, which the host picks per dispatch from the shape (K a multiple
 //! of the tile's 32/64/128, M and N > 8; which tile depends on the device's shared memory);
 //! the strategy makes about half the cases aligned on a 32 KiB device. Grouping the twins
-//! keeps the rows device-independent and halves the suite (31 scalar + 27 cm2 rows here, 18 + 15
-//! for MUL_MAT_ID).
+//! keeps the rows device-independent and halves the suite (31 scalar + 31 cm1 + 27 cm2 rows
+//! here, 18 + 18 + 15 for MUL_MAT_ID).
 //!
 //! A row is reached from every input the host maps to it (§4.3, §8.4): `matmul_f16[_f16acc]`
 //! also runs quantized A with an f16 B (A dequantized to f16 by the host) and any A whose B is
@@ -88,6 +91,9 @@ pub struct MulMmCase {
     /// The cm2 path (`mul_mm_cm2.comp`) instead of the scalar fp16 one.
     #[serde(default)]
     pub cm2: bool,
+    /// The cm1 path (`mul_mm.comp` with COOPMAT) instead of the scalar fp16 one.
+    #[serde(default)]
+    pub cm1: bool,
     /// Float A and B values are multiplied by 2^scale_log2 (bf16 rows: magnitudes that f16
     /// cannot hold, so a kernel that went through f16 would lose them).
     #[serde(default)]
@@ -98,11 +104,11 @@ pub struct MulMmCase {
 pub const KERNEL: Kernel = Kernel {
     name: "mul_mm",
     shader: "mul_mm.comp",
-    summary: "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path (mul_mm.comp) and NV coopmat2 path (`_cm2` rows, mul_mm_cm2.comp): A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq4_nl/iq4_xs, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)",
-    error_model: "scalar: running error bound along the exact partial sums (operands rounded to f16, products and adds in ACC_TYPE); cm2: decoder roundings per type, then a running bound over BK-deep coopMatMulAdd steps whose inner order is free (γ over BK with directed-rounding units); flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (tolerance::mul_mm_bounds, mul_mm_cm2_bounds)",
+    summary: "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path (mul_mm.comp), KHR coopmat path (`_cm1` rows, mul_mm.comp with COOPMAT) and NV coopmat2 path (`_cm2` rows, mul_mm_cm2.comp): A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq4_nl/iq4_xs, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)",
+    error_model: "scalar: running error bound along the exact partial sums (operands rounded to f16, products and adds in ACC_TYPE); cm1: the scalar operand roundings, then the cm2 step model over TK = 16; cm2: decoder roundings per type, then a running bound over BK-deep coopMatMulAdd steps whose inner order is free (γ over BK with directed-rounding units); flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (tolerance::mul_mm_bounds, mul_mm_cm2_bounds)",
     variants,
     strategy: |v| match v.params {
-        VariantParams::MulMm { a, b, acc16, cm2 } => strategy(a, b, acc16, cm2)
+        VariantParams::MulMm { a, b, acc16, mode } => strategy(a, b, acc16, mode)
             .prop_map(Case::MulMm)
             .boxed(),
         _ => unreachable!("mul_mm variant"),
@@ -112,22 +118,31 @@ pub const KERNEL: Kernel = Kernel {
 
 /// Why `caps` does not run the row, if it does not. Scalar rows run on any shaderFloat16
 /// device (on a coopmat device as upstream does with GGML_VK_DISABLE_COOPMAT /
-/// GGML_VK_DISABLE_COOPMAT2 set); cm2 rows need VK_NV_cooperative_matrix2, and the bf16 cm2
-/// rows bf16 cooperative matrices (VK_KHR_shader_bfloat16 with shaderBFloat16Type and
-/// shaderBFloat16CooperativeMatrix).
+/// GGML_VK_DISABLE_COOPMAT2 set); cm1 rows need VK_KHR_cooperative_matrix with the 16×16×16 f16
+/// shape and full subgroups (on a cm2 device they run as with GGML_VK_DISABLE_COOPMAT2), and
+/// their `_f16acc` rows the f16-accumulator shape (without it upstream selects the f32 ones);
+/// cm2 rows need VK_NV_cooperative_matrix2; the bf16 coopmat rows bf16 cooperative matrices
+/// (VK_KHR_shader_bfloat16 with shaderBFloat16Type and shaderBFloat16CooperativeMatrix).
 pub fn requires(v: &Variant, caps: &vkdiff_gpu::DeviceCaps) -> Option<String> {
-    let (a, cm2) = match v.params {
-        VariantParams::MulMm { a, cm2, .. } | VariantParams::MulMmId { a, cm2, .. } => (a, cm2),
+    let (a, acc16, mode) = match v.params {
+        VariantParams::MulMm { a, acc16, mode, .. }
+        | VariantParams::MulMmId { a, acc16, mode, .. } => (a, acc16, mode),
         _ => return None,
     };
-    if !cm2 {
+    if mode == Mode::Fp16 {
         return (!caps.fp16).then(|| {
             "no shaderFloat16: upstream selects the `_fp32` variants, which the table does not list"
                 .into()
         });
     }
-    if let Err(e) = runners::mul_mm::device_supports(caps, Mode::Cm2) {
+    if let Err(e) = runners::mul_mm::device_supports(caps, mode) {
         return Some(e);
+    }
+    if mode == Mode::Cm1 && acc16 && !runners::mul_mm::cm1_shape(caps, true) {
+        return Some(
+            "no 16x16x16 f16 → f16 cooperative-matrix shape: upstream selects the f32-accumulator cm1 variant"
+                .into(),
+        );
     }
     if a == DType::Bf16 && !(caps.bf16 && caps.bf16_coopmat) {
         return Some(
@@ -160,19 +175,19 @@ pub fn families(id: bool) -> Vec<(DType, DType, bool)> {
     v
 }
 
-/// The path of a row.
-pub fn mode_of(cm2: bool) -> Mode {
-    if cm2 {
-        Mode::Cm2
-    } else {
-        Mode::Fp16
+/// The path of a case (its `cm1` / `cm2` flags).
+pub fn mode_of(cm1: bool, cm2: bool) -> Mode {
+    match (cm1, cm2) {
+        (_, true) => Mode::Cm2,
+        (true, false) => Mode::Cm1,
+        (false, false) => Mode::Fp16,
     }
 }
 
 /// The row name of a family: its unaligned SPIR-V name on its path.
-pub fn family_name(a: DType, b: DType, acc16: bool, id: bool, cm2: bool) -> String {
+pub fn family_name(a: DType, b: DType, acc16: bool, id: bool, mode: Mode) -> String {
     Selection {
-        mode: mode_of(cm2),
+        mode,
         a,
         b,
         acc16,
@@ -181,25 +196,26 @@ pub fn family_name(a: DType, b: DType, acc16: bool, id: bool, cm2: bool) -> Stri
     .name(false)
 }
 
-/// Every row: the scalar fp16 families, then the cm2 ones, as (a, b, acc16, cm2).
-pub fn all_families(id: bool) -> Vec<(DType, DType, bool, bool)> {
-    let scalar = families(id)
-        .into_iter()
-        .map(|(a, b, acc)| (a, b, acc, false));
+/// Every row: the scalar fp16 families, the same families on cm1 (same host slots), then the
+/// cm2 ones, as (a, b, acc16, path).
+pub fn all_families(id: bool) -> Vec<(DType, DType, bool, Mode)> {
+    let on = |mode| move |(a, b, acc)| (a, b, acc, mode);
+    let scalar = families(id).into_iter().map(on(Mode::Fp16));
+    let cm1 = families(id).into_iter().map(on(Mode::Cm1));
     let cm2 = runners::mul_mm::cm2_families(QUANT_TYPES, id)
         .into_iter()
-        .map(|(a, b, acc)| (a, b, acc, true));
-    scalar.chain(cm2).collect()
+        .map(on(Mode::Cm2));
+    scalar.chain(cm1).chain(cm2).collect()
 }
 
 fn variants() -> Vec<Variant> {
     all_families(false)
         .into_iter()
-        .map(|(a, b, acc16, cm2)| {
+        .map(|(a, b, acc16, mode)| {
             Variant::new(
                 "mul_mm",
-                &family_name(a, b, acc16, false, cm2),
-                VariantParams::MulMm { a, b, acc16, cm2 },
+                &family_name(a, b, acc16, false, mode),
+                VariantParams::MulMm { a, b, acc16, mode },
             )
         })
         .collect()
@@ -342,8 +358,10 @@ pub fn cm2_n_strategy() -> BoxedStrategy<usize> {
     .boxed()
 }
 
-/// Cases for the family (a, b, acc16) on the scalar or cm2 path.
-pub fn strategy(a: DType, b: DType, acc16: bool, cm2: bool) -> impl Strategy<Value = MulMmCase> {
+/// Cases for the family (a, b, acc16) on the path `mode` (cm1 cases are drawn as the scalar
+/// ones: same host logic, same tile edges).
+pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Value = MulMmCase> {
+    let (cm1, cm2) = (mode == Mode::Cm1, mode == Mode::Cm2);
     let inputs = inputs_for(a, b, false, cm2);
     let typed = proptest::sample::select(inputs).prop_flat_map(move |(a_in, b_in, pad)| {
         let k = if cm2 {
@@ -453,6 +471,7 @@ pub fn strategy(a: DType, b: DType, acc16: bool, cm2: bool) -> impl Strategy<Val
                     b_dist,
                     seed,
                     cm2,
+                    cm1,
                     scale_log2,
                 }
             },
@@ -464,7 +483,11 @@ impl fmt::Display for MulMmCase {
         write!(
             f,
             "{}{}×{} K={} M={} N={} batches {}·{}×{} pad {} prec {:?} split {} A {:?} B {:?} seed {}{}",
-            if self.cm2 { "cm2 " } else { "" },
+            match self.mode() {
+                Mode::Cm2 => "cm2 ",
+                Mode::Cm1 => "cm1 ",
+                _ => "",
+            },
             self.a_type,
             self.b_type,
             self.k,
@@ -620,6 +643,31 @@ pub fn cm2_bounds(
     ))
 }
 
+/// The cm1 bounds of a plan: the operands as the scalar fp16 path stages them ([`arith_of`]:
+/// A decoded in f32, then both rounded to FLOAT_TYPE) and the cm2 step model
+/// ([`tolerance::mul_mm_cm2_bounds`]) with one coopMatMulAdd per `tk` (= TK, 16) values of K,
+/// steps from each split's start (the shader's order).
+#[allow(clippy::too_many_arguments)]
+pub fn cm1_bounds(
+    arith: &MulMmArith,
+    tk: usize,
+    k: usize,
+    m: usize,
+    a_rows: &[f64],
+    b_rows: &[f64],
+    columns: &[(usize, usize)],
+) -> tolerance::MulMmBounds {
+    let ea = tolerance::staged_operand_errors(a_rows, arith.a_min_rounding, arith.a_operand);
+    let eb = tolerance::staged_operand_errors(b_rows, false, arith.b_operand);
+    let steps = tolerance::Cm2Arith {
+        acc: arith.acc,
+        bk: tk,
+        split_k: arith.split_k,
+        k_split: arith.k_split,
+    };
+    tolerance::mul_mm_cm2_bounds(&steps, k, m, a_rows, &ea, b_rows, &eb, columns)
+}
+
 /// Judges a kernel's output: the reference, the bounds, and overflow (see
 /// [`tolerance::MulMmBounds::judged_want`]).
 pub fn judge(
@@ -643,10 +691,15 @@ pub fn judge(
 }
 
 impl MulMmCase {
+    /// The case's path.
+    pub fn mode(&self) -> Mode {
+        mode_of(self.cm1, self.cm2)
+    }
+
     /// The row's name: the unaligned SPIR-V the host selects on the case's path.
     pub fn variant(&self) -> String {
         match runners::mul_mm::choose(
-            mode_of(self.cm2),
+            self.mode(),
             self.a_type,
             self.b_type,
             self.b_row_pad == 0,
@@ -746,7 +799,7 @@ impl MulMmCase {
         };
         let plan = match runners::mul_mm::plan(
             ctx.gpu.caps(),
-            mode_of(self.cm2),
+            self.mode(),
             &a,
             &b,
             self.prec,
@@ -771,23 +824,30 @@ impl MulMmCase {
                 ((i3 * self.ne02 + i2 / self.r2) * self.m, c)
             })
             .collect();
-        let bounds = if self.cm2 {
-            let bk = plan.dispatch.spec[3] as usize;
-            match cm2_bounds(
-                &a,
-                &b,
-                &plan.staging,
-                bk,
-                plan.split_k,
-                plan.k_split,
-                &columns,
-            ) {
-                Ok(b) => b,
-                Err(e) => return Outcome::Error(e),
+        let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
+        let bounds = match self.mode() {
+            Mode::Cm2 => {
+                let bk = plan.dispatch.spec[3] as usize;
+                match cm2_bounds(
+                    &a,
+                    &b,
+                    &plan.staging,
+                    bk,
+                    plan.split_k,
+                    plan.k_split,
+                    &columns,
+                ) {
+                    Ok(b) => b,
+                    Err(e) => return Outcome::Error(e),
+                }
             }
-        } else {
-            let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
-            tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+            Mode::Cm1 => {
+                let tk = plan.dispatch.spec[9] as usize;
+                cm1_bounds(&arith, tk, self.k, self.m, &a_rows, &b_rows, &columns)
+            }
+            Mode::Fp16 | Mode::Fp32 => {
+                tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+            }
         };
         let run = match ctx.run(want.ne, |gpu, tree| {
             runners::mul_mm::run(
@@ -796,7 +856,7 @@ impl MulMmCase {
                 &MulMmRun {
                     a: &a,
                     b: &b,
-                    mode: mode_of(self.cm2),
+                    mode: self.mode(),
                     prec: self.prec,
                     force_split_k: self.force_split_k,
                 },
@@ -827,9 +887,20 @@ pub(crate) mod tests {
         }
     }
 
-    /// An H100-like cm2 device (the facts the plan reads).
+    /// An H100-like cm2 device (the facts the plan reads); it runs the cm1 rows too (as with
+    /// GGML_VK_DISABLE_COOPMAT2).
     pub fn h100() -> DeviceCaps {
+        let shape = |c: &str| vkdiff_gpu::caps::CoopmatShape {
+            m: 16,
+            n: 16,
+            k: 16,
+            ab: "f16".into(),
+            c: c.into(),
+            subgroup_scope: true,
+        };
         DeviceCaps {
+            coopmat_shapes: vec![shape("f16"), shape("f32")],
+            full_subgroups: true,
             subgroup_size: 32,
             shared_memory: 49152,
             fp16: true,
@@ -847,21 +918,25 @@ pub(crate) mod tests {
     fn every_case_of_a_row_runs_that_row() {
         let mut runner = TestRunner::deterministic();
         let (mut ragged, mut reduced) = (0, [0usize; 2]);
-        for (a, b, acc16, cm2) in all_families(false) {
-            let caps = if cm2 { h100() } else { lavapipe() };
-            let name = family_name(a, b, acc16, false, cm2);
+        for (a, b, acc16, mode) in all_families(false) {
+            let cm2 = mode == Mode::Cm2;
+            let caps = if mode == Mode::Fp16 {
+                lavapipe()
+            } else {
+                h100()
+            };
+            let name = family_name(a, b, acc16, false, mode);
             let (mut aligned, mut split) = (0, 0);
             for _ in 0..40 {
-                let c = strategy(a, b, acc16, cm2)
+                let c = strategy(a, b, acc16, mode)
                     .new_tree(&mut runner)
                     .unwrap()
                     .current();
                 assert_eq!(c.validate(), Ok(()), "{c}");
                 assert_eq!(c.variant(), name, "{c}");
                 let (ta, tb) = c.inputs().unwrap();
-                let p =
-                    runners::mul_mm::plan(&caps, mode_of(cm2), &ta, &tb, c.prec, c.force_split_k)
-                        .unwrap_or_else(|e| panic!("{c}: {e}"));
+                let p = runners::mul_mm::plan(&caps, mode, &ta, &tb, c.prec, c.force_split_k)
+                    .unwrap_or_else(|e| panic!("{c}: {e}"));
                 assert_eq!(p.staging.selection.name(false), name, "{c}");
                 let budget = if cm2 { CM2_PRODUCTS } else { PRODUCTS };
                 assert!(c.m * c.n * c.k * c.ne02 * c.r2 * c.ne03 <= budget.max(c.k * c.n * 4));

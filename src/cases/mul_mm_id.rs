@@ -4,7 +4,8 @@
 //!
 //! One row per pipeline family on a scalar fp16 device, named by its unaligned SPIR-V and
 //! covering the `_aligned` twin (see `mul_mm.rs`). Quantized experts always get the f16
-//! accumulator there (the precision request is ignored), so both requests are generated.
+//! accumulator there (the precision request is ignored), so both requests are generated. The
+//! same families are the `_cm1` rows (KHR coopmat, drawn alike); cm2 has its own (`_cm2`).
 //!
 //! What the strategy covers, simplest arm first: every token to one expert (with n_used > 1
 //! that lists the expert several times per token: more matches than the dispatch has
@@ -25,7 +26,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use vkdiff_gpu::runners;
-use vkdiff_gpu::runners::mul_mm::{MulMmIdRun, Prec};
+use vkdiff_gpu::runners::mul_mm::{Mode, MulMmIdRun, Prec};
 use vkdiff_reference::ops::mul_mat_id;
 use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
@@ -33,8 +34,8 @@ use vkdiff_reference::DType;
 use super::data::{rng, tensor, Blocks, Dist};
 use super::mul_mat_vec_id::Routing;
 use super::mul_mm::{
-    all_families, arith_of, cm2_bounds, cm2_k_strategy, edge_strategy, family_name, inputs_for,
-    judge, k_strategy, mode_of, pad_strategy, QUANT_TYPES,
+    all_families, arith_of, cm1_bounds, cm2_bounds, cm2_k_strategy, edge_strategy, family_name,
+    inputs_for, judge, k_strategy, mode_of, pad_strategy, QUANT_TYPES,
 };
 use super::{Case, Ctx, Outcome};
 use crate::kernels::{Kernel, Variant, VariantParams};
@@ -81,17 +82,20 @@ pub struct MulMmIdCase {
     /// The cm2 path (`mul_mm_cm2.comp`) instead of the scalar fp16 one.
     #[serde(default)]
     pub cm2: bool,
+    /// The cm1 path (`mul_mm.comp` with COOPMAT) instead of the scalar fp16 one.
+    #[serde(default)]
+    pub cm1: bool,
 }
 
 /// The row in the kernel table.
 pub const KERNEL: Kernel = Kernel {
     name: "mul_mm_id",
     shader: "mul_mm.comp",
-    summary: "MUL_MAT_ID (mixture of experts) for several tokens through the matrix-matrix kernel, scalar fp16 path and NV coopmat2 path (`_cm2` rows): experts f32/f16/bf16/quantized, row-id gathering, token chunks of 4096/n_used",
-    error_model: "the mul_mm (scalar) or mul_mm_cm2 (cm2) error bound per (slot, token) with its expert's rows (tolerance::mul_mm_bounds, mul_mm_cm2_bounds)",
+    summary: "MUL_MAT_ID (mixture of experts) for several tokens through the matrix-matrix kernel, scalar fp16 path, KHR coopmat path (`_cm1` rows) and NV coopmat2 path (`_cm2` rows): experts f32/f16/bf16/quantized, row-id gathering, token chunks of 4096/n_used",
+    error_model: "the mul_mm (scalar), mul_mm cm1 or mul_mm_cm2 (cm2) error bound per (slot, token) with its expert's rows (tolerance::mul_mm_bounds, mul_mm_cm2_bounds)",
     variants,
     strategy: |v| match v.params {
-        VariantParams::MulMmId { a, b, acc16, cm2 } => strategy(a, b, acc16, cm2)
+        VariantParams::MulMmId { a, b, acc16, mode } => strategy(a, b, acc16, mode)
             .prop_map(Case::MulMmId)
             .boxed(),
         _ => unreachable!("mul_mm_id variant"),
@@ -102,18 +106,19 @@ pub const KERNEL: Kernel = Kernel {
 fn variants() -> Vec<Variant> {
     all_families(true)
         .into_iter()
-        .map(|(a, b, acc16, cm2)| {
+        .map(|(a, b, acc16, mode)| {
             Variant::new(
                 "mul_mm_id",
-                &family_name(a, b, acc16, true, cm2),
-                VariantParams::MulMmId { a, b, acc16, cm2 },
+                &family_name(a, b, acc16, true, mode),
+                VariantParams::MulMmId { a, b, acc16, mode },
             )
         })
         .collect()
 }
 
-/// Cases for the ID family (a, b, acc16) on the scalar or cm2 path.
-pub fn strategy(a: DType, b: DType, acc16: bool, cm2: bool) -> impl Strategy<Value = MulMmIdCase> {
+/// Cases for the ID family (a, b, acc16) on the path `mode` (cm1 as scalar).
+pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Value = MulMmIdCase> {
+    let (cm1, cm2) = (mode == Mode::Cm1, mode == Mode::Cm2);
     let typed = proptest::sample::select(inputs_for(a, b, true, cm2)).prop_flat_map(
         move |(a_in, b_in, pad)| {
             let k = if cm2 {
@@ -207,6 +212,7 @@ pub fn strategy(a: DType, b: DType, acc16: bool, cm2: bool) -> impl Strategy<Val
                     b_dist,
                     seed,
                     cm2,
+                    cm1,
                 }
             },
         )
@@ -217,7 +223,11 @@ impl fmt::Display for MulMmIdCase {
         write!(
             f,
             "{}{}×{} K={} M={} experts {} slots {} ne11 {} tokens {} routing {:?} pad {} prec {:?} A {:?} B {:?} seed {}",
-            if self.cm2 { "cm2 " } else { "" },
+            match self.mode() {
+                Mode::Cm2 => "cm2 ",
+                Mode::Cm1 => "cm1 ",
+                _ => "",
+            },
             self.a_type,
             self.b_type,
             self.k,
@@ -237,10 +247,15 @@ impl fmt::Display for MulMmIdCase {
 }
 
 impl MulMmIdCase {
+    /// The case's path.
+    pub fn mode(&self) -> Mode {
+        mode_of(self.cm1, self.cm2)
+    }
+
     /// The row's name: the unaligned SPIR-V the host selects on the case's path.
     pub fn variant(&self) -> String {
         match runners::mul_mm::choose_id(
-            mode_of(self.cm2),
+            self.mode(),
             self.a_type,
             self.b_type,
             self.b_row_pad == 0,
@@ -365,17 +380,11 @@ impl MulMmIdCase {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
         };
-        let plan = match runners::mul_mm::plan_id(
-            ctx.gpu.caps(),
-            mode_of(self.cm2),
-            &a,
-            &b,
-            &ids,
-            self.prec,
-        ) {
-            Ok(p) => p,
-            Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
-        };
+        let plan =
+            match runners::mul_mm::plan_id(ctx.gpu.caps(), self.mode(), &a, &b, &ids, self.prec) {
+                Ok(p) => p,
+                Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
+            };
         let want = match mul_mat_id::mul_mat_id(&a, &b, &ids) {
             Ok(w) => w,
             Err(e) => return Outcome::Skip(format!("ggml rejects the inputs: {e}")),
@@ -394,18 +403,31 @@ impl MulMmIdCase {
                 (x as usize * self.m, t * self.ne11 + e % self.ne11)
             })
             .collect();
-        let bounds = if self.cm2 {
-            let bk = plan
-                .chunks
+        let spec = |i: usize, default: usize| {
+            plan.chunks
                 .first()
-                .map_or(16, |c| c.dispatch.spec[3] as usize);
-            match cm2_bounds(&a, &b, &plan.staging, bk, 1, self.k, &columns) {
-                Ok(b) => b,
-                Err(e) => return Outcome::Error(e),
+                .map_or(default, |c| c.dispatch.spec[i] as usize)
+        };
+        let arith = arith_of(&plan.staging, self.a_type, 1, self.k);
+        let bounds = match self.mode() {
+            Mode::Cm2 => {
+                match cm2_bounds(&a, &b, &plan.staging, spec(3, 16), 1, self.k, &columns) {
+                    Ok(b) => b,
+                    Err(e) => return Outcome::Error(e),
+                }
             }
-        } else {
-            let arith = arith_of(&plan.staging, self.a_type, 1, self.k);
-            tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+            Mode::Cm1 => cm1_bounds(
+                &arith,
+                spec(9, 16),
+                self.k,
+                self.m,
+                &a_rows,
+                &b_rows,
+                &columns,
+            ),
+            Mode::Fp16 | Mode::Fp32 => {
+                tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+            }
         };
         let run = match ctx.run(want.ne, |gpu, tree| {
             runners::mul_mm::run_id(
@@ -415,7 +437,7 @@ impl MulMmIdCase {
                     a: &a,
                     b: &b,
                     ids: &ids,
-                    mode: mode_of(self.cm2),
+                    mode: self.mode(),
                     prec: self.prec,
                 },
             )
@@ -445,16 +467,16 @@ mod tests {
             ..DeviceCaps::default()
         };
         let mut runner = TestRunner::deterministic();
-        for (a, b, acc16, cm2) in all_families(true) {
-            let caps = if cm2 {
-                crate::cases::mul_mm::tests::h100()
-            } else {
+        for (a, b, acc16, mode) in all_families(true) {
+            let caps = if mode == Mode::Fp16 {
                 caps.clone()
+            } else {
+                crate::cases::mul_mm::tests::h100()
             };
-            let name = family_name(a, b, acc16, true, cm2);
+            let name = family_name(a, b, acc16, true, mode);
             let (mut chunked, mut overfull) = (0, 0);
             for _ in 0..40 {
-                let c = strategy(a, b, acc16, cm2)
+                let c = strategy(a, b, acc16, mode)
                     .new_tree(&mut runner)
                     .unwrap()
                     .current();
@@ -462,7 +484,7 @@ mod tests {
                 assert_eq!(c.variant(), name, "{c}");
                 let (ta, tb, ti) = c.inputs().unwrap();
                 assert!(mul_mat_id::expert_ids(&ta, &ti).is_ok());
-                let p = runners::mul_mm::plan_id(&caps, mode_of(cm2), &ta, &tb, &ti, c.prec)
+                let p = runners::mul_mm::plan_id(&caps, mode, &ta, &tb, &ti, c.prec)
                     .unwrap_or_else(|e| panic!("{c}: {e}"));
                 assert_eq!(p.staging.selection.name(false), name, "{c}");
                 chunked += usize::from(p.chunks.len() > 1);
@@ -503,6 +525,7 @@ mod tests {
             b_dist: Dist::Normal,
             seed: 3,
             cm2: false,
+            cm1: false,
         };
         assert_eq!(c.ids(), vec![4; 12]);
         c.routing = Routing::Distinct;

@@ -40,12 +40,23 @@
 //! them into a stored column is caught. Quantized MUL_MAT_ID always runs the f32-accumulator
 //! SPIR-V (§12 item 13).
 //!
+//! **cm1 devices** (§6, §8; KHR cooperative matrix without NV coopmat2, or an NVIDIA device
+//! with GGML_VK_DISABLE_COOPMAT2): the kernel is `mul_mm.comp` with COOPMAT ([`Mode::Cm1`]),
+//! compiled without -O, pipelines with full subgroups. The host logic is the scalar path's
+//! (staging, split_k, MUL_MAT_ID chunks), with three differences: the tile table has
+//! TM/TN/TK = 16/16/16 (the coopmat shape) for every size ([`cm1_spec_constants`]); the
+//! shared-memory check counts rows of BK + 8 and the coopmat staging term
+//! ([`available_tiles`]); f16 accumulators need the device's f16-accumulator shape, without it
+//! the host falls back to the f32 ones (`coopmat_acc_f16_support`, §8.4). bf16 runs the cm1
+//! SPIR-V only with bf16 cooperative matrices (otherwise upstream takes the scalar `_fp32`
+//! one: not modelled, refused).
+//!
 //! **Which path.** The mode is the caller's choice ([`MulMmRun::mode`]): a device runs the
-//! scalar fp16 path as upstream does with GGML_VK_DISABLE_COOPMAT(2) set, or the cm2 path when
-//! it has NV cooperative matrix 2 ([`device_supports`]). cm1 (KHR coopmat, `mul_mm.comp` with
-//! COOPMAT) is not modelled. Vendor tweaks (AMD/Intel disabling the large tile,
-//! Apple keeping only the medium one, AMD GCN's medium quant tile) are not modelled: the tables
-//! are those of every other vendor.
+//! scalar fp16 path as upstream does with GGML_VK_DISABLE_COOPMAT(2) set, the cm1 path when it
+//! has KHR cooperative matrices (on a cm2 device as with GGML_VK_DISABLE_COOPMAT2), or the cm2
+//! path when it has NV cooperative matrix 2 ([`device_supports`]). Vendor tweaks (AMD/Intel
+//! disabling the large tile, Apple keeping only the medium one, AMD GCN's medium quant tile)
+//! are not modelled: the tables are those of every other vendor.
 
 use serde::{Deserialize, Serialize};
 use vkdiff_reference::formats::{dequantize_f32, float};
@@ -82,6 +93,9 @@ pub enum Mode {
     /// Scalar `mul_mm.comp` with shaderFloat16: operands staged as float16_t, optional f16
     /// accumulators.
     Fp16,
+    /// `mul_mm.comp` with COOPMAT (KHR cooperative matrix, subgroup scope): `_cm1` variants,
+    /// operands staged as float16_t (bfloat16_t for bf16), optional f16 accumulators.
+    Cm1,
     /// `mul_mm_cm2.comp` (NV cooperative matrix 2): `_cm2` variants.
     Cm2,
 }
@@ -98,11 +112,35 @@ impl Mode {
     }
 }
 
+/// The cm1 coopmat shape (TM, TN, TK): upstream takes the first f16 shape the driver reports;
+/// vkdiff requires (and uses) 16×16×16, which every KHR-coopmat GPU upstream enables has.
+pub const CM1_SHAPE: u32 = 16;
+
+/// Whether the device has the subgroup-scope 16×16×16 f16×f16 shape accumulating in f16
+/// (`f16acc`) or f32 (upstream's `coopmat_acc_f16_support` / `coopmat_acc_f32_support`).
+pub fn cm1_shape(caps: &DeviceCaps, f16acc: bool) -> bool {
+    super::flash_attn::has_16x16x16(caps, !f16acc)
+}
+
 /// Why `caps` cannot run the path `mode`, if it cannot: cm2 needs VK_NV_cooperative_matrix2
-/// (with the features of §1.5), the scalar fp16 path shaderFloat16 (a device runs the scalar
-/// path as upstream does with cooperative matrices disabled).
+/// (with the features of §1.5); cm1 VK_KHR_cooperative_matrix with the 16×16×16 f16 → f32
+/// shape, shaderFloat16 and computeFullSubgroups (its pipelines require full subgroups, and
+/// the shader takes a warp to be a subgroup); the scalar fp16 path shaderFloat16 (a device
+/// runs the scalar path as upstream does with cooperative matrices disabled).
 pub fn device_supports(caps: &DeviceCaps, mode: Mode) -> std::result::Result<(), String> {
     match mode {
+        Mode::Cm1 if !caps.coopmat => Err(format!(
+            "{} device: no VK_KHR_cooperative_matrix with cooperativeMatrix",
+            caps.class()
+        )),
+        Mode::Cm1 if !cm1_shape(caps, false) => Err(
+            "no subgroup-scope 16x16x16 f16×f16 → f32 cooperative-matrix shape (cm1 matmul)".into(),
+        ),
+        Mode::Cm1 if !caps.fp16 => Err("no shaderFloat16 (cm1 matmul is an fp16 mode)".into()),
+        Mode::Cm1 if !caps.full_subgroups => Err(
+            "no computeFullSubgroups (subgroup size control: cm1 matmul pipelines require full subgroups)"
+                .into(),
+        ),
         Mode::Cm2 if !caps.coopmat2 => Err(format!(
             "{} device: no VK_NV_cooperative_matrix2 (with the seven features and bufferDeviceAddress)",
             caps.class()
@@ -212,15 +250,16 @@ impl Selection {
             match self.mode {
                 Mode::Fp32 => "_fp32",
                 Mode::Fp16 => "",
+                Mode::Cm1 => "_cm1",
                 Mode::Cm2 => "_cm2",
             }
         )
     }
 
-    /// Whether the kernel stages A and B as float16_t (fp16 mode, except bf16 which stays in
-    /// float).
+    /// Whether the kernel stages A and B as float16_t (fp16 and coopmat modes, except bf16
+    /// which stays in float, resp. bfloat16_t).
     pub fn f16_operands(&self) -> bool {
-        matches!(self.mode, Mode::Fp16 | Mode::Cm2) && self.a != DType::Bf16
+        self.mode != Mode::Fp32 && self.a != DType::Bf16
     }
 
     /// The variant with its defines (§6.1, §7.1).
@@ -228,7 +267,9 @@ impl Selection {
         if self.mode == Mode::Cm2 {
             return self.cm2_variant(aligned);
         }
-        let fp16 = self.mode == Mode::Fp16;
+        // cm1 takes the fp16 mode's defines, plus COOPMAT and bfloat16_t staging for bf16.
+        let cm1 = self.mode == Mode::Cm1;
+        let fp16 = self.mode != Mode::Fp32;
         // The mode's aligned load width.
         let l = if fp16 { "8" } else { "4" };
         let mut d: Vec<(String, String)> = Vec::new();
@@ -236,15 +277,26 @@ impl Selection {
         if fp16 {
             push("FLOAT16", "1");
         }
+        if cm1 {
+            push("COOPMAT", "1");
+        }
         push("ACC_TYPE", if self.acc16 { "float16_t" } else { "float" });
         let bf16 = self.a == DType::Bf16;
         push(
             "FLOAT_TYPE",
-            if fp16 && !bf16 { "float16_t" } else { "float" },
+            match (cm1, fp16 && !bf16) {
+                (true, false) => "bfloat16_t",
+                (_, true) => "float16_t",
+                (false, false) => "float",
+            },
         );
         push(
             "FLOAT_TYPE_VEC2",
-            if fp16 && !bf16 { "f16vec2" } else { "vec2" },
+            if cm1 || (fp16 && !bf16) {
+                "f16vec2"
+            } else {
+                "vec2"
+            },
         );
         if self.id {
             push("MUL_MAT_ID", "1");
@@ -268,7 +320,14 @@ impl Selection {
                 push("LOAD_VEC_B", "4");
             }
             push("B_IS_FLOAT", "1");
-            push("TO_FLOAT_TYPE", "bf16_to_fp32");
+            push(
+                "TO_FLOAT_TYPE",
+                if cm1 {
+                    "uintBitsToBFloat16EXT"
+                } else {
+                    "bf16_to_fp32"
+                },
+            );
         } else if self.a.is_quantized() {
             push("LOAD_VEC_A", &quant_load_vec(self.a).to_string());
             if aligned {
@@ -285,7 +344,10 @@ impl Selection {
             push("ALIGNED", "1");
         }
         let refs: Vec<(&str, &str)> = d.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        ShaderVariant::new(self.name(aligned), "mul_mm.comp", &refs)
+        let mut v = ShaderVariant::new(self.name(aligned), "mul_mm.comp", &refs);
+        // §1.1: the coopmat1 variants are compiled without -O.
+        v.optimize = !cm1;
+        v
     }
 
     /// A `mul_mm_cm2.comp` variant (§7.1): vulkan1.3, LOAD_VEC 1, B float16_t (bfloat16_t
@@ -386,6 +448,14 @@ pub fn spec_constants(caps: &DeviceCaps, quant: bool, tile: Tile) -> [u32; 11] {
     }
 }
 
+/// Specialization constants of a cm1 device (§6.4): the scalar table with TM/TN/TK = the
+/// coopmat shape (16/16/16) for every size.
+pub fn cm1_spec_constants(caps: &DeviceCaps, quant: bool, tile: Tile) -> [u32; 11] {
+    let mut s = spec_constants(caps, quant, tile);
+    s[7..10].copy_from_slice(&[CM1_SHAPE; 3]);
+    s
+}
+
 /// Bytes of upstream's per-type lookup table in shared memory (§8.1's LUT term).
 fn lut_bytes(a: DType) -> u32 {
     match a {
@@ -394,20 +464,35 @@ fn lut_bytes(a: DType) -> u32 {
     }
 }
 
-/// `ggml_vk_matmul_shmem_support` (§8.1) for a scalar device: which of the (s, m, l) tiles
-/// fit in shared memory for kernel A type `a`, computed with the quantized tile table for
-/// every type, 2 bytes per staged value in fp16 mode (4 otherwise), 4096·4 bytes of row ids for
-/// MUL_MAT_ID and the type's lookup table. `Err` when even the small MUL_MAT tile does not fit
-/// (upstream's device initialisation throws).
+/// `ggml_vk_matmul_shmem_support` (§8.1) for a scalar or cm1 device (`coopmat`): which of the
+/// (s, m, l) tiles fit in shared memory for kernel A type `a`, computed with the device's
+/// quantized tile table for every type, rows of BK + 1 values (BK + 8 with coopmat), 2 bytes per
+/// staged value in fp16 mode (4 otherwise), 4096·4 bytes of row ids for MUL_MAT_ID, with
+/// coopmat TM·TN/(BLOCK_SIZE/WARP)·4 bytes of staging (upstream's term, §12 item 15), and the
+/// type's lookup table. `Err` when even the small MUL_MAT tile does not fit (upstream's device
+/// initialisation throws).
 pub fn available_tiles(
     caps: &DeviceCaps,
+    coopmat: bool,
     a: DType,
     id: bool,
 ) -> std::result::Result<[bool; 3], String> {
     let value = if caps.fp16 { 2 } else { 4 };
     let need = |tile: Tile| {
-        let [_, bm, bn, bk, ..] = spec_constants(caps, true, tile);
-        (bm + bn) * (bk + 1) * value + if id { (ROW_IDS * 4) as u32 } else { 0 } + lut_bytes(a)
+        let [wg, bm, bn, bk, _, _, _, tm, tn, _, warp] = if coopmat {
+            cm1_spec_constants(caps, true, tile)
+        } else {
+            spec_constants(caps, true, tile)
+        };
+        let (pad, stage) = if coopmat {
+            (8, tm * tn / (wg / warp).max(1) * 4)
+        } else {
+            (1, 0)
+        };
+        (bm + bn) * (bk + pad) * value
+            + if id { (ROW_IDS * 4) as u32 } else { 0 }
+            + stage
+            + lut_bytes(a)
     };
     let fits = |t: Tile| need(t) <= caps.shared_memory;
     let s = fits(Tile::S);
@@ -461,8 +546,9 @@ pub struct Staging {
     pub selection: Selection,
 }
 
-/// `ggml_vk_get_mul_mat_mat_pipeline` on a scalar device (§8.4): the (A, B, f16 accumulator)
-/// of the slot for kernel types `a` × `b`, None when there is no pipeline.
+/// `ggml_vk_get_mul_mat_mat_pipeline` (§8.4): the (A, B, f16 accumulator) of the slot for
+/// kernel types `a` × `b`, None when there is no pipeline. cm1 slots are the scalar fp16 ones
+/// (assuming the f16-accumulator shape: see [`device_staging`]).
 fn mat_pipeline(mode: Mode, a: DType, b: DType, prec: Prec) -> Option<bool> {
     let f16acc = mode != Mode::Fp32 && prec == Prec::Default;
     if mode == Mode::Cm2 {
@@ -484,7 +570,7 @@ fn mat_pipeline(mode: Mode, a: DType, b: DType, prec: Prec) -> Option<bool> {
     }
 }
 
-/// `ggml_vk_get_mul_mat_mat_id_pipeline` on a scalar device (§8.4): as the MUL_MAT lookup,
+/// `ggml_vk_get_mul_mat_mat_id_pipeline` (§8.4): as the MUL_MAT lookup,
 /// except that quantized experts ignore the precision request, and that anything but f16
 /// experts with a B that is not f32 trips the host's assert (§12 item 17).
 fn id_pipeline(
@@ -510,7 +596,7 @@ fn id_pipeline(
         (_, b) if b != DType::F32 => Err(format!(
             "{a} experts with a {b} B: upstream's MUL_MAT_ID pipeline lookup asserts that B is f32 (§12 item 17)"
         )),
-        (q, _) if q.is_quantized() => Ok(Some(mode == Mode::Fp16)),
+        (q, _) if q.is_quantized() => Ok(Some(mode != Mode::Fp32)),
         _ => Ok(None),
     }
 }
@@ -532,6 +618,25 @@ fn check_types(a: DType, b: DType) -> std::result::Result<(), String> {
         return Err("bf16 × f16 is rejected by supports_op".into());
     }
     Ok(())
+}
+
+/// The device-level part of the choice, on top of the type-level [`choose`] /
+/// [`choose_id`]: on cm1 an f16-accumulator slot holds the f32-accumulator SPIR-V when the
+/// device has no f16-accumulator shape (`coopmat_acc_f16_support`, §8.4), and bf16 runs the
+/// cm1 SPIR-V only with bf16 cooperative matrices.
+fn device_staging(
+    caps: &DeviceCaps,
+    a: DType,
+    mut staging: Staging,
+) -> std::result::Result<Staging, String> {
+    let sel = &mut staging.selection;
+    if sel.mode == Mode::Cm1 {
+        if a == DType::Bf16 && !caps.bf16_coopmat {
+            return Err("bf16 without bf16 cooperative matrices: upstream runs the scalar `matmul_bf16_fp32` SPIR-V in the cm1 slot (not modelled)".into());
+        }
+        sel.acc16 &= cm1_shape(caps, true);
+    }
+    Ok(staging)
 }
 
 /// The staging and pipeline family for MUL_MAT of `a` × `b` with `prec`, or why upstream does
@@ -564,7 +669,7 @@ pub fn select(
             nb[2] * nb[3]
         ));
     }
-    choose(mode, at, bt, dim01_contiguous(b), prec)
+    device_staging(caps, at, choose(mode, at, bt, dim01_contiguous(b), prec)?)
 }
 
 /// Whether the host copies B into a contiguous f16 (bf16) scratch buffer (`y_non_contig`,
@@ -687,8 +792,12 @@ pub fn select_id(
     if !a.is_contiguous() {
         return Err("non-contiguous experts are first copied by the host (not modelled)".into());
     }
-    let staging = choose_id(mode, at, bt, dim01_contiguous(b), prec)?;
-    if mode != Mode::Cm2 && available_tiles(caps, at, true)? == [false; 3] {
+    let staging = device_staging(
+        caps,
+        at,
+        choose_id(mode, at, bt, dim01_contiguous(b), prec)?,
+    )?;
+    if mode != Mode::Cm2 && available_tiles(caps, mode == Mode::Cm1, at, true)? == [false; 3] {
         return Err(
             "no MUL_MAT_ID tile fits in shared memory (mul_mat_id_s/m/l all disabled: supports_op)"
                 .into(),
@@ -712,10 +821,11 @@ pub struct Dispatch {
 
 impl Dispatch {
     fn new(caps: &DeviceCaps, sel: &Selection, tile: Tile, k: usize, m: usize, n: usize) -> Self {
-        let spec = if sel.mode == Mode::Cm2 {
-            cm2_spec_constants(sel.a, sel.id, tile).to_vec()
-        } else {
-            spec_constants(caps, sel.a.is_quantized(), tile).to_vec()
+        let quant = sel.a.is_quantized();
+        let spec = match sel.mode {
+            Mode::Cm2 => cm2_spec_constants(sel.a, sel.id, tile).to_vec(),
+            Mode::Cm1 => cm1_spec_constants(caps, quant, tile).to_vec(),
+            Mode::Fp16 | Mode::Fp32 => spec_constants(caps, quant, tile).to_vec(),
         };
         Dispatch {
             tile,
@@ -755,7 +865,7 @@ pub fn plan(
     let tile = if sel.mode == Mode::Cm2 {
         cm2_choose_tile(sel.a, false, n)
     } else {
-        let avail = available_tiles(caps, sel.a, false)?;
+        let avail = available_tiles(caps, sel.mode == Mode::Cm1, sel.a, false)?;
         choose_tile(avail, m, n).ok_or("no matmul tile available")?
     };
     let mut dispatch = Dispatch::new(caps, &sel, tile, k, m, n);
@@ -825,7 +935,7 @@ pub fn plan_id(
     let avail = if sel.mode == Mode::Cm2 {
         [true; 3]
     } else {
-        available_tiles(caps, sel.a, true)?
+        available_tiles(caps, sel.mode == Mode::Cm1, sel.a, true)?
     };
     let split_size = n_tokens.min(ROW_IDS / n_used);
     let mut chunks = Vec::new();
@@ -935,7 +1045,8 @@ fn main_pipeline(
             push_size,
             bindings: if sel.id { 4 } else { 3 },
             disable_robustness: false,
-            full_subgroups: false,
+            // §1.4: coopmat1 pipelines require full subgroups (no explicit size).
+            full_subgroups: sel.mode == Mode::Cm1,
             subgroup_size: None,
         },
     )?;
@@ -1183,6 +1294,164 @@ mod tests {
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
 
+    /// Every cm1 (`mul_mm.comp` + COOPMAT) variant the generator compiles for the quantized
+    /// types vkdiff models — §6.1's base names (f32_f16, f16, bf16, f32_f32, f16_f32, <q>_f32,
+    /// <q>_f16) × f32/f16 accumulators (bf16: f32 only) × aligned twin × MUL_MAT/MUL_MAT_ID —
+    /// compiles to SPIR-V without -O, as upstream's generator does: no device needed, so
+    /// lavapipe CI catches a cm1 shader that does not compile. VKDIFF_CM1_ONLY=substring
+    /// narrows it.
+    #[test]
+    fn every_cm1_variant_compiles() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shaders");
+        let mut tree = ShaderTree::with_cache(dir, None);
+        let only = std::env::var("VKDIFF_CM1_ONLY").ok();
+        let mut pairs = vec![
+            (DType::F32, DType::F16),
+            (DType::F16, DType::F16),
+            (DType::Bf16, DType::Bf16),
+            (DType::F32, DType::F32),
+            (DType::F16, DType::F32),
+        ];
+        for &q in DType::WEIGHT_QUANTS {
+            pairs.push((q, DType::F32));
+            pairs.push((q, DType::F16));
+        }
+        let (mut failures, mut compiled) = (Vec::new(), 0);
+        for id in [false, true] {
+            for &(a, b) in &pairs {
+                for acc16 in [false, true] {
+                    if acc16 && a == DType::Bf16 {
+                        continue;
+                    }
+                    let sel = Selection {
+                        mode: Mode::Cm1,
+                        a,
+                        b,
+                        acc16,
+                        id,
+                    };
+                    for aligned in [false, true] {
+                        let v = sel.variant(aligned);
+                        if only.as_deref().is_some_and(|o| !v.name.contains(o)) {
+                            continue;
+                        }
+                        assert!(!v.optimize && v.name.ends_with("_cm1"), "{}", v.name);
+                        compiled += 1;
+                        if let Err(e) = tree.spirv(&v) {
+                            failures.push(format!("{}: {e}", v.name));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(only.is_some() || compiled >= 200, "{compiled} variants");
+    }
+
+    /// The cm1 path on an NVIDIA-like device with coopmat2 disabled (subgroup 32, 48 KiB).
+    fn cm1_device() -> DeviceCaps {
+        let shape = |c: &str| crate::caps::CoopmatShape {
+            m: 16,
+            n: 16,
+            k: 16,
+            ab: "f16".into(),
+            c: c.into(),
+            subgroup_scope: true,
+        };
+        DeviceCaps {
+            coopmat2: false,
+            full_subgroups: true,
+            subgroup_size_range: Some((32, 32)),
+            coopmat_shapes: vec![shape("f16"), shape("f32")],
+            bf16: true,
+            bf16_coopmat: true,
+            ..h100()
+        }
+    }
+
+    #[test]
+    fn cm1_plans_follow_sections_6_and_8() {
+        let caps = cm1_device();
+        let cm1 = Mode::Cm1;
+        assert_eq!(device_supports(&caps, cm1), Ok(()));
+        // Tiles: the scalar table with TM/TN/TK = 16 (sg 32: sg8 = sg16 = sg32 = 32).
+        assert_eq!(
+            cm1_spec_constants(&caps, false, Tile::L),
+            [128, 128, 128, 16, 64, 64, 2, 16, 16, 16, 32]
+        );
+        assert_eq!(
+            cm1_spec_constants(&caps, true, Tile::S),
+            [32, 32, 32, 32, 32, 32, 2, 16, 16, 16, 32]
+        );
+        // Shared memory: large quant tile (128 + 128)·(32 + 8)·2 + 16·16/4·4 = 20736 bytes,
+        // + 16384 for MUL_MAT_ID = 37120: everything fits in 48 KiB, not in 32 KiB (ID).
+        assert_eq!(
+            available_tiles(&caps, true, DType::Q4_0, true),
+            Ok([true; 3])
+        );
+        let small = DeviceCaps {
+            shared_memory: 32768,
+            ..cm1_device()
+        };
+        assert_eq!(
+            available_tiles(&small, true, DType::Q4_0, true),
+            Ok([true, true, false])
+        );
+        // Large tile: M, N > 64; K = 256 is aligned; f16acc by default.
+        let p = plan(
+            &caps,
+            cm1,
+            &t(DType::F16, [256, 200, 1, 1]),
+            &t(DType::F32, [256, 100, 1, 1]),
+            Prec::Default,
+            None,
+        )
+        .unwrap();
+        let v = p.staging.selection.variant(p.dispatch.aligned);
+        assert_eq!(v.name, "matmul_f16_f32_aligned_f16acc_cm1");
+        assert!(v.defines.contains(&("COOPMAT".into(), "1".into())) && !v.optimize);
+        assert_eq!((p.dispatch.tile, p.dispatch.groups), (Tile::L, [2, 1, 1]));
+        // Quantized experts: `.f16acc` with the f16-accumulator shape, f32 without it.
+        let (a, b) = (t(DType::Q4_0, [32, 4, 3, 1]), t(DType::F32, [32, 1, 20, 1]));
+        let p = plan_id(&caps, cm1, &a, &b, &ids(1, 20), Prec::F32).unwrap();
+        assert_eq!(
+            p.staging.selection.name(false),
+            "matmul_id_q4_0_f32_f16acc_cm1"
+        );
+        let f32_only = DeviceCaps {
+            coopmat_shapes: vec![cm1_device().coopmat_shapes[1].clone()],
+            ..cm1_device()
+        };
+        let p = plan_id(&f32_only, cm1, &a, &b, &ids(1, 20), Prec::F32).unwrap();
+        assert_eq!(p.staging.selection.name(false), "matmul_id_q4_0_f32_cm1");
+        // bf16 needs bf16 cooperative matrices; lavapipe has no coopmat at all.
+        let no_bf16 = DeviceCaps {
+            bf16_coopmat: false,
+            ..cm1_device()
+        };
+        let bf = t(DType::Bf16, [32, 16, 1, 1]);
+        assert!(plan(
+            &no_bf16,
+            cm1,
+            &bf,
+            &t(DType::F32, [32, 16, 1, 1]),
+            Prec::F32,
+            None
+        )
+        .unwrap_err()
+        .contains("bf16"));
+        assert!(device_supports(&lavapipe(), cm1)
+            .unwrap_err()
+            .contains("VK_KHR_cooperative_matrix"));
+        // A split as on the scalar path (no halving to 256s).
+        let (a, b) = (
+            t(DType::F16, [1000, 64, 1, 1]),
+            t(DType::F16, [1000, 64, 1, 1]),
+        );
+        let p = plan(&caps, cm1, &a, &b, Prec::F32, Some(4)).unwrap();
+        assert_eq!((p.split_k, p.k_split), (4, 250));
+    }
+
     fn h100() -> DeviceCaps {
         DeviceCaps {
             subgroup_size: 32,
@@ -1346,17 +1615,23 @@ mod tests {
         );
         assert_eq!(spec_constants(&caps, false, Tile::S)[0], 16);
         // 32 KiB: every MUL_MAT tile fits; MUL_MAT_ID loses the large one (33280 bytes).
-        assert_eq!(available_tiles(&caps, DType::F16, false), Ok([true; 3]));
         assert_eq!(
-            available_tiles(&caps, DType::Q4_0, true),
+            available_tiles(&caps, false, DType::F16, false),
+            Ok([true; 3])
+        );
+        assert_eq!(
+            available_tiles(&caps, false, DType::Q4_0, true),
             Ok([true, true, false])
         );
         let tiny = DeviceCaps {
             shared_memory: 4096,
             ..lavapipe()
         };
-        assert!(available_tiles(&tiny, DType::F16, false).is_err());
-        assert_eq!(available_tiles(&tiny, DType::F16, true), Ok([false; 3]));
+        assert!(available_tiles(&tiny, false, DType::F16, false).is_err());
+        assert_eq!(
+            available_tiles(&tiny, false, DType::F16, true),
+            Ok([false; 3])
+        );
     }
 
     #[test]
