@@ -19,7 +19,7 @@ fn staged_uploads_and_readback_give_the_same_verdicts() {
     for name in ["mul_mat_vec_q4_1_f16_f32", "mul_mat_vec_f32_f32_f32"] {
         let (kernel, variant) = common::variant(name);
         // The same seed gives the same cases: record each case's verdict on both paths.
-        let mut run = |mode: MemoryMode| {
+        let run = |mode: MemoryMode| {
             let mut records = Vec::new();
             let report = common::with_gpu(|gpu| {
                 gpu.set_memory_mode(mode);
