@@ -124,3 +124,62 @@ proptest! {
         }
     }
 }
+
+/// Mat-vec, float A: BLOCK_SIZE invocations each fold a strided share of the K products into
+/// a running f32 sum with fmas (in any order), then the partial sums are combined by a
+/// ⌈log₂ BLOCK_SIZE⌉-level tree (any pairing). The model charges γ(depth)·Σ|a·b| + floor.
+fn mat_vec_emulated(a: &[f32], b: &[f32], block_size: usize, perm: &[usize], pairing: u64) -> f32 {
+    let mut partial = vec![0.0f32; block_size];
+    for (tid, p) in partial.iter_mut().enumerate() {
+        // The share of invocation tid, in the adversarial order `perm` restricted to it.
+        for &i in perm.iter().filter(|&&i| i % block_size == tid) {
+            *p = a[i].mul_add(b[i], *p);
+        }
+    }
+    // A tree of depth ⌈log₂ BLOCK_SIZE⌉: each level halves the count, pairing the survivors
+    // in an order drawn from `pairing`.
+    let mut rng = pairing;
+    while partial.len() > 1 {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let rot = (rng >> 33) as usize % partial.len();
+        partial.rotate_left(rot);
+        let half = partial.len().div_ceil(2);
+        let (lo, hi) = partial.split_at(half);
+        let mut next = lo.to_vec();
+        for (x, y) in next.iter_mut().zip(hi) {
+            *x += *y;
+        }
+        partial = next;
+    }
+    partial[0]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// mat-vec: γ(mul_mat_vec_depth)·Σ|a·b| covers any share order and any tree pairing.
+    #[test]
+    fn mat_vec_bound_covers_emulated_f32(
+        (a, b, block_size, perm, pairing) in (1usize..=300, prop_oneof![Just(1usize), Just(8), Just(16), Just(32), Just(64)])
+            .prop_flat_map(|(k, bs)| {
+                let val = prop_oneof![-4.0f32..4.0, -1e4f32..1e4, -1e-4f32..1e-4];
+                (
+                    prop::collection::vec(val.clone(), k),
+                    prop::collection::vec(val, k),
+                    Just(bs),
+                    Just((0..k).collect::<Vec<_>>()).prop_shuffle(),
+                    any::<u64>(),
+                )
+            })
+    ) {
+        let k = a.len();
+        let got = mat_vec_emulated(&a, &b, block_size, &perm, pairing);
+        let exact: f64 = a.iter().zip(&b).map(|(&x, &y)| x as f64 * y as f64).sum();
+        let magnitude: f64 = a.iter().zip(&b).map(|(&x, &y)| (x as f64 * y as f64).abs()).sum();
+        let bound = vkdiff::tolerance::mul_mat_vec_bounds(&[magnitude], k, block_size as u32, false)[0];
+        let err = (got as f64 - exact).abs();
+        prop_assert!(err <= bound, "K={} BLOCK_SIZE={}: |{} - {}| = {:e} > {:e}", k, block_size, got, exact, err, bound);
+    }
+}
