@@ -364,7 +364,7 @@ impl RunPlan {
     /// Runs variants from the shared queue through `eval` until it is empty.
     fn drain(&self, eval: &mut dyn Evaluator, settings: &Settings, label: &str, shared: &Shared) {
         let caps = eval.caps().clone();
-        let validation = if std::env::var_os("VKDIFF_VALIDATE").is_some() {
+        let validation = if vkdiff_gpu::device::validation_requested() {
             ", validation on"
         } else {
             ""

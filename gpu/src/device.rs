@@ -638,14 +638,20 @@ pub fn validation_layer_installed() -> bool {
     unsafe { ash::Entry::load() }.is_ok_and(|entry| layer_installed(&entry, VALIDATION_LAYER))
 }
 
+/// Whether `VKDIFF_VALIDATE` asks for the validation layer (`1`, or `gpu` for GPU-assisted
+/// validation too); any other value, `0` included, means no layer.
+pub fn validation_requested() -> bool {
+    matches!(
+        std::env::var("VKDIFF_VALIDATE").as_deref(),
+        Ok("1") | Ok("gpu")
+    )
+}
+
 /// Khronos validation with synchronization validation, when `VKDIFF_VALIDATE` is `1` (or
 /// `gpu`: also GPU-assisted validation) and the layer is installed.
 fn validation_layers(entry: &ash::Entry) -> Vec<&'static CStr> {
     const LAYER: &CStr = VALIDATION_LAYER;
-    if !matches!(
-        std::env::var("VKDIFF_VALIDATE").as_deref(),
-        Ok("1") | Ok("gpu")
-    ) {
+    if !validation_requested() {
         return vec![];
     }
     if layer_installed(entry, LAYER) {
