@@ -243,6 +243,10 @@ pub enum Command {
         /// Where to write the HTML (default: next to FILE, .html).
         #[arg(long)]
         html: Option<PathBuf>,
+        /// Match the findings against this known-findings file (default: known-findings.txt
+        /// of this checkout) and print the distinct findings; exits as `run` would.
+        #[arg(long)]
+        known: Option<PathBuf>,
     },
     /// Evaluate cases sent by a campaign (internal: the worker process).
     #[command(hide = true)]
@@ -500,6 +504,18 @@ fn write_html(json: &std::path::Path, html: &std::path::Path) {
     }
 }
 
+/// The known-findings list: `path`, else known-findings.txt of this checkout when it exists.
+fn load_known(path: Option<PathBuf>) -> Result<Vec<crate::findings::Known>, String> {
+    let path = path.or_else(|| Some(crate::findings::default_known_file()).filter(|p| p.is_file()));
+    match &path {
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|e| format!("{}: {e}", p.display()))
+            .and_then(|t| crate::findings::parse_known(&t))
+            .map_err(|e| format!("{}: {e}", p.display())),
+        None => Ok(Vec::new()),
+    }
+}
+
 /// Parses a duration: plain seconds or a number with s, m or h.
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let (num, unit) = match s.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
@@ -558,15 +574,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             devices,
         } => {
             target.apply();
-            let known_path =
-                known.or_else(|| Some(crate::findings::default_known_file()).filter(|p| p.is_file()));
-            let known = match &known_path {
-                Some(p) => std::fs::read_to_string(p)
-                    .map_err(|e| format!("{}: {e}", p.display()))
-                    .and_then(|t| crate::findings::parse_known(&t))
-                    .map_err(|e| format!("{}: {e}", p.display()))?,
-                None => Vec::new(),
-            };
+            let known = load_known(known)?;
             let started = std::time::Instant::now();
             let mut selected = kernels::select(&ops, variant.as_deref())?;
             if let Some(shard) = shard {
@@ -748,13 +756,31 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Report { file, html } => {
-            let lines = report::read(&file)?;
+        Command::Report { file, html, known } => {
+            let mut lines = report::read(&file)?;
+            // The findings are matched again against today's known list.
+            let reports: Vec<VariantReport> = lines
+                .iter()
+                .filter_map(|l| match l {
+                    Line::Variant(v) => Some((**v).clone()),
+                    _ => None,
+                })
+                .collect();
+            let known = load_known(known)?;
+            let distinct = crate::findings::distinct(&reports, &known);
+            let stale = crate::findings::stale(&known, &distinct, &reports);
+            print!("{}", campaign::findings_summary(&distinct, &stale));
+            let status = exit_status(&distinct, &reports);
+            lines.retain(|l| !matches!(l, Line::Findings { .. }));
+            lines.push(Line::Findings {
+                distinct,
+                stale: stale.into_iter().cloned().collect(),
+            });
             let html = html.unwrap_or_else(|| file.with_extension("html"));
             std::fs::write(&html, report::html(&lines))
                 .map_err(|e| format!("{}: {e}", html.display()))?;
             println!("wrote {}", html.display());
-            Ok(ExitCode::SUCCESS)
+            Ok(ExitCode::from(status))
         }
         Command::Worker { target, no_repeat } => {
             worker::serve(target.device.as_deref(), shader_dir(&target)?, !no_repeat)

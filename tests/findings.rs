@@ -4,7 +4,7 @@
 mod common;
 
 use vkdiff::campaign::{run_variant, Settings};
-use vkdiff::findings::{self, Reach};
+use vkdiff::findings;
 use vkdiff::worker::InProcess;
 use vkdiff_gpu::ShaderTree;
 
