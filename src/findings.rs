@@ -362,6 +362,15 @@ fn bucket(x: usize) -> &'static str {
     }
 }
 
+/// Rows M as a bucket, and whether the last 32-row tile is partial.
+fn rows(m: usize) -> String {
+    if m % 32 == 0 {
+        format!("M {}", bucket(m))
+    } else {
+        format!("M {} (a partial row tile)", bucket(m))
+    }
+}
+
 /// K in type-independent terms: one BK step or block, or several.
 fn k_fact(k: usize, block: usize) -> String {
     let unit = block.max(32);
@@ -414,7 +423,7 @@ pub fn facts(case: &Case) -> Vec<String> {
     match case {
         Case::MulMm(c) => {
             f.push(k_fact(c.k, c.a_type.block_len()));
-            f.push(format!("M {}", bucket(c.m)));
+            f.push(rows(c.m));
             f.push(format!("N {}", bucket(c.n)));
             if c.ne02 * c.r2 * c.ne03 > 1 {
                 f.push(if c.r2 > 1 { "broadcast batches" } else { "batches" }.into());
@@ -437,14 +446,11 @@ pub fn facts(case: &Case) -> Vec<String> {
         }
         Case::MulMmId(c) => {
             f.push(k_fact(c.k, c.a_type.block_len()));
-            f.push(format!("M {}", bucket(c.m)));
+            f.push(rows(c.m));
             f.push(format!("tokens {}", bucket(c.n_tokens)));
             f.push(format!("slots {}", bucket(c.n_used)));
             if repeated_expert(&c.ids(), c.n_used) {
                 f.push("repeated experts in a token".into());
-            }
-            if c.n_used > 1 && c.ne11 != c.n_used {
-                f.push("b rows shared by slots".into());
             }
             if c.b_row_pad > 0 {
                 f.push("padded B rows".into());
@@ -452,7 +458,7 @@ pub fn facts(case: &Case) -> Vec<String> {
         }
         Case::MulMatVec(c) => {
             f.push(k_fact(c.k, c.a_type.block_len()));
-            f.push(format!("M {}", bucket(c.m)));
+            f.push(rows(c.m));
             f.push(format!("N {}", bucket(c.n)));
             if c.ne02 * c.r2 * c.ne03 > 1 {
                 f.push("batches".into());
@@ -460,7 +466,7 @@ pub fn facts(case: &Case) -> Vec<String> {
         }
         Case::MulMatVecId(c) => {
             f.push(k_fact(c.k, c.a_type.block_len()));
-            f.push(format!("M {}", bucket(c.m)));
+            f.push(rows(c.m));
             f.push(format!("slots {}", bucket(c.n_used)));
             if repeated_expert(&c.ids(), c.n_used) {
                 f.push("repeated experts in a token".into());
