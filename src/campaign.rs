@@ -163,6 +163,10 @@ pub struct VariantReport {
     pub findings: Vec<Finding>,
     /// Failing cases of groups beyond `Settings::max_findings`, not shrunk, by group key.
     pub unshrunk: BTreeMap<String, u32>,
+    /// The kernel paths (`mul_mm_id/scalar`, …) its cases ran on, passing or failing: what a
+    /// known finding needs to be judged stale.
+    #[serde(default)]
+    pub paths: Vec<String>,
 }
 
 impl VariantReport {
@@ -244,6 +248,12 @@ pub fn run_variant_observed(
         report.cases += 1;
         let outcome = eval.evaluate(&case);
         let reach = eval.reach(&case);
+        if matches!(outcome, Outcome::Pass { .. }) || outcome.is_failure() {
+            let path = findings::path_of(&case);
+            if !report.paths.contains(&path) {
+                report.paths.push(path);
+            }
+        }
         observe(&CaseRecord::new(
             kernel.name,
             &variant.name,

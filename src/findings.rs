@@ -575,10 +575,15 @@ impl Known {
         self.patterns.iter().all(|p| signature.contains(p.as_str()))
     }
 
-    /// The kernel the entry is about (its first pattern's first word).
+    /// The kernel or kernel/path the entry is about: its first pattern.
     pub fn kernel(&self) -> &str {
-        let first = self.patterns.first().map(String::as_str).unwrap_or("");
-        first.split(['/', ' ']).next().unwrap_or("")
+        self.patterns.first().map(String::as_str).unwrap_or("")
+    }
+
+    /// True when a case ran on `path` (kernel/path) of the entry's kernel or kernel/path.
+    pub fn covers(&self, path: &str) -> bool {
+        let k = self.kernel();
+        path == k || path.split('/').next() == Some(k)
     }
 }
 
@@ -615,8 +620,8 @@ pub fn parse_known(text: &str) -> Result<Vec<Known>, String> {
     Ok(out)
 }
 
-/// Known entries that matched no finding although the run covered their kernel with cases
-/// that ran: the bug no longer reproduces (fixed, or the entry's signature drifted).
+/// Known entries that matched no finding although cases ran on their kernel and path: the bug
+/// no longer reproduces (fixed, or the entry's signature drifted).
 pub fn stale<'a>(
     known: &'a [Known],
     found: &[Distinct],
@@ -627,7 +632,7 @@ pub fn stale<'a>(
         .filter(|k| {
             let covered = reports
                 .iter()
-                .any(|r| r.passed + r.failed > 0 && r.kernel == k.kernel());
+                .any(|r| r.paths.iter().any(|p| k.covers(p)));
             covered && !found.iter().any(|d| d.known.as_ref() == Some(k))
         })
         .collect()
@@ -664,7 +669,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(k.len(), 1);
-        assert_eq!(k[0].kernel(), "mul_mm_id");
+        assert_eq!(k[0].kernel(), "mul_mm_id/scalar");
+        assert!(k[0].covers("mul_mm_id/scalar") && !k[0].covers("mul_mm_id/cm2"));
         assert!(k[0].matches("mul_mm_id/scalar | never written | at x"));
         assert!(!k[0].matches("mul_mm_id/scalar | wrong value | at x"));
         assert!(parse_known("no separators").is_err());
@@ -707,6 +713,7 @@ mod tests {
     fn report(variant: &str, findings: Vec<Finding>) -> VariantReport {
         VariantReport {
             kernel: "wkv7".into(),
+            paths: vec!["wkv7".into()],
             variant: variant.into(),
             cases: 10,
             passed: 7,
@@ -731,7 +738,7 @@ mod tests {
                 ],
             ),
         ];
-        let known = parse_known("wkv7 & never written :: a known bug :: PR 1\nwkv7 & NaN :: gone :: -\nmul_mm & NaN :: not run :: -\n").unwrap();
+        let known = parse_known("wkv7 & never written :: a known bug :: PR 1\nwkv7 & NaN :: gone :: -\nmul_mm & NaN :: not run :: -\nmul_mm_id/cm2 & NaN :: not run :: -\n").unwrap();
         let d = distinct(&reports, &known);
         assert_eq!(d.len(), 2, "{d:#?}");
         // Reachable first.
@@ -739,7 +746,8 @@ mod tests {
         assert_eq!(d[1].variants.len(), 2);
         assert_eq!(d[1].cases(), 6);
         assert!(d[1].known.is_none());
-        // The NaN entry did not reproduce although wkv7 ran; mul_mm did not run: not stale.
+        // The NaN entry did not reproduce although wkv7 ran; mul_mm and the cm2 path did not
+        // run: not stale.
         let s = stale(&known, &d, &reports);
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].explanation, "gone");
