@@ -23,7 +23,8 @@ use crate::repro::Reproducer;
 use crate::worker::{self, Evaluator, InProcess, Worker};
 
 /// Exit statuses of `vkdiff run` (also in the README).
-pub const EXIT_CODES: &str = "Exit status of `vkdiff run`: 0 when every case passed or every finding is known; \
+pub const EXIT_CODES: &str =
+    "Exit status of `vkdiff run`: 0 when every case passed or every finding is known; \
 otherwise the sum of 1 (new reachable findings: wrong results a real ggml graph can produce), \
 4 (new forced-only findings: configurations vkdiff forces for coverage) and \
 8 (cases that could not run: compile or Vulkan errors, lost devices, missing shaders). \

@@ -125,12 +125,12 @@ impl Spread {
     /// Counts one failing element.
     pub fn add(&mut self, index: [usize; 4], kind: Mismatch, got: f32, region: &str) {
         let first = self.unwritten + self.nan + self.inf + self.wrong == 0;
-        for d in 0..4 {
-            if first || index[d] < self.lo[d] {
-                self.lo[d] = index[d];
+        for (d, &i) in index.iter().enumerate() {
+            if first || i < self.lo[d] {
+                self.lo[d] = i;
             }
-            if first || index[d] > self.hi[d] {
-                self.hi[d] = index[d];
+            if first || i > self.hi[d] {
+                self.hi[d] = i;
             }
         }
         match kind {

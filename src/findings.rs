@@ -108,17 +108,16 @@ pub fn reach_of(case: &Case, caps: &DeviceCaps) -> Reach {
                 } else {
                     heads
                 };
-                let natural =
-                    host_cores(caps).map(|cores| cores * 2 / groups.max(1) as u32);
+                let natural = host_cores(caps).map(|cores| cores * 2 / groups.max(1) as u32);
                 match natural {
                     None => forced.push(format!("split_k {s} forced: {NO_CORES}")),
                     Some(_) if c.kv < 512 => forced.push(format!(
                         "split_k {s} forced with KV = {} < 512, where the host never splits",
                         c.kv
                     )),
-                    Some(n) if n != s => forced.push(format!(
-                        "split_k {s} forced where the host would take {n}"
-                    )),
+                    Some(n) if n != s => {
+                        forced.push(format!("split_k {s} forced where the host would take {n}"))
+                    }
                     Some(_) => {}
                 }
             }
@@ -166,7 +165,10 @@ fn mul_mm_split_reachable(
         return Ok(true);
     }
     let tile = plan(caps, mode, &a, &b, c.prec, None)?;
-    let (bm, bn) = (tile.dispatch.spec[1] as usize, tile.dispatch.spec[2] as usize);
+    let (bm, bn) = (
+        tile.dispatch.spec[1] as usize,
+        tile.dispatch.spec[2] as usize,
+    );
     let tiles = c.m.div_ceil(bm) * c.n.div_ceil(bn);
     let mut natural = 1;
     if c.m >= bm && c.n >= bn && c.k >= 2048 && tiles < cores as usize / 2 {
@@ -313,7 +315,7 @@ pub fn axes(case: &Case) -> [&'static str; 4] {
 /// Where the failing elements lie, per axis of extent > 1, relative to tile edges.
 pub fn location(s: &Spread, axes: [&str; 4]) -> String {
     let mut parts = Vec::new();
-    for d in 0..4 {
+    for (d, axis) in axes.iter().enumerate() {
         let ne = s.ne[d];
         if ne <= 1 {
             continue;
@@ -328,7 +330,7 @@ pub fn location(s: &Spread, axes: [&str; 4]) -> String {
         } else {
             format!("interior from {}", edge(lo))
         };
-        parts.push(format!("{} {class}", axes[d]));
+        parts.push(format!("{axis} {class}"));
     }
     for r in &s.regions {
         if !r.starts_with("fully masked") {
@@ -390,11 +392,7 @@ fn k_fact(k: usize, block: usize) -> String {
 pub fn triggers(case: &Case) -> Vec<String> {
     let mut t = Vec::new();
     match case {
-        Case::MulMm(c) => {
-            if c.force_split_k.is_some_and(|s| s > 1) {
-                t.push("split".into());
-            }
-        }
+        Case::MulMm(c) if c.force_split_k.is_some_and(|s| s > 1) => t.push("split".into()),
         Case::FlashAttn(c) => {
             if has_fully_masked_rows(c) {
                 t.push("fully masked rows".into());
@@ -426,7 +424,14 @@ pub fn facts(case: &Case) -> Vec<String> {
             f.push(rows(c.m));
             f.push(format!("N {}", bucket(c.n)));
             if c.ne02 * c.r2 * c.ne03 > 1 {
-                f.push(if c.r2 > 1 { "broadcast batches" } else { "batches" }.into());
+                f.push(
+                    if c.r2 > 1 {
+                        "broadcast batches"
+                    } else {
+                        "batches"
+                    }
+                    .into(),
+                );
             }
             if c.b_row_pad > 0 {
                 f.push("padded B rows".into());
@@ -630,9 +635,7 @@ pub fn stale<'a>(
     known
         .iter()
         .filter(|k| {
-            let covered = reports
-                .iter()
-                .any(|r| r.paths.iter().any(|p| k.covers(p)));
+            let covered = reports.iter().any(|r| r.paths.iter().any(|p| k.covers(p)));
             covered && !found.iter().any(|d| d.known.as_ref() == Some(k))
         })
         .collect()
@@ -664,10 +667,8 @@ mod tests {
 
     #[test]
     fn known_entries_parse_and_match() {
-        let k = parse_known(
-            "# comment\nmul_mm_id/scalar & never written :: a bug :: PR 1\n",
-        )
-        .unwrap();
+        let k =
+            parse_known("# comment\nmul_mm_id/scalar & never written :: a bug :: PR 1\n").unwrap();
         assert_eq!(k.len(), 1);
         assert_eq!(k[0].kernel(), "mul_mm_id/scalar");
         assert!(k[0].covers("mul_mm_id/scalar") && !k[0].covers("mul_mm_id/cm2"));
@@ -756,6 +757,10 @@ mod tests {
         let mut errored = reports.to_vec();
         errored[0].missing = Some("no file".into());
         assert_eq!(crate::cli::exit_status(&d, &errored), 12);
-        assert_eq!(crate::cli::exit_status(&d[..1], &reports[..0]), 0, "known only");
+        assert_eq!(
+            crate::cli::exit_status(&d[..1], &reports[..0]),
+            0,
+            "known only"
+        );
     }
 }

@@ -130,9 +130,16 @@ fn findings_html(distinct: &[Distinct], stale: &[Known]) -> String {
         new.len() - reachable,
         distinct.len() - new.len()
     );
-    let groups: [(&str, Box<dyn Fn(&Distinct) -> bool>); 3] = [
-        ("Reachable", Box::new(|d: &Distinct| d.known.is_none() && d.signature.reach.reachable())),
-        ("Forced-only", Box::new(|d: &Distinct| d.known.is_none() && !d.signature.reach.reachable())),
+    type Pick = Box<dyn Fn(&Distinct) -> bool>;
+    let groups: [(&str, Pick); 3] = [
+        (
+            "Reachable",
+            Box::new(|d: &Distinct| d.known.is_none() && d.signature.reach.reachable()),
+        ),
+        (
+            "Forced-only",
+            Box::new(|d: &Distinct| d.known.is_none() && !d.signature.reach.reachable()),
+        ),
         ("Known", Box::new(|d: &Distinct| d.known.is_some())),
     ];
     let mut n = 0;

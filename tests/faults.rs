@@ -192,7 +192,11 @@ fn a_reproducer_that_cannot_be_written_keeps_the_finding() {
             &settings,
         )
     });
-    let finding = report.findings.into_iter().next().expect("the failure is still reported");
+    let finding = report
+        .findings
+        .into_iter()
+        .next()
+        .expect("the failure is still reported");
     assert!(finding.repro.is_none());
     assert!(
         finding.explanation.contains("reproducer not written"),

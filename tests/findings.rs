@@ -14,7 +14,11 @@ fn mutant(name: &str, edits: &[(&str, &str, &str)]) -> std::path::PathBuf {
     for (file, from, to) in edits {
         let target = dir.join(file);
         let src = std::fs::read_to_string(&target).unwrap();
-        assert_eq!(src.matches(from).count(), 1, "{from:?} must occur once in {file}");
+        assert_eq!(
+            src.matches(from).count(),
+            1,
+            "{from:?} must occur once in {file}"
+        );
         std::fs::write(&target, src.replacen(from, to, 1)).unwrap();
     }
     dir
@@ -71,6 +75,11 @@ fn two_bugs_in_flash_attention_are_two_findings() {
         let Some(key) = f.group.split(" | ").nth(1) else {
             panic!("group {}", f.group)
         };
-        assert!(f.signature.kind == key, "{} shrank out of {}", f.signature, f.group);
+        assert!(
+            f.signature.kind == key,
+            "{} shrank out of {}",
+            f.signature,
+            f.group
+        );
     }
 }
