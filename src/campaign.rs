@@ -1,6 +1,8 @@
-//! Campaigns: for each selected variant, generate cases from its strategy, evaluate them, shrink
-//! the first failure to a minimal case with proptest's value trees, write it as a reproducer,
-//! and summarise (cases, passes, failures, skips with reasons, worst error/bound, time).
+//! Campaigns: for each selected variant, generate cases from its strategy, evaluate them, group
+//! the failures by signature ([`crate::findings`]), shrink one representative of every group to
+//! a minimal case with proptest's value trees (a shrink step must keep the group), write each
+//! as a reproducer, and summarise (cases, passes, failures, errors, skips with reasons, worst
+//! error/bound, time).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -13,6 +15,7 @@ use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 use crate::cases::{Case, Outcome};
+use crate::findings::{self, Reach, Signature};
 use crate::kernels::{Kernel, Variant};
 use crate::repro::Reproducer;
 use crate::worker::Evaluator;
@@ -30,6 +33,8 @@ pub struct Settings {
     pub repro_dir: Option<PathBuf>,
     /// Stop generating cases after this long (the case count is then an upper bound).
     pub time_budget: Option<Duration>,
+    /// Most failure groups shrunk per variant (further groups are counted, not shrunk).
+    pub max_findings: u32,
 }
 
 /// One evaluated campaign case, as the JSON report records it.
@@ -52,10 +57,13 @@ pub struct CaseRecord {
     pub gpu_ns: Option<f64>,
     /// The skip reason or error message.
     pub detail: Option<String>,
+    /// Whether a real graph on the device produces this configuration.
+    #[serde(default)]
+    pub reach: Reach,
 }
 
 impl CaseRecord {
-    fn new(kernel: &str, variant: &str, case: &Case, outcome: &Outcome) -> Self {
+    fn new(kernel: &str, variant: &str, case: &Case, outcome: &Outcome, reach: Reach) -> Self {
         let (kind, ratio, gpu_ns, detail) = match outcome {
             Outcome::Pass { verdict, gpu_ns } => (
                 "pass",
@@ -81,6 +89,7 @@ impl CaseRecord {
             ratio,
             gpu_ns,
             detail,
+            reach,
         }
     }
 }
@@ -93,13 +102,20 @@ impl Default for Settings {
             shrink_budget: 400,
             repro_dir: Some(PathBuf::from("vkdiff-out/repro")),
             time_budget: None,
+            max_findings: 8,
         }
     }
 }
 
-/// The first failure of a variant after shrinking.
+/// One failure group of a variant, its representative shrunk.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Finding {
+    /// The shrunk case's signature.
+    pub signature: Signature,
+    /// The group's key (see [`findings::group_key`]), which every shrink step kept.
+    pub group: String,
+    /// Failing cases of the variant in the group.
+    pub cases: u32,
     /// The minimal failing case found.
     pub case: Case,
     /// The case as first generated.
@@ -143,14 +159,26 @@ pub struct VariantReport {
     pub seconds: f64,
     /// The variant's shader is not in the tree.
     pub missing: Option<String>,
-    /// The first failure, shrunk.
-    pub finding: Option<Finding>,
+    /// One shrunk finding per failure group, in order of first appearance.
+    pub findings: Vec<Finding>,
+    /// Failing cases of groups beyond `Settings::max_findings`, not shrunk, by group key.
+    pub unshrunk: BTreeMap<String, u32>,
+    /// The kernel paths (`mul_mm_id/scalar`, …) its cases ran on, passing or failing: what a
+    /// known finding needs to be judged stale.
+    #[serde(default)]
+    pub paths: Vec<String>,
 }
 
 impl VariantReport {
     /// True when nothing failed or errored.
     pub fn ok(&self) -> bool {
-        self.failed == 0 && self.errors == 0
+        self.failed == 0 && !self.errored()
+    }
+
+    /// True when something could not run: a compile or Vulkan error, a lost device, a missing
+    /// shader (apart from wrong results).
+    pub fn errored(&self) -> bool {
+        self.errors > 0 || self.missing.is_some()
     }
 }
 
@@ -219,11 +247,19 @@ pub fn run_variant_observed(
         let case = tree_value.current();
         report.cases += 1;
         let outcome = eval.evaluate(&case);
+        let reach = eval.reach(&case);
+        if matches!(outcome, Outcome::Pass { .. }) || outcome.is_failure() {
+            let path = findings::path_of(&case);
+            if !report.paths.contains(&path) {
+                report.paths.push(path);
+            }
+        }
         observe(&CaseRecord::new(
             kernel.name,
             &variant.name,
             &case,
             &outcome,
+            reach.clone(),
         ));
         match outcome {
             Outcome::Pass { verdict, .. } => {
@@ -235,9 +271,15 @@ pub fn run_variant_observed(
             }
             outcome if outcome.is_failure() => {
                 report.failed += 1;
-                if report.finding.is_none() {
-                    report.finding =
-                        Some(shrink(eval, tree_value, case, outcome.explain(), settings));
+                let key = findings::group_key(&case, &outcome, &reach);
+                if let Some(f) = report.findings.iter_mut().find(|f| f.group == key) {
+                    f.cases += 1;
+                } else if report.findings.len() < settings.max_findings as usize {
+                    report.findings.push(shrink(
+                        eval, tree_value, case, outcome, reach, key, settings,
+                    ));
+                } else {
+                    *report.unshrunk.entry(key).or_default() += 1;
                 }
             }
             Outcome::Skip(reason) => *report.skipped.entry(reason).or_default() += 1,
@@ -257,14 +299,17 @@ pub fn run_variant_observed(
             | Outcome::Validation(_) => unreachable!("failures handled above"),
         }
     }
-    if let (Some(f), Some(dir)) = (&mut report.finding, &settings.repro_dir) {
+    for f in report.findings.iter_mut() {
+        let Some(dir) = &settings.repro_dir else {
+            break;
+        };
         let r = Reproducer {
             vkdiff_reproducer: crate::repro::FORMAT,
             kernel: kernel.name.into(),
             variant: variant.name.clone(),
             device: report.device.clone(),
             shaders: eval.shaders(),
-            finding: f.explanation.clone(),
+            finding: format!("{}\n{}", f.signature, f.explanation),
             shrunk_from: format!("{} ({} shrink steps)", f.original, f.shrink_steps),
             case: f.case.clone(),
         };
@@ -281,23 +326,30 @@ pub fn run_variant_observed(
 }
 
 /// proptest's shrinking loop, driven by hand so every evaluation stays visible: simplify while
-/// the case still fails, step back (complicate) when a simplification passes.
+/// the case still fails in the same group (`key`), step back (complicate) when a
+/// simplification passes or fails differently: shrinking one bug must not slide into another.
+#[allow(clippy::too_many_arguments)]
 fn shrink(
     eval: &mut dyn Evaluator,
     mut value: Box<dyn ValueTree<Value = Case>>,
     original: Case,
-    explanation: String,
+    outcome: Outcome,
+    reach: Reach,
+    key: String,
     settings: &Settings,
 ) -> Finding {
-    let mut best = (original.clone(), explanation);
+    let mut best = (original.clone(), outcome, reach);
     let mut steps = 0;
     if value.simplify() {
         while steps < settings.shrink_budget {
             steps += 1;
             let candidate = value.current();
             let outcome = eval.evaluate(&candidate);
-            let next = if outcome.is_failure() {
-                best = (candidate, outcome.explain());
+            let reach = eval.reach(&candidate);
+            let next = if outcome.is_failure()
+                && findings::group_key(&candidate, &outcome, &reach) == key
+            {
+                best = (candidate, outcome, reach);
                 value.simplify()
             } else {
                 value.complicate()
@@ -307,24 +359,40 @@ fn shrink(
             }
         }
     }
+    let (case, outcome, reach) = best;
     Finding {
-        case: best.0,
+        signature: findings::signature(&case, &outcome, &reach),
+        group: key,
+        cases: 1,
+        explanation: outcome.explain(),
+        case,
         original,
         shrink_steps: steps,
-        explanation: best.1,
         repro: None,
     }
 }
 
-/// The summary table, one row per variant.
+/// The summary table, one row per variant: wrong results (fail) and cases that could not run
+/// (err: compile or Vulkan errors, lost devices, a missing shader) in their own columns.
 pub fn table(reports: &[VariantReport]) -> String {
     let mut s = String::new();
     // The config column appears only when a campaign swept device configurations.
     let config_width = reports.iter().map(|r| r.config.len()).max().unwrap_or(0);
     let _ = writeln!(
         s,
-        "{:<12} {:<28} {:<22} {:<config_width$} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8}",
-        "op", "variant", "device", "", "cases", "pass", "fail", "skip", "worst", "time", "cases/s"
+        "{:<12} {:<28} {:<22} {:<config_width$} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8}",
+        "op",
+        "variant",
+        "device",
+        "",
+        "cases",
+        "pass",
+        "fail",
+        "err",
+        "skip",
+        "worst",
+        "time",
+        "cases/s"
     );
     for r in reports {
         let skipped: u32 = r.skipped.values().sum();
@@ -339,21 +407,22 @@ pub fn table(reports: &[VariantReport]) -> String {
         } else {
             "-".into()
         };
-        let fail = if r.errors > 0 {
-            format!("{}+{}E", r.failed, r.errors)
+        let err = if r.missing.is_some() {
+            "MISS".to_string()
         } else {
-            r.failed.to_string()
+            r.errors.to_string()
         };
         let _ = writeln!(
             s,
-            "{:<12} {:<28} {:<22} {:<config_width$} {:>6} {:>6} {:>6} {:>6} {:>8} {:>7.1}s {:>8}",
+            "{:<12} {:<28} {:<22} {:<config_width$} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>7.1}s {:>8}",
             r.kernel,
             r.variant,
             device,
             r.config,
             r.cases,
             r.passed,
-            fail,
+            r.failed,
+            err,
             skipped,
             worst,
             r.seconds,
@@ -362,7 +431,7 @@ pub fn table(reports: &[VariantReport]) -> String {
     }
     let _ = writeln!(
         s,
-        "(worst = largest |got − want| / bound over passing elements; ≤ 1 passes)"
+        "(worst = largest |got − want| / bound over passing elements; ≤ 1 passes; err = could not run, MISS = shader missing)"
     );
     for r in reports {
         if let (Some(c), true) = (&r.worst_case, r.worst_ratio > 0.0) {
@@ -377,28 +446,87 @@ pub fn table(reports: &[VariantReport]) -> String {
         if let Some(e) = &r.first_error {
             let _ = writeln!(s, "ERROR {} ({} cases): {e}", r.variant, r.errors);
         }
-        if let Some(f) = &r.finding {
+        for f in &r.findings {
             let _ = writeln!(
                 s,
-                "FAIL {}: {}\n  shrunk from: {}\n{}",
-                r.variant,
-                f.case,
-                f.original,
-                indent(&f.explanation)
+                "FAIL {} {} ({} cases): {}\n  minimal: {}",
+                r.variant, r.config, f.cases, f.signature, f.case
             );
-            if let Some(p) = &f.repro {
-                let _ = writeln!(
-                    s,
-                    "  reproducer: {}\n  replay with: vkdiff replay {}",
-                    p.display(),
-                    p.display()
-                );
-            }
+        }
+        for (key, n) in &r.unshrunk {
+            let _ = writeln!(
+                s,
+                "FAIL {} {} ({n} cases, not shrunk: over --max-findings): {key}",
+                r.variant, r.config
+            );
         }
     }
     s
 }
 
+/// The closing list: "N distinct findings", reachable ones first, each with its minimal
+/// reproducer, the variants and case counts it covers, the first elements and a replay
+/// command; known findings apart; stale known entries flagged.
+pub fn findings_summary(distinct: &[findings::Distinct], stale: &[&findings::Known]) -> String {
+    let mut s = String::new();
+    let (new, known): (Vec<_>, Vec<_>) = distinct.iter().partition(|d| d.known.is_none());
+    let reachable = new.iter().filter(|d| d.signature.reach.reachable()).count();
+    let _ = writeln!(
+        s,
+        "\n{} distinct findings: {} new ({reachable} reachable, {} forced-only), {} known",
+        distinct.len(),
+        new.len(),
+        new.len() - reachable,
+        known.len()
+    );
+    for (i, d) in new.iter().chain(known.iter()).enumerate() {
+        let f = &d.representative;
+        let label = match (&d.known, d.signature.reach.reachable()) {
+            (Some(_), _) => "KNOWN",
+            (None, true) => "REACHABLE",
+            (None, false) => "FORCED-ONLY",
+        };
+        let variants: Vec<String> = d
+            .variants
+            .iter()
+            .map(|(v, c, n)| {
+                if c.is_empty() {
+                    format!("{v} ({n})")
+                } else {
+                    format!("{v} [{c}] ({n})")
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "\n#{} {label}: {}\n  {} failing cases over {} variant runs: {}\n  minimal: {}\n  reach: {}",
+            i + 1,
+            d.signature,
+            d.cases(),
+            d.variants.len(),
+            variants.join(", "),
+            f.case,
+            d.signature.reach
+        );
+        let first: Vec<&str> = f.explanation.lines().take(3).collect();
+        s.push_str(&indent(&first.join("\n")));
+        if let Some(k) = &d.known {
+            let _ = writeln!(s, "  known: {} (fix: {})", k.explanation, k.fix);
+        }
+        if let Some(p) = &f.repro {
+            let _ = writeln!(s, "  replay: vkdiff replay {}", p.display());
+        }
+    }
+    for k in stale {
+        let _ = writeln!(
+            s,
+            "\nSTALE known finding (no longer reproduces here): {} :: {}",
+            k.patterns.join(" & "),
+            k.explanation
+        );
+    }
+    s
+}
 fn indent(s: &str) -> String {
     s.lines().map(|l| format!("  {l}\n")).collect()
 }

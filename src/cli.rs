@@ -22,12 +22,40 @@ use crate::report::{self, JsonReport, Line};
 use crate::repro::Reproducer;
 use crate::worker::{self, Evaluator, InProcess, Worker};
 
+/// Exit statuses of `vkdiff run` (also in the README).
+pub const EXIT_CODES: &str =
+    "Exit status of `vkdiff run`: 0 when every case passed or every finding is known; \
+otherwise the sum of 1 (new reachable findings: wrong results a real ggml graph can produce), \
+4 (new forced-only findings: configurations vkdiff forces for coverage) and \
+8 (cases that could not run: compile or Vulkan errors, lost devices, missing shaders). \
+2: the command itself failed (bad arguments, no device).";
+
+/// The exit status of a run (see [`EXIT_CODES`]).
+pub fn exit_status(distinct: &[crate::findings::Distinct], reports: &[VariantReport]) -> u8 {
+    let new = distinct.iter().filter(|d| d.known.is_none());
+    let mut code = 0;
+    for d in new {
+        code |= if d.signature.reach.reachable() { 1 } else { 4 };
+    }
+    // Groups past --max-findings were not shrunk: count them by their key's reachability.
+    for r in reports {
+        for key in r.unshrunk.keys() {
+            code |= if key.contains("| forced-only") { 4 } else { 1 };
+        }
+    }
+    if reports.iter().any(|r| r.errored()) {
+        code |= 8;
+    }
+    code
+}
+
 /// The parsed command line.
 #[derive(Parser, Debug)]
 #[command(
     name = "vkdiff",
     version,
-    about = "Differential tester for ggml-vulkan compute shaders against an exact CPU reference"
+    about = "Differential tester for ggml-vulkan compute shaders against an exact CPU reference",
+    after_help = EXIT_CODES
 )]
 pub struct Cli {
     /// The subcommand and its options.
@@ -98,6 +126,16 @@ pub enum Command {
         /// Most evaluations spent shrinking one failure.
         #[arg(long, default_value_t = 400)]
         shrink_budget: u32,
+        /// Most failure groups (distinct signatures) shrunk per variant; further groups are
+        /// counted and listed unshrunk.
+        #[arg(long, default_value_t = 8)]
+        max_findings: u32,
+        /// The known-findings file: findings already understood upstream, one per line as
+        /// `PATTERN & PATTERN :: explanation :: fix` (default: known-findings.txt of this
+        /// checkout, when it exists). Matching findings are reported apart and do not fail the
+        /// run; an entry that no longer reproduces is flagged stale.
+        #[arg(long)]
+        known: Option<PathBuf>,
         /// Run each kernel once instead of twice (the second run must give bitwise-identical
         /// output, which catches races).
         #[arg(long)]
@@ -206,6 +244,10 @@ pub enum Command {
         /// Where to write the HTML (default: next to FILE, .html).
         #[arg(long)]
         html: Option<PathBuf>,
+        /// Match the findings against this known-findings file (default: known-findings.txt
+        /// of this checkout) and print the distinct findings; exits as `run` would.
+        #[arg(long)]
+        known: Option<PathBuf>,
     },
     /// Evaluate cases sent by a campaign (internal: the worker process).
     #[command(hide = true)]
@@ -463,6 +505,18 @@ fn write_html(json: &std::path::Path, html: &std::path::Path) {
     }
 }
 
+/// The known-findings list: `path`, else known-findings.txt of this checkout when it exists.
+fn load_known(path: Option<PathBuf>) -> Result<Vec<crate::findings::Known>, String> {
+    let path = path.or_else(|| Some(crate::findings::default_known_file()).filter(|p| p.is_file()));
+    match &path {
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|e| format!("{}: {e}", p.display()))
+            .and_then(|t| crate::findings::parse_known(&t))
+            .map_err(|e| format!("{}: {e}", p.display())),
+        None => Ok(Vec::new()),
+    }
+}
+
 /// Parses a duration: plain seconds or a number with s, m or h.
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let (num, unit) = match s.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
@@ -511,6 +565,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             variant,
             out,
             shrink_budget,
+            max_findings,
+            known,
             no_repeat,
             in_process,
             lavapipe_widths,
@@ -519,6 +575,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             devices,
         } => {
             target.apply();
+            let known = load_known(known)?;
             let started = std::time::Instant::now();
             let mut selected = kernels::select(&ops, variant.as_deref())?;
             if let Some(shard) = shard {
@@ -557,6 +614,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 shrink_budget,
                 repro_dir: Some(out.join("repro")),
                 time_budget,
+                max_findings,
             };
             let plan = RunPlan {
                 shaders: shader_dir(&target)?,
@@ -589,6 +647,20 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 "{total} cases in {wall:.1}s ({:.0} cases/s)",
                 total as f64 / wall.max(1e-9)
             );
+            let distinct = crate::findings::distinct(&reports, &known);
+            let stale = crate::findings::stale(&known, &distinct, &reports);
+            print!("{}", campaign::findings_summary(&distinct, &stale));
+            let errored = reports.iter().filter(|r| r.errored()).count();
+            if errored > 0 {
+                println!("{errored} variant runs had cases that could not run (err column)");
+            }
+            record(
+                &json,
+                &Line::Findings {
+                    distinct: distinct.clone(),
+                    stale: stale.iter().map(|k| (*k).clone()).collect(),
+                },
+            );
             if json
                 .into_inner()
                 .unwrap_or_else(|p| p.into_inner())
@@ -596,11 +668,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             {
                 write_html(&json_path, &out.join("report.html"));
             }
-            Ok(if reports.iter().all(|r| r.ok()) {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
+            Ok(ExitCode::from(exit_status(&distinct, &reports)))
         }
         Command::Bench {
             target,
@@ -689,13 +757,31 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Report { file, html } => {
-            let lines = report::read(&file)?;
+        Command::Report { file, html, known } => {
+            let mut lines = report::read(&file)?;
+            // The findings are matched again against today's known list.
+            let reports: Vec<VariantReport> = lines
+                .iter()
+                .filter_map(|l| match l {
+                    Line::Variant(v) => Some((**v).clone()),
+                    _ => None,
+                })
+                .collect();
+            let known = load_known(known)?;
+            let distinct = crate::findings::distinct(&reports, &known);
+            let stale = crate::findings::stale(&known, &distinct, &reports);
+            print!("{}", campaign::findings_summary(&distinct, &stale));
+            let status = exit_status(&distinct, &reports);
+            lines.retain(|l| !matches!(l, Line::Findings { .. }));
+            lines.push(Line::Findings {
+                distinct,
+                stale: stale.into_iter().cloned().collect(),
+            });
             let html = html.unwrap_or_else(|| file.with_extension("html"));
             std::fs::write(&html, report::html(&lines))
                 .map_err(|e| format!("{}: {e}", html.display()))?;
             println!("wrote {}", html.display());
-            Ok(ExitCode::SUCCESS)
+            Ok(ExitCode::from(status))
         }
         Command::Worker { target, no_repeat } => {
             worker::serve(target.device.as_deref(), shader_dir(&target)?, !no_repeat)

@@ -93,6 +93,56 @@ pub struct Verdict {
     /// verdicts in bincode, which cannot skip fields.)
     #[serde(default)]
     pub pipeline: String,
+    /// Where and how every failing element failed (not only the shown ones): what findings are
+    /// grouped by.
+    #[serde(default)]
+    pub spread: Spread,
+}
+
+/// A summary of all failing elements of a verdict: their kinds and the range of their ggml
+/// indices per dimension, against dst's extent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// dst's extent per ggml dimension.
+    pub ne: [usize; 4],
+    /// Smallest failing index per dimension.
+    pub lo: [usize; 4],
+    /// Largest failing index per dimension.
+    pub hi: [usize; 4],
+    /// Elements still holding the poison pattern.
+    pub unwritten: usize,
+    /// NaN where a finite value was due.
+    pub nan: usize,
+    /// ±∞ where a finite value was due.
+    pub inf: usize,
+    /// Finite but out of bound.
+    pub wrong: usize,
+    /// Regions (e.g. "state", or a fully masked row) holding failures, in first-seen order.
+    pub regions: Vec<String>,
+}
+
+impl Spread {
+    /// Counts one failing element.
+    pub fn add(&mut self, index: [usize; 4], kind: Mismatch, got: f32, region: &str) {
+        let first = self.unwritten + self.nan + self.inf + self.wrong == 0;
+        for (d, &i) in index.iter().enumerate() {
+            if first || i < self.lo[d] {
+                self.lo[d] = i;
+            }
+            if first || i > self.hi[d] {
+                self.hi[d] = i;
+            }
+        }
+        match kind {
+            Mismatch::Unwritten => self.unwritten += 1,
+            Mismatch::NonFinite if got.is_nan() => self.nan += 1,
+            Mismatch::NonFinite if got.is_infinite() => self.inf += 1,
+            _ => self.wrong += 1,
+        }
+        if !region.is_empty() && !self.regions.iter().any(|r| r == region) {
+            self.regions.push(region.to_string());
+        }
+    }
 }
 
 /// How many failing elements a verdict keeps for its report.
@@ -149,6 +199,9 @@ pub fn compare(
         elements: got.len(),
         ..Default::default()
     };
+    if let Some(last) = got.len().checked_sub(1) {
+        v.spread.ne = index_of(last).map(|i| i + 1);
+    }
     for (i, ((&g, &w), &b)) in got.iter().zip(want).zip(bounds).enumerate() {
         let kind = if g.to_bits() == POISON_F32 {
             Some(Mismatch::Unwritten)
@@ -180,6 +233,7 @@ pub fn compare(
         };
         if let Some(kind) = kind {
             v.failed += 1;
+            v.spread.add(index_of(i), kind, g, region_of(i));
             if v.failures.len() < SHOWN_FAILURES {
                 let ratio = if kind == Mismatch::OutOfBound {
                     (g as f64 - w).abs() / b

@@ -5,6 +5,7 @@
 //! - [`cases`]: one case model per kernel (shapes, types, seeded data, proptest strategies).
 //! - [`tolerance`]: the error models behind every per-element bound.
 //! - [`compare`]: per-element verdicts.
+//! - [`findings`]: signatures, reachability, distinct and known findings.
 //! - [`campaign`]: running, shrinking, summarising; [`repro`]: reproducer files;
 //!   [`report`]: the streamed JSON report and the HTML page.
 //! - [`mutate`]: mutation testing of a shader tree (how strong the suite is).
@@ -19,6 +20,7 @@ pub mod campaign;
 pub mod cases;
 pub mod cli;
 pub mod compare;
+pub mod findings;
 pub mod fuzzing;
 pub mod kernels;
 pub mod mutate;

@@ -1051,8 +1051,8 @@ fn baseline(
                 "the original tree does not pass ({} failed, {} errors): {}",
                 r.failed,
                 r.errors,
-                r.finding
-                    .as_ref()
+                r.findings
+                    .first()
                     .map(|f| f.explanation.lines().next().unwrap_or("").to_string())
                     .or(r.first_error.clone())
                     .unwrap_or_default()
@@ -1099,6 +1099,7 @@ pub fn run(opts: &Options) -> Result<MutationReport, String> {
         shrink_budget: 0,
         repro_dir: None,
         time_budget: None,
+        max_findings: 1,
     };
 
     // 1. Baseline on the original tree: every variant must pass; learn what each compiles.

@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::campaign::{CaseRecord, VariantReport};
+use crate::findings::{self, Distinct, Known};
 
 /// One line of `report.jsonl`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -32,6 +33,13 @@ pub enum Line {
     Case(CaseRecord),
     /// A variant finished (boxed: it is much larger than the other lines).
     Variant(Box<VariantReport>),
+    /// The run's distinct findings, matched against the known list (written last).
+    Findings {
+        /// Distinct findings, reachable first.
+        distinct: Vec<Distinct>,
+        /// Known entries that did not reproduce.
+        stale: Vec<Known>,
+    },
 }
 
 /// The streaming writer.
@@ -110,12 +118,90 @@ fn histogram_svg(ratios: &[f64]) -> String {
     svg
 }
 
-/// The HTML report: per kernel and variant, the outcome counts, the distribution of error/bound
+/// The distinct findings section: new reachable, new forced-only, then known; stale entries.
+fn findings_html(distinct: &[Distinct], stale: &[Known]) -> String {
+    let mut s = String::new();
+    let new: Vec<&Distinct> = distinct.iter().filter(|d| d.known.is_none()).collect();
+    let reachable = new.iter().filter(|d| d.signature.reach.reachable()).count();
+    let _ = write!(
+        s,
+        "<h2>{} distinct findings</h2><p><span class=\"bad\">{reachable} new reachable</span>, {} new forced-only, {} known</p>",
+        distinct.len(),
+        new.len() - reachable,
+        distinct.len() - new.len()
+    );
+    type Pick = Box<dyn Fn(&Distinct) -> bool>;
+    let groups: [(&str, Pick); 3] = [
+        (
+            "Reachable",
+            Box::new(|d: &Distinct| d.known.is_none() && d.signature.reach.reachable()),
+        ),
+        (
+            "Forced-only",
+            Box::new(|d: &Distinct| d.known.is_none() && !d.signature.reach.reachable()),
+        ),
+        ("Known", Box::new(|d: &Distinct| d.known.is_some())),
+    ];
+    let mut n = 0;
+    for (title, pick) in &groups {
+        let list: Vec<&Distinct> = distinct.iter().filter(|d| pick(d)).collect();
+        if list.is_empty() {
+            continue;
+        }
+        let _ = write!(s, "<h3>{title}</h3>");
+        for d in list {
+            n += 1;
+            let f = &d.representative;
+            let variants: Vec<String> = d
+                .variants
+                .iter()
+                .map(|(v, c, k)| format!("<a href=\"#{}\">{}</a> {} ({k})", esc(v), esc(v), esc(c)))
+                .collect();
+            let _ = write!(
+                s,
+                "<h4>#{n} {}</h4><p>{} failing cases in {}</p><p>{}</p><pre>{}\n\n{}</pre>",
+                esc(&d.signature.to_string()),
+                d.cases(),
+                variants.join(", "),
+                esc(&d.signature.reach.to_string()),
+                esc(&f.case.to_string()),
+                esc(&f.explanation)
+            );
+            if let Some(k) = &d.known {
+                let _ = write!(
+                    s,
+                    "<p>Known: {} (fix: {})</p>",
+                    esc(&k.explanation),
+                    esc(&k.fix)
+                );
+            }
+            if let Some(p) = &f.repro {
+                let _ = write!(
+                    s,
+                    "<p>Replay: <code>vkdiff replay {}</code></p>",
+                    esc(&p.display().to_string())
+                );
+            }
+        }
+    }
+    for k in stale {
+        let _ = write!(
+            s,
+            "<p class=\"bad\">Stale known finding (no longer reproduces): <code>{}</code>: {}</p>",
+            esc(&k.patterns.join(" & ")),
+            esc(&k.explanation)
+        );
+    }
+    s
+}
+
+/// The HTML report: the distinct findings first, then per kernel and variant the outcome counts, the distribution of error/bound
 /// over passing cases, the worst case, skip reasons, and each finding with its replay command.
 pub fn html(lines: &[Line]) -> String {
     let mut ratios: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
     let mut starts = Vec::new();
     let mut variants = Vec::new();
+    let mut found = None;
     for l in lines {
         match l {
             Line::Start {
@@ -139,6 +225,7 @@ pub fn html(lines: &[Line]) -> String {
                 }
             }
             Line::Variant(v) => variants.push(v.as_ref()),
+            Line::Findings { distinct, stale } => found = Some((distinct.clone(), stale.clone())),
         }
     }
     let total: u32 = variants.iter().map(|v| v.cases).sum();
@@ -155,7 +242,13 @@ pub fn html(lines: &[Line]) -> String {
         "<p>{total} cases over {} variants: {verdict}</p>",
         variants.len()
     );
-    s.push_str("<table><tr><th class=\"l\">kernel</th><th class=\"l\">variant</th><th class=\"l\">config</th><th>cases</th><th>pass</th><th>fail</th><th>errors</th><th>skip</th><th>worst error/bound</th><th>time</th><th class=\"l\">error/bound of passing cases</th></tr>");
+    // A report cut short has no findings line: group what it has, without the known list.
+    let (distinct, stale) = found.unwrap_or_else(|| {
+        let owned: Vec<VariantReport> = variants.iter().map(|v| (*v).clone()).collect();
+        (findings::distinct(&owned, &[]), Vec::new())
+    });
+    s.push_str(&findings_html(&distinct, &stale));
+    s.push_str("<h2>Variants</h2><table><tr><th class=\"l\">kernel</th><th class=\"l\">variant</th><th class=\"l\">config</th><th>cases</th><th>pass</th><th>fail</th><th>errors</th><th>skip</th><th>worst error/bound</th><th>time</th><th class=\"l\">error/bound of passing cases</th></tr>");
     for v in &variants {
         let skipped: u32 = v.skipped.values().sum();
         let class = if v.ok() { "ok" } else { "bad" };
@@ -187,8 +280,8 @@ pub fn html(lines: &[Line]) -> String {
             esc(&v.variant),
             esc(&v.config)
         );
-        if let Some(f) = &v.finding {
-            let _ = write!(s, "<p class=\"bad\">Finding (shrunk in {} steps)</p><pre>{}\nshrunk from: {}\n\n{}</pre>", f.shrink_steps, esc(&f.case.to_string()), esc(&f.original.to_string()), esc(&f.explanation));
+        for f in &v.findings {
+            let _ = write!(s, "<p class=\"bad\">Finding: {} ({} cases, shrunk in {} steps)</p><pre>{}\nshrunk from: {}\n\n{}</pre>", esc(&f.signature.to_string()), f.cases, f.shrink_steps, esc(&f.case.to_string()), esc(&f.original.to_string()), esc(&f.explanation));
             if let Some(p) = &f.repro {
                 let _ = write!(
                     s,

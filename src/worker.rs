@@ -28,6 +28,11 @@ pub trait Evaluator {
     fn caps(&self) -> &DeviceCaps;
     /// The shader tree, for reports and reproducers.
     fn shaders(&self) -> String;
+    /// Whether a real ggml graph on the device produces the case's configuration (an
+    /// evaluator that only runs real graphs returns reachable for every case).
+    fn reach(&self, case: &Case) -> crate::findings::Reach {
+        crate::findings::reach_of(case, self.caps())
+    }
 }
 
 /// Evaluation on a device owned by the caller.

@@ -62,7 +62,11 @@ fn caught(variant: &str, tree: &Path) -> (Case, Reproducer) {
         tree.display(),
         report.cases
     );
-    let finding = report.finding.expect("a failure is shrunk into a finding");
+    let finding = report
+        .findings
+        .into_iter()
+        .next()
+        .expect("a failure is shrunk into a finding");
     assert!(
         finding.explanation.contains("bound"),
         "the finding explains the bound: {}",

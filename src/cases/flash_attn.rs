@@ -858,6 +858,9 @@ fn judge_fully_masked_rows(verdict: &mut Verdict, got: &[f32], want: &FlashAttn)
                 continue;
             }
             verdict.failed += 1;
+            verdict
+                .spread
+                .add(want.out.index_of(i), Mismatch::NonFinite, g, FULLY_MASKED);
             if verdict.failures.len() < SHOWN_FAILURES {
                 verdict.failures.push(ElementFailure {
                     index: want.out.index_of(i),

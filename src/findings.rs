@@ -1,0 +1,766 @@
+//! Findings a ggml developer can act on: what a failing case is (its signature), whether a real
+//! ggml graph can produce it (reachability), grouping the shrunk failures of a whole campaign
+//! into distinct findings, and the checked-in list of findings already understood upstream.
+//!
+//! A signature is made of words, each type-independent, so one bug seen in many type variants
+//! is one finding:
+//! - the kernel and its path (`mul_mm/scalar`, `flash_attn/cm2`, …);
+//! - the outcome kind: crash, nondeterministic, validation message, a write past dst, never
+//!   written, NaN, ±inf, a finite value in a row ggml leaves NaN (fully masked), wrong value;
+//! - where in dst the failing elements lie, per named axis (rows, columns, tokens, heads…):
+//!   everywhere, a tail starting at a tile-aligned index, a head, the interior;
+//! - the shape facts of the case, with types left out: sizes as buckets around the tile edges
+//!   (1, 2–8, 9–32, 33–64, 65–128, > 128), K in BK steps or blocks, splits, batches, routing,
+//!   masks;
+//! - reachable, or forced-only with the reasons.
+//!
+//! Before shrinking, a variant's failures are grouped by a coarse key (path, primary outcome
+//! kind, reachability and a few trigger facts); one representative of every group is shrunk,
+//! and a shrink step is kept only when the candidate keeps that key, so one bug cannot slide
+//! into (and hide) another.
+//!
+//! Everything here reads only the case and the outcome, so it is the same for every evaluator
+//! (a backend evaluator that only builds real graphs overrides [`crate::worker::Evaluator::reach`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use vkdiff_gpu::DeviceCaps;
+use vkdiff_reference::ops::flash_attn::KQ_MASK_PAD;
+
+use crate::campaign::{Finding, VariantReport};
+use crate::cases::{Case, Outcome};
+use crate::compare::Spread;
+
+/// Whether a case's configuration is one the modelled host produces for a real ggml graph on
+/// the device, or one vkdiff forces for coverage.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Reach {
+    /// Why the configuration is forced (empty: reachable).
+    pub forced: Vec<String>,
+}
+
+impl Reach {
+    /// Reachable from a real graph.
+    pub fn reachable(&self) -> bool {
+        self.forced.is_empty()
+    }
+}
+
+impl fmt::Display for Reach {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.forced.is_empty() {
+            write!(f, "reachable")
+        } else {
+            write!(f, "forced-only ({})", self.forced.join("; "))
+        }
+    }
+}
+
+/// The shader core count the pinned host reads (NVIDIA SM builtins, AMD core properties), for
+/// devices vkdiff knows; None where the host sees none (lavapipe) or vkdiff does not know it.
+/// Without it the host never splits K (mul_mm, §8.3) or KV (flash attention, §9.6).
+pub fn host_cores(caps: &DeviceCaps) -> Option<u32> {
+    let name = caps.name.as_str();
+    if name.contains("H100") && name.contains("PCIe") {
+        Some(114)
+    } else if name.contains("H100") || name.contains("H200") {
+        Some(132)
+    } else {
+        None
+    }
+}
+
+const NO_CORES: &str = "the host splits only with a shader core count, which this device does not report to it (or vkdiff does not know)";
+
+/// Reachability of `case` on `caps` under the pinned host's rules (§8.3, §8.5, §9.1, §9.6).
+pub fn reach_of(case: &Case, caps: &DeviceCaps) -> Reach {
+    let mut forced = Vec::new();
+    match case {
+        Case::MulMm(c) => {
+            if let Some(s) = c.force_split_k.filter(|&s| s > 1) {
+                match mul_mm_split_reachable(c, caps) {
+                    Ok(true) => {}
+                    Ok(false) => forced.push(format!(
+                        "split_k {s} forced where the host would not split this way (it splits only for K ≥ 2048 with fewer tiles than half the cores)"
+                    )),
+                    Err(e) => forced.push(format!("split_k {s} forced: {e}")),
+                }
+            }
+        }
+        Case::MulMmId(c) => {
+            if repeated_expert(&c.ids(), c.n_used) {
+                forced.push(REPEATED.into());
+            }
+        }
+        Case::MulMatVecId(c) => {
+            if repeated_expert(&c.ids(), c.n_used) {
+                forced.push(REPEATED.into());
+            }
+        }
+        Case::FlashAttn(c) => {
+            if let (Some(s), 1) = (c.split_k.filter(|&s| s > 1), c.n) {
+                let heads = c.kv_heads * c.gqa;
+                // GQA mode (one query, ratio within the scalar limit) folds the heads of a group.
+                let groups = if (2..=8).contains(&c.gqa) {
+                    c.kv_heads
+                } else {
+                    heads
+                };
+                let natural = host_cores(caps).map(|cores| cores * 2 / groups.max(1) as u32);
+                match natural {
+                    None => forced.push(format!("split_k {s} forced: {NO_CORES}")),
+                    Some(_) if c.kv < 512 => forced.push(format!(
+                        "split_k {s} forced with KV = {} < 512, where the host never splits",
+                        c.kv
+                    )),
+                    Some(n) if n != s => {
+                        forced.push(format!("split_k {s} forced where the host would take {n}"))
+                    }
+                    Some(_) => {}
+                }
+            }
+            if let crate::cases::flash_attn::MaskPad::Rows(extra) = c.mask_pad {
+                let rows = c.n + extra as usize;
+                if c.mask != crate::cases::flash_attn::MaskKind::None
+                    && rows < c.n.div_ceil(KQ_MASK_PAD) * KQ_MASK_PAD
+                {
+                    forced.push(format!(
+                        "mask with {rows} rows, fewer than GGML_PAD(N, {KQ_MASK_PAD}) which ggml asserts at the pinned interface"
+                    ));
+                }
+            }
+        }
+        Case::MulMatVec(_) | Case::Wkv7(_) => {}
+    }
+    Reach { forced }
+}
+
+const REPEATED: &str =
+    "several slots of one token routed to the same expert (a top-k router picks distinct experts)";
+
+fn repeated_expert(ids: &[i32], n_used: usize) -> bool {
+    ids.chunks(n_used.max(1)).any(|t| {
+        let mut s = t.to_vec();
+        s.sort_unstable();
+        s.windows(2).any(|w| w[0] == w[1])
+    })
+}
+
+/// Whether the pinned host, with this device's core count, would split K exactly as the forced
+/// split does (§8.3).
+fn mul_mm_split_reachable(
+    c: &crate::cases::mul_mm::MulMmCase,
+    caps: &DeviceCaps,
+) -> Result<bool, String> {
+    use vkdiff_gpu::runners::mul_mm::plan;
+    let Some(cores) = host_cores(caps) else {
+        return Err(NO_CORES.into());
+    };
+    let (a, b) = c.inputs()?;
+    let mode = crate::cases::mul_mm::mode_of(c.cm2);
+    let forced = plan(caps, mode, &a, &b, c.prec, c.force_split_k)?;
+    if forced.split_k <= 1 {
+        return Ok(true);
+    }
+    let tile = plan(caps, mode, &a, &b, c.prec, None)?;
+    let (bm, bn) = (
+        tile.dispatch.spec[1] as usize,
+        tile.dispatch.spec[2] as usize,
+    );
+    let tiles = c.m.div_ceil(bm) * c.n.div_ceil(bn);
+    let mut natural = 1;
+    if c.m >= bm && c.n >= bn && c.k >= 2048 && tiles < cores as usize / 2 {
+        natural = match (cores as usize / tiles).min(4) {
+            3 => 2,
+            s => s,
+        };
+        while c.cm2 && natural > 1 && (c.k / natural) % 256 != 0 {
+            natural /= 2;
+        }
+    }
+    Ok(natural == forced.split_k)
+}
+
+/// The coarse key a variant's failures are grouped by before shrinking, and which a shrink
+/// step must keep.
+pub fn group_key(case: &Case, outcome: &Outcome, reach: &Reach) -> String {
+    format!(
+        "{} | {} | {}{}",
+        path_of(case),
+        primary_kind(outcome),
+        if reach.reachable() {
+            "reachable"
+        } else {
+            "forced-only"
+        },
+        triggers(case)
+            .iter()
+            .map(|t| format!(" | {t}"))
+            .collect::<String>()
+    )
+}
+
+/// A finding's signature (see the module notes).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Signature {
+    /// Kernel and path.
+    pub path: String,
+    /// The outcome kind.
+    pub kind: String,
+    /// Where in dst.
+    pub location: String,
+    /// The shape facts, types left out.
+    pub shape: String,
+    /// Reachability.
+    pub reach: Reach,
+}
+
+impl fmt::Display for Signature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} | {} | at {} | {} | {}",
+            self.path,
+            self.kind,
+            self.location,
+            self.shape,
+            if self.reach.reachable() {
+                "reachable"
+            } else {
+                "forced-only"
+            }
+        )
+    }
+}
+
+/// The signature of a failing (usually shrunk) case.
+pub fn signature(case: &Case, outcome: &Outcome, reach: &Reach) -> Signature {
+    let location = match outcome {
+        Outcome::Fail { verdict } => location(&verdict.spread, axes(case)),
+        _ => "-".into(),
+    };
+    Signature {
+        path: path_of(case),
+        kind: primary_kind(outcome),
+        location,
+        shape: facts(case).join(", "),
+        reach: reach.clone(),
+    }
+}
+
+/// Kernel and path of a case.
+pub fn path_of(case: &Case) -> String {
+    let path = match case {
+        Case::MulMm(c) => if c.cm2 { "cm2" } else { "scalar" }.to_string(),
+        Case::MulMmId(c) => if c.cm2 { "cm2" } else { "scalar" }.to_string(),
+        Case::FlashAttn(c) => format!("{:?}", c.path).to_lowercase(),
+        Case::MulMatVec(_) | Case::MulMatVecId(_) | Case::Wkv7(_) => String::new(),
+    };
+    if path.is_empty() {
+        case.kernel().to_string()
+    } else {
+        format!("{}/{path}", case.kernel())
+    }
+}
+
+/// The outcome kind that names a failure, most telling first.
+pub fn primary_kind(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Crash(m) if m.starts_with("timed out") => "hang".into(),
+        Outcome::Crash(_) => "crash".into(),
+        Outcome::Nondeterministic(_) => "nondeterministic".into(),
+        Outcome::Validation(m) => format!("validation {}", vuid(m)),
+        Outcome::Fail { verdict } => {
+            let s = &verdict.spread;
+            if verdict.overrun {
+                "write past the end of dst".into()
+            } else if s.unwritten > 0 {
+                "never written".into()
+            } else if s.nan > 0 {
+                "NaN".into()
+            } else if s.inf > 0 {
+                "±inf".into()
+            } else if s.regions.iter().any(|r| r.starts_with("fully masked")) {
+                "finite where ggml gives NaN (fully masked row)".into()
+            } else {
+                "wrong value".into()
+            }
+        }
+        _ => "not a failure".into(),
+    }
+}
+
+/// The validation message's VUID (or its first words).
+fn vuid(messages: &[String]) -> String {
+    let first = messages.first().map(String::as_str).unwrap_or("");
+    first
+        .split(|c: char| c.is_whitespace() || c == ']' || c == '"')
+        .find(|w| w.starts_with("VUID-") || w.starts_with("SYNC-"))
+        .map(str::to_string)
+        .unwrap_or_else(|| first.chars().take(60).collect())
+}
+
+/// The names of dst's ggml axes for a case.
+pub fn axes(case: &Case) -> [&'static str; 4] {
+    match case {
+        Case::MulMm(_) | Case::MulMatVec(_) => ["rows", "columns", "batches", "batches3"],
+        Case::MulMmId(_) | Case::MulMatVecId(_) => ["rows", "slots", "tokens", "i3"],
+        Case::FlashAttn(_) => ["d", "heads", "queries", "i3"],
+        Case::Wkv7(_) => ["i0", "i1", "i2", "i3"],
+    }
+}
+
+/// Where the failing elements lie, per axis of extent > 1, relative to tile edges.
+pub fn location(s: &Spread, axes: [&str; 4]) -> String {
+    let mut parts = Vec::new();
+    for (d, axis) in axes.iter().enumerate() {
+        let ne = s.ne[d];
+        if ne <= 1 {
+            continue;
+        }
+        let (lo, hi) = (s.lo[d], s.hi[d]);
+        let class = if lo == 0 && hi + 1 == ne {
+            "all".to_string()
+        } else if hi + 1 == ne {
+            format!("tail from {}", edge(lo))
+        } else if lo == 0 {
+            format!("head to {}", edge(hi + 1))
+        } else {
+            format!("interior from {}", edge(lo))
+        };
+        parts.push(format!("{axis} {class}"));
+    }
+    for r in &s.regions {
+        if !r.starts_with("fully masked") {
+            parts.push(format!("in {r}"));
+        }
+    }
+    if parts.is_empty() {
+        "the only element".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// An index described by its alignment: a multiple of 64/32/16/8, or an unaligned index.
+fn edge(i: usize) -> String {
+    match [64, 32, 16, 8].into_iter().find(|a| i % a == 0) {
+        Some(a) => format!("a multiple of {a}"),
+        None => "an unaligned index".into(),
+    }
+}
+
+/// A size as a bucket around the tile edges.
+fn bucket(x: usize) -> &'static str {
+    match x {
+        0 | 1 => "1",
+        2..=8 => "2–8",
+        9..=32 => "9–32",
+        33..=64 => "33–64",
+        65..=128 => "65–128",
+        _ => "> 128",
+    }
+}
+
+/// Rows M as a bucket, and whether the last 32-row tile is partial.
+fn rows(m: usize) -> String {
+    if m % 32 == 0 {
+        format!("M {}", bucket(m))
+    } else {
+        format!("M {} (a partial row tile)", bucket(m))
+    }
+}
+
+/// K in type-independent terms: one BK step or block, or several.
+fn k_fact(k: usize, block: usize) -> String {
+    let unit = block.max(32);
+    if k <= unit {
+        "K one step".into()
+    } else if k % unit == 0 {
+        "K several whole steps".into()
+    } else {
+        "K several steps, the last partial".into()
+    }
+}
+
+/// The few facts that mark a different failure mode, which shrinking must not remove (a
+/// variant shrinks one representative per combination): a split, or fully masked rows, which
+/// would otherwise shrink away into whatever simpler bug the same rows have (on the pinned tree,
+/// every flash-attention case shrinks to the key-tile bound at KV = 1).
+pub fn triggers(case: &Case) -> Vec<String> {
+    let mut t = Vec::new();
+    match case {
+        Case::MulMm(c) if c.force_split_k.is_some_and(|s| s > 1) => t.push("split".into()),
+        Case::FlashAttn(c) => {
+            if has_fully_masked_rows(c) {
+                t.push("fully masked rows".into());
+            }
+            if c.split_k.is_some_and(|s| s > 1) && c.n == 1 {
+                t.push("split".into());
+            }
+        }
+        _ => {}
+    }
+    t
+}
+
+fn has_fully_masked_rows(c: &crate::cases::flash_attn::FlashAttnCase) -> bool {
+    use crate::cases::flash_attn::MaskKind;
+    match c.mask {
+        MaskKind::FullyMaskedRows => true,
+        MaskKind::Causal => c.n > c.kv,
+        _ => false,
+    }
+}
+
+/// The shape facts of a case, types left out.
+pub fn facts(case: &Case) -> Vec<String> {
+    let mut f = Vec::new();
+    match case {
+        Case::MulMm(c) => {
+            f.push(k_fact(c.k, c.a_type.block_len()));
+            f.push(rows(c.m));
+            f.push(format!("N {}", bucket(c.n)));
+            if c.ne02 * c.r2 * c.ne03 > 1 {
+                f.push(
+                    if c.r2 > 1 {
+                        "broadcast batches"
+                    } else {
+                        "batches"
+                    }
+                    .into(),
+                );
+            }
+            if c.b_row_pad > 0 {
+                f.push("padded B rows".into());
+            }
+            if let Some(s) = c.force_split_k.filter(|&s| s > 1) {
+                let s = if s >= 4 { 4 } else { 2 };
+                let ragged = c.k.div_ceil(s) % 32 != 0;
+                f.push(format!(
+                    "split_k {s}{}",
+                    if ragged {
+                        ", K/split not a multiple of 32"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        Case::MulMmId(c) => {
+            f.push(k_fact(c.k, c.a_type.block_len()));
+            f.push(rows(c.m));
+            f.push(format!("tokens {}", bucket(c.n_tokens)));
+            f.push(format!("slots {}", bucket(c.n_used)));
+            if repeated_expert(&c.ids(), c.n_used) {
+                f.push("repeated experts in a token".into());
+            }
+            if c.b_row_pad > 0 {
+                f.push("padded B rows".into());
+            }
+        }
+        Case::MulMatVec(c) => {
+            f.push(k_fact(c.k, c.a_type.block_len()));
+            f.push(rows(c.m));
+            f.push(format!("N {}", bucket(c.n)));
+            if c.ne02 * c.r2 * c.ne03 > 1 {
+                f.push("batches".into());
+            }
+        }
+        Case::MulMatVecId(c) => {
+            f.push(k_fact(c.k, c.a_type.block_len()));
+            f.push(rows(c.m));
+            f.push(format!("slots {}", bucket(c.n_used)));
+            if repeated_expert(&c.ids(), c.n_used) {
+                f.push("repeated experts in a token".into());
+            }
+        }
+        Case::FlashAttn(c) => {
+            f.push(format!("D {}", c.d));
+            f.push(format!("N {}", bucket(c.n)));
+            f.push(format!(
+                "KV {}{}",
+                bucket(c.kv),
+                if c.kv % 32 != 0 {
+                    " (a partial key tile)"
+                } else {
+                    ""
+                }
+            ));
+            if c.gqa > 1 {
+                f.push("GQA".into());
+            }
+            f.push(format!("mask {:?}", c.mask).to_lowercase());
+            if c.max_bias != 0.0 {
+                f.push("ALiBi".into());
+            }
+            if c.softcap != 0.0 {
+                f.push("softcap".into());
+            }
+            if c.split_k.is_some_and(|s| s > 1) && c.n == 1 {
+                f.push("split".into());
+            }
+        }
+        Case::Wkv7(c) => {
+            f.push(format!("head size {}", c.head_size));
+            f.push(format!("tokens {}", bucket(c.tokens_per_seq)));
+            if c.seqs > 1 {
+                f.push("several sequences".into());
+            }
+        }
+    }
+    f
+}
+
+/// One distinct finding of a campaign: a signature, every variant (and device configuration)
+/// whose shrunk failure has it, and the first of those as its representative.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Distinct {
+    /// The signature.
+    pub signature: Signature,
+    /// (variant, configuration, failing cases in its group) per variant it covers.
+    pub variants: Vec<(String, String, u32)>,
+    /// The first variant's shrunk finding.
+    pub representative: Finding,
+    /// The known-findings entry it matches, if any.
+    pub known: Option<Known>,
+}
+
+impl Distinct {
+    /// Failing cases over every variant it covers.
+    pub fn cases(&self) -> u32 {
+        self.variants.iter().map(|v| v.2).sum()
+    }
+}
+
+/// Groups the shrunk findings of every variant report by signature (order: reachable first,
+/// then by first appearance) and matches each against the known list.
+pub fn distinct(reports: &[VariantReport], known: &[Known]) -> Vec<Distinct> {
+    let mut by_sig: BTreeMap<String, usize> = BTreeMap::new();
+    let mut out: Vec<Distinct> = Vec::new();
+    for r in reports {
+        for f in &r.findings {
+            let key = f.signature.to_string();
+            let entry = (r.variant.clone(), r.config.clone(), f.cases);
+            match by_sig.get(&key) {
+                Some(&i) => out[i].variants.push(entry),
+                None => {
+                    by_sig.insert(key.clone(), out.len());
+                    out.push(Distinct {
+                        signature: f.signature.clone(),
+                        variants: vec![entry],
+                        representative: f.clone(),
+                        known: known.iter().find(|k| k.matches(&key)).cloned(),
+                    });
+                }
+            }
+        }
+    }
+    out.sort_by_key(|d| !d.signature.reach.reachable());
+    out
+}
+
+/// An entry of the known-findings file: every pattern (a substring of the signature) must
+/// match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Known {
+    /// Substrings of the signature, all required.
+    pub patterns: Vec<String>,
+    /// What the bug is.
+    pub explanation: String,
+    /// The upstream change that fixed it, or "not fixed".
+    pub fix: String,
+}
+
+impl Known {
+    /// True when every pattern occurs in the signature text.
+    pub fn matches(&self, signature: &str) -> bool {
+        self.patterns.iter().all(|p| signature.contains(p.as_str()))
+    }
+
+    /// The kernel or kernel/path the entry is about: its first pattern.
+    pub fn kernel(&self) -> &str {
+        self.patterns.first().map(String::as_str).unwrap_or("")
+    }
+
+    /// True when a case ran on `path` (kernel/path) of the entry's kernel or kernel/path.
+    pub fn covers(&self, path: &str) -> bool {
+        let k = self.kernel();
+        path == k || path.split('/').next() == Some(k)
+    }
+}
+
+/// Parses the known-findings file: one entry a line, `PATTERN & PATTERN … :: explanation ::
+/// fix`; `#` starts a comment line.
+pub fn parse_known(text: &str) -> Result<Vec<Known>, String> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let parts: Vec<&str> = line.split(" :: ").collect();
+        let [pat, explanation, fix] = parts[..] else {
+            return Err(format!(
+                "line {}: expected `PATTERN & PATTERN :: explanation :: fix`",
+                n + 1
+            ));
+        };
+        let patterns: Vec<String> = pat
+            .split(" & ")
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .collect();
+        if patterns.is_empty() {
+            return Err(format!("line {}: no pattern", n + 1));
+        }
+        out.push(Known {
+            patterns,
+            explanation: explanation.trim().into(),
+            fix: fix.trim().into(),
+        });
+    }
+    Ok(out)
+}
+
+/// Known entries that matched no finding although cases ran on their kernel and path: the bug
+/// no longer reproduces (fixed, or the entry's signature drifted).
+pub fn stale<'a>(
+    known: &'a [Known],
+    found: &[Distinct],
+    reports: &[VariantReport],
+) -> Vec<&'a Known> {
+    known
+        .iter()
+        .filter(|k| {
+            let covered = reports.iter().any(|r| r.paths.iter().any(|p| k.covers(p)));
+            covered && !found.iter().any(|d| d.known.as_ref() == Some(k))
+        })
+        .collect()
+}
+
+/// The default known-findings file: `known-findings.txt` at the checkout's root.
+pub fn default_known_file() -> std::path::PathBuf {
+    std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/known-findings.txt"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn location_names_tails_by_alignment() {
+        let s = Spread {
+            ne: [40, 3, 1, 1],
+            lo: [32, 0, 0, 0],
+            hi: [39, 2, 0, 0],
+            wrong: 5,
+            ..Default::default()
+        };
+        assert_eq!(
+            location(&s, ["rows", "columns", "b", "c"]),
+            "rows tail from a multiple of 32, columns all"
+        );
+    }
+
+    #[test]
+    fn known_entries_parse_and_match() {
+        let k =
+            parse_known("# comment\nmul_mm_id/scalar & never written :: a bug :: PR 1\n").unwrap();
+        assert_eq!(k.len(), 1);
+        assert_eq!(k[0].kernel(), "mul_mm_id/scalar");
+        assert!(k[0].covers("mul_mm_id/scalar") && !k[0].covers("mul_mm_id/cm2"));
+        assert!(k[0].matches("mul_mm_id/scalar | never written | at x"));
+        assert!(!k[0].matches("mul_mm_id/scalar | wrong value | at x"));
+        assert!(parse_known("no separators").is_err());
+    }
+
+    #[test]
+    fn repeated_experts_are_per_token() {
+        assert!(!repeated_expert(&[0, 1, 1, 0], 2));
+        assert!(repeated_expert(&[0, 1, 2, 2], 2));
+    }
+
+    fn finding(kind: &str, reach: Reach) -> Finding {
+        let case = Case::Wkv7(crate::cases::wkv7::Wkv7Case {
+            head_size: 64,
+            heads: 1,
+            tokens_per_seq: 1,
+            seqs: 1,
+            dist: crate::cases::data::Dist::Normal,
+            free_ab: false,
+            seed: 0,
+        });
+        Finding {
+            signature: Signature {
+                path: "wkv7".into(),
+                kind: kind.into(),
+                location: "i0 all".into(),
+                shape: facts(&case).join(", "),
+                reach,
+            },
+            group: String::new(),
+            cases: 3,
+            case: case.clone(),
+            original: case,
+            shrink_steps: 0,
+            explanation: String::new(),
+            repro: None,
+        }
+    }
+
+    fn report(variant: &str, findings: Vec<Finding>) -> VariantReport {
+        VariantReport {
+            kernel: "wkv7".into(),
+            paths: vec!["wkv7".into()],
+            variant: variant.into(),
+            cases: 10,
+            passed: 7,
+            failed: 3,
+            findings,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn same_signature_merges_across_variants_and_kinds_stay_apart() {
+        let forced = Reach {
+            forced: vec!["test".into()],
+        };
+        let reports = [
+            report("a", vec![finding("wrong value", forced.clone())]),
+            report(
+                "b",
+                vec![
+                    finding("wrong value", forced),
+                    finding("never written", Reach::default()),
+                ],
+            ),
+        ];
+        let known = parse_known("wkv7 & never written :: a known bug :: PR 1\nwkv7 & NaN :: gone :: -\nmul_mm & NaN :: not run :: -\nmul_mm_id/cm2 & NaN :: not run :: -\n").unwrap();
+        let d = distinct(&reports, &known);
+        assert_eq!(d.len(), 2, "{d:#?}");
+        // Reachable first.
+        assert!(d[0].signature.reach.reachable() && d[0].known.is_some());
+        assert_eq!(d[1].variants.len(), 2);
+        assert_eq!(d[1].cases(), 6);
+        assert!(d[1].known.is_none());
+        // The NaN entry did not reproduce although wkv7 ran; mul_mm and the cm2 path did not
+        // run: not stale.
+        let s = stale(&known, &d, &reports);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].explanation, "gone");
+        // New forced-only findings only: exit status 4; an error adds 8.
+        assert_eq!(crate::cli::exit_status(&d, &reports), 4);
+        let mut errored = reports.to_vec();
+        errored[0].missing = Some("no file".into());
+        assert_eq!(crate::cli::exit_status(&d, &errored), 12);
+        assert_eq!(
+            crate::cli::exit_status(&d[..1], &reports[..0]),
+            0,
+            "known only"
+        );
+    }
+}
