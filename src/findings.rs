@@ -159,7 +159,7 @@ fn mul_mm_split_reachable(
         return Err(NO_CORES.into());
     };
     let (a, b) = c.inputs()?;
-    let mode = crate::cases::mul_mm::mode_of(c.cm2);
+    let mode = crate::cases::mul_mm::mode_of(c.cm1, c.cm2);
     let forced = plan(caps, mode, &a, &b, c.prec, c.force_split_k)?;
     if forced.split_k <= 1 {
         return Ok(true);
