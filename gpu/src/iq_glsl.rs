@@ -39,7 +39,13 @@ fn array(out: &mut String, guard: &str, ty: &str, name: &str, items: &[String]) 
     writeln!(out, "const {ty} {name}_const[{n}] = {ty}[{n}](").unwrap();
     for (i, chunk) in items.chunks(8).enumerate() {
         let last = (i + 1) * 8 >= n;
-        writeln!(out, "    {}{}", chunk.join(", "), if last { ");" } else { "," }).unwrap();
+        writeln!(
+            out,
+            "    {}{}",
+            chunk.join(", "),
+            if last { ");" } else { "," }
+        )
+        .unwrap();
     }
     writeln!(out, "#endif").unwrap();
 }
@@ -68,11 +74,41 @@ fn generate() -> String {
         "iq1s_grid",
         &u32s(&iq1s),
     );
-    array(&mut out, "defined(DATA_A_IQ2_XXS)", "uvec2", "iq2xxs_grid", &u64s(&g.iq2xxs));
-    array(&mut out, "defined(DATA_A_IQ2_XS)", "uvec2", "iq2xs_grid", &u64s(&g.iq2xs));
-    array(&mut out, "defined(DATA_A_IQ2_S)", "uvec2", "iq2s_grid", &u64s(&g.iq2s));
-    array(&mut out, "defined(DATA_A_IQ3_XXS)", "uint", "iq3xxs_grid", &u32s(&g.iq3xxs));
-    array(&mut out, "defined(DATA_A_IQ3_S)", "uint", "iq3s_grid", &u32s(&g.iq3s));
+    array(
+        &mut out,
+        "defined(DATA_A_IQ2_XXS)",
+        "uvec2",
+        "iq2xxs_grid",
+        &u64s(&g.iq2xxs),
+    );
+    array(
+        &mut out,
+        "defined(DATA_A_IQ2_XS)",
+        "uvec2",
+        "iq2xs_grid",
+        &u64s(&g.iq2xs),
+    );
+    array(
+        &mut out,
+        "defined(DATA_A_IQ2_S)",
+        "uvec2",
+        "iq2s_grid",
+        &u64s(&g.iq2s),
+    );
+    array(
+        &mut out,
+        "defined(DATA_A_IQ3_XXS)",
+        "uint",
+        "iq3xxs_grid",
+        &u32s(&g.iq3xxs),
+    );
+    array(
+        &mut out,
+        "defined(DATA_A_IQ3_S)",
+        "uint",
+        "iq3s_grid",
+        &u32s(&g.iq3s),
+    );
     out
 }
 

@@ -14,6 +14,7 @@ pub mod context;
 pub mod device;
 pub mod error;
 pub mod iq_glsl;
+pub mod layer_messages;
 pub mod runners;
 
 pub use caps::DeviceCaps;

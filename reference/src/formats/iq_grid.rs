@@ -132,8 +132,8 @@ pub fn parts(dtype: DType, b: &[u8], e: usize) -> Parts {
         }
         DType::Iq2S => {
             // qs @2 (32 index bytes, then 32 sign bytes), qh @66, scales @74.
-            let idx = usize::from(b[2 + 4 * ib + l])
-                | ((usize::from(b[66 + ib]) << (8 - 2 * l)) & 0x300);
+            let idx =
+                usize::from(b[2 + 4 * ib + l]) | ((usize::from(b[66 + ib]) << (8 - 2 * l)) & 0x300);
             let signs = b[2 + 32 + 4 * ib + l];
             let s = (b[74 + ib] >> (4 * (l / 2))) & 0xF;
             Parts {
@@ -172,7 +172,11 @@ pub fn parts(dtype: DType, b: &[u8], e: usize) -> Parts {
             // qs @2 (32), qh @34: u16 per ib (3 index bits per group, 3-bit scale, δ sign).
             let h = u16_at(b, 34 + 2 * ib);
             let idx = usize::from(b[2 + 4 * ib + l]) | (usize::from((h >> (3 * l)) & 7) << 8);
-            let delta = if h & 0x8000 != 0 { -g.iq1_delta } else { g.iq1_delta };
+            let delta = if h & 0x8000 != 0 {
+                -g.iq1_delta
+            } else {
+                g.iq1_delta
+            };
             Parts {
                 d: d(),
                 a: odd(((h >> 12) & 7).into()),
@@ -246,10 +250,25 @@ macro_rules! lattice_block {
     };
 }
 
-lattice_block!(BlockIq2Xxs, DType::Iq2Xxs, 66, "An iq2_xxs block (66 bytes): 2.06 bits per element.");
+lattice_block!(
+    BlockIq2Xxs,
+    DType::Iq2Xxs,
+    66,
+    "An iq2_xxs block (66 bytes): 2.06 bits per element."
+);
 lattice_block!(BlockIq2Xs, DType::Iq2Xs, 74, "An iq2_xs block (74 bytes).");
 lattice_block!(BlockIq2S, DType::Iq2S, 82, "An iq2_s block (82 bytes).");
-lattice_block!(BlockIq3Xxs, DType::Iq3Xxs, 98, "An iq3_xxs block (98 bytes).");
+lattice_block!(
+    BlockIq3Xxs,
+    DType::Iq3Xxs,
+    98,
+    "An iq3_xxs block (98 bytes)."
+);
 lattice_block!(BlockIq3S, DType::Iq3S, 110, "An iq3_s block (110 bytes).");
 lattice_block!(BlockIq1S, DType::Iq1S, 50, "An iq1_s block (50 bytes).");
-lattice_block!(BlockIq1M, DType::Iq1M, 56, "An iq1_m block (56 bytes, its f16 scale spread over the top nibbles of the scale words).");
+lattice_block!(
+    BlockIq1M,
+    DType::Iq1M,
+    56,
+    "An iq1_m block (56 bytes, its f16 scale spread over the top nibbles of the scale words)."
+);

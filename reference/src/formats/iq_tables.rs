@@ -121,13 +121,22 @@ mod tests {
             assert!(bytes(*row, 8).all(|b| [8, 25, 43].contains(&b)), "{row:#x}");
         }
         for row in &g.iq3xxs {
-            assert!(bytes(u64::from(*row), 4).all(|b| (1..=62).contains(&b)), "{row:#x}");
+            assert!(
+                bytes(u64::from(*row), 4).all(|b| (1..=62).contains(&b)),
+                "{row:#x}"
+            );
         }
         for row in &g.iq3s {
-            assert!(bytes(u64::from(*row), 4).all(|b| b % 2 == 1 && b <= 15), "{row:#x}");
+            assert!(
+                bytes(u64::from(*row), 4).all(|b| b % 2 == 1 && b <= 15),
+                "{row:#x}"
+            );
         }
         for row in &g.iq1s {
-            assert!(bytes(*row, 8).all(|b| matches!(b, 0x00 | 0x01 | 0xFF)), "{row:#x}");
+            assert!(
+                bytes(*row, 8).all(|b| matches!(b, 0x00 | 0x01 | 0xFF)),
+                "{row:#x}"
+            );
         }
         assert_eq!(g.iq1_delta, 0.125);
         // First rows, read off the JSON file by eye.

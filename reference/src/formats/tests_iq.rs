@@ -38,7 +38,7 @@ const ONE: [u8; 2] = [0x00, 0x3C];
 fn iq2_xxs_known() {
     let mut b = vec![0u8; 66];
     put(&mut b, 0, &ONE); // d = 1
-    // ib 0: indices [1, 0, 0, 0]; W = scale 3 << 28 | sign index 1 for l = 0.
+                          // ib 0: indices [1, 0, 0, 0]; W = scale 3 << 28 | sign index 1 for l = 0.
     b[2] = 1;
     put(&mut b, 6, &((3u32 << 28) | 1).to_le_bytes());
     let x = decode1(DType::Iq2Xxs, &b);
@@ -63,7 +63,7 @@ fn iq2_xxs_known() {
 fn iq2_xs_known() {
     let mut b = vec![0u8; 74];
     put(&mut b, 0, &[0x00, 0x38]); // d = 0.5
-    // qs[0] = index 2 | sign index 3 << 9 = 0x0602.
+                                   // qs[0] = index 2 | sign index 3 << 9 = 0x0602.
     put(&mut b, 2, &0x0602u16.to_le_bytes());
     b[66] = 0x52; // ib 0: groups 0, 1 scale 2; groups 2, 3 scale 5
     let x = decode1(DType::Iq2Xs, &b);
@@ -74,8 +74,8 @@ fn iq2_xs_known() {
         &[
             (0, -0.3125 * 25.0), // −7.8125
             (1, -7.8125),
-            (2, 0.3125 * 8.0), // 2.5
-            (8, 2.5),          // l = 1: row 0, no signs
+            (2, 0.3125 * 8.0),  // 2.5
+            (8, 2.5),           // l = 1: row 0, no signs
             (16, 0.6875 * 8.0), // 5.5
             (31, 5.5),
             (32, 0.5 * 0.5 * 0.25 * 8.0), // ib 1: scale 0 → 0.5
@@ -96,7 +96,7 @@ fn iq2_s_known() {
     expect(
         &x,
         &[
-            (0, 0.375 * 8.0), // l = 0: row 0 → 3
+            (0, 0.375 * 8.0),  // l = 0: row 0 → 3
             (8, 0.375 * 43.0), // 16.125
             (9, 3.0),
             (11, 16.125),
@@ -159,18 +159,18 @@ fn iq1_s_known() {
     let mut b = vec![0u8; 50];
     put(&mut b, 0, &ONE);
     b[2] = 7; // qs[0]
-    // qh[0] = δ sign | s = 2 << 12 | index bits of l = 0: 1 → index 7 | 1 << 8 = 263.
+              // qh[0] = δ sign | s = 2 << 12 | index bits of l = 0: 1 → index 7 | 1 << 8 = 263.
     put(&mut b, 34, &0xA001u16.to_le_bytes());
     let x = decode1(DType::Iq1S, &b);
     // dl = 1·(2·2 + 1) = 5, δ = −0.125; row 263 = [0, −1, −1, −1, −1, 0, 0, −1].
     expect(
         &x,
         &[
-            (0, 5.0 * -0.125),  // −0.625
-            (1, 5.0 * -1.125),  // −5.625
+            (0, 5.0 * -0.125), // −0.625
+            (1, 5.0 * -1.125), // −5.625
             (5, -0.625),
             (7, -5.625),
-            (8, -5.625),        // l = 1: row 0
+            (8, -5.625), // l = 1: row 0
             // ib 1: qh = 0: dl = 1, δ = +0.125, row 0 → −0.875.
             (32, -0.875),
         ],
@@ -193,9 +193,9 @@ fn iq1_m_known() {
     expect(
         &x,
         &[
-            (0, 3.0 * 0.125),  // row 263[0] = 0, δ = +0.125 → 0.375
-            (1, 3.0 * -0.875), // −2.625
-            (8, 3.0 * -1.125), // l = 1: row 0, δ = −0.125 → −3.375
+            (0, 3.0 * 0.125),   // row 263[0] = 0, δ = +0.125 → 0.375
+            (1, 3.0 * -0.875),  // −2.625
+            (8, 3.0 * -1.125),  // l = 1: row 0, δ = −0.125 → −3.375
             (16, 5.0 * -0.875), // l = 2: row 0, δ = +0.125 → −4.375
             (32, -0.875),       // ib 1: dl = 1
         ],
@@ -231,7 +231,9 @@ fn lattice_blocks_are_exact_in_f32_and_struct_sizes_match() {
         for _ in 0..50 {
             let mut b: Vec<u8> = (0..t.block_bytes())
                 .map(|_| {
-                    s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    s = s
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     (s >> 56) as u8
                 })
                 .collect();
