@@ -13,6 +13,9 @@
 //   q4_K                    d * sc * q - dmin * mn in float, then one rounding to f16
 //   q5_K                    d * sc and dmin * mn in float16_t, d*sc*q - dmin*mn in float,
 //                           then one rounding to f16
+//   iq1_s iq1_m iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s
+//                           (d * factor) * q in float (exact, iq_decode.comp), then one
+//                           rounding to f16 (the kernel fills the shared grid first)
 // Requires GL_EXT_buffer_reference, 8/16-bit storage and explicit int8/int16/float16
 // arithmetic (declared by the including shader) and types.comp.
 
@@ -205,6 +208,52 @@ float16_t dequantFuncQ6_K(DECODE_ARGS(decodeBufQ6_K))
     return (bl.block.d * float16_t(sc)) * float16_t(q);
 }
 #define dequantFuncA dequantFuncQ6_K
+#endif
+
+// ---- Lattice i-quants: one callback shape, decoding in iq_decode.comp ----
+
+#if defined(DATA_A_IQ1_S)
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufIQ1_S { block_iq1_s block; };
+#define IQ_DECODE_BUF decodeBufIQ1_S
+#define IQ_DEQUANT_FUNC dequantFuncIQ1_S
+#elif defined(DATA_A_IQ1_M)
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufIQ1_M { block_iq1_m block; };
+#define IQ_DECODE_BUF decodeBufIQ1_M
+#define IQ_DEQUANT_FUNC dequantFuncIQ1_M
+#elif defined(DATA_A_IQ2_XXS)
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufIQ2_XXS { block_iq2_xxs block; };
+#define IQ_DECODE_BUF decodeBufIQ2_XXS
+#define IQ_DEQUANT_FUNC dequantFuncIQ2_XXS
+#elif defined(DATA_A_IQ2_XS)
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufIQ2_XS { block_iq2_xs block; };
+#define IQ_DECODE_BUF decodeBufIQ2_XS
+#define IQ_DEQUANT_FUNC dequantFuncIQ2_XS
+#elif defined(DATA_A_IQ2_S)
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufIQ2_S { block_iq2_s block; };
+#define IQ_DECODE_BUF decodeBufIQ2_S
+#define IQ_DEQUANT_FUNC dequantFuncIQ2_S
+#elif defined(DATA_A_IQ3_XXS)
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufIQ3_XXS { block_iq3_xxs block; };
+#define IQ_DECODE_BUF decodeBufIQ3_XXS
+#define IQ_DEQUANT_FUNC dequantFuncIQ3_XXS
+#elif defined(DATA_A_IQ3_S)
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufIQ3_S { block_iq3_s block; };
+#define IQ_DECODE_BUF decodeBufIQ3_S
+#define IQ_DEQUANT_FUNC dequantFuncIQ3_S
+#endif
+
+#ifdef IQ_DECODE_BUF
+#define IQ_ARG const in IQ_DECODE_BUF bl
+#define IQ_BLK bl.block
+#define IQ_PASS bl
+#include "iq_decode.comp"
+
+float16_t IQ_DEQUANT_FUNC(DECODE_ARGS(IQ_DECODE_BUF))
+{
+    const uint e = coordInBlock[1];
+    return float16_t(iq_group_scale(bl, e / 16u) * iq_quant(bl, e));
+}
+#define dequantFuncA IQ_DEQUANT_FUNC
 #endif
 
 #endif // VKDIFF_DEQUANT_FUNCS_CM2

@@ -1,5 +1,6 @@
 // mul_mat_vec_superblock.comp: the body shared by the per-type K-quant mat-vec files
-// mul_mat_vec_q2_k.comp ... mul_mat_vec_q6_k.comp. Same interface as mul_mat_vec.comp
+// mul_mat_vec_q2_k.comp ... mul_mat_vec_q6_k.comp and the lattice i-quants'
+// (mul_mat_vec_iq_lattice.comp). Same interface as mul_mat_vec.comp
 // (defines, bindings, push constants, specialization constants, dispatch: see
 // mul_mat_vec_base.comp); the host passes BLOCK_SIZE = max(subgroup size, 16), a power of two.
 //
@@ -10,7 +11,8 @@
 //                the quants q_j of elements 16 grp + j of block ib (exact integers)
 //   vec2 group_scale(uint ib, uint grp)
 //                (d * sc, dmin * m) of that group (m = 0 without a min). Both products are
-//                exact in float: d has at most 11 significant bits, a scale or min at most 8.
+//                exact in float: d has at most 11 significant bits, a scale or min at most 8
+//                (i-quants: d times 2s + 1 and a power of two, see iq_decode.comp).
 //                Element 16 grp + j = group_scale.x * q_j - group_scale.y.
 // Every K-quant keeps one scale (and min) per 16-element group: q2_K, q3_K and q6_K have
 // sixteen, q4_K and q5_K eight 32-element sub-blocks, i.e. one per pair of groups.
@@ -83,6 +85,10 @@ void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 
 void main()
 {
+#ifdef NEEDS_INIT_IQ_SHMEM
+    // Before the early return: the whole workgroup must reach its barrier.
+    init_iq_shmem(gl_WorkGroupSize);
+#endif
     const uint first_row = workgroup_first_row();
     // Uniform per workgroup, so leaving before the reduction's barriers is safe.
     if (first_row >= p.stride_d) {

@@ -7,8 +7,9 @@
 // file is the cm1 path: same staging, products by KHR cooperative matrices (see "cm1" below).
 //
 // Defines (section 6.1; one variant per combination):
-//   DATA_A_<T>=1      A's type (types.comp): F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K, IQ4_NL,
-//                     IQ4_XS.
+//   DATA_A_<T>=1      A's type (types.comp): F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K, IQ1_S,
+//                     IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (iq_decode.comp, with
+//                     their grid in shared memory), IQ4_NL, IQ4_XS.
 //   B_TYPE            element type of the B buffer: float, float16_t, uint16_t (bf16 bits,
 //                     with B_IS_FLOAT=1; TO_FLOAT_TYPE is accepted and ignored, the bits are
 //                     widened by types.comp's bf16_to_fp32), or the aligned vector
@@ -292,6 +293,13 @@ uvec2 scale_min_k4(uint ib, uint sb)
 }
 #endif
 
+#if defined(DATA_A_IQ_LATTICE)
+#define IQ_ARG uint ib
+#define IQ_BLK data_a[ib]
+#define IQ_PASS ib
+#include "iq_decode.comp"
+#endif
+
 // Element e (0 <= e < QUANT_K) of block ib, fully scaled. Products of the f16 scale with the
 // integer parts are exact in float (at most 23 significant bits); the only rounding is the
 // subtraction or addition of the min.
@@ -327,6 +335,9 @@ float a_block_value(uint ib, uint e)
     const uint ls = ((uint(data_a[ib].scales_l[sub / 2]) >> (4 * (sub % 2))) & 0xFu)
                   | (((uint(data_a[ib].scales_h) >> (2 * sub)) & 3u) << 4);
     return float(data_a[ib].d) * (float(int(ls) - 32) * kvalues_iq4nl[j < 16 ? byte & 0xFu : byte >> 4]);
+#elif defined(DATA_A_IQ_LATTICE)
+    // Both factors and the product are exact (iq_decode.comp).
+    return iq_group_scale(ib, e / 16) * iq_quant(ib, e);
 #elif defined(DATA_A_Q2_K)
     // n = e / 128, g = (e % 128) / 32, l = e % 32; one scale/min byte per 16 elements.
     const uint q = (uint(data_a[ib].qs[32 * (e / 128) + e % 32]) >> (2 * ((e % 128) / 32))) & 3u;
@@ -661,6 +672,9 @@ uint gather_matches(uint expert)
 
 void main()
 {
+#ifdef NEEDS_INIT_IQ_SHMEM
+    init_iq_shmem(gl_WorkGroupSize);
+#endif
     const uint blocks_m = (p.M + BM - 1) / BM;
     const uint ir = gl_WorkGroupID.x % blocks_m;
     const uint row0 = ir * BM;

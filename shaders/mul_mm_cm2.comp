@@ -197,6 +197,9 @@ ACC_TYPE store_mm(const in uint32_t row, const in uint32_t col, const in ACC_TYP
 
 void main()
 {
+#ifdef NEEDS_INIT_IQ_SHMEM
+    init_iq_shmem(gl_WorkGroupSize);
+#endif
     // A's block-unit row stride (QUANT_K = 1 for f16/bf16).
     const uint a_stride = p.stride_a / QUANT_K;
     const uint rows_per_a = p.batch_stride_a / p.stride_a;   // = M

@@ -1,7 +1,8 @@
 // types.comp: element types and ggml block layouts shared by every kernel.
 //
 // Select the A operand with the define DATA_A_<T>=1, T in F32, F16, BF16, Q4_0, Q4_1,
-// Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS. That defines
+// Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
+// IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS. That defines
 //   A_TYPE   element type of the A buffer (float, float16_t, uint16_t for raw bf16 bits,
 //            or the block struct),
 //   QUANT_K  elements per block (1 for the float types),
@@ -18,6 +19,7 @@
 
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_control_flow_attributes : enable
 
 // bf16 is the upper half of a binary32, so widening is a shift (exact).
 float bf16_to_fp32(uint bits)
@@ -117,10 +119,63 @@ struct block_iq4_xs {         // 136 bytes
     uint8_t qs[QK_K / 2];     // @8: 16 bytes per 32-element sub-block, as iq4_nl's qs
 };
 
+// ---- Lattice i-quants: 256-element super-blocks (interface notes 2.5) ----
+// Element e: sub-block ib = e / 32, group l = (e % 32) / 8 of 8 elements, j = e % 8.
+// Decoding: iq_decode.comp.
+
+struct block_iq1_s {          // 50 bytes
+    float16_t d;              // @0
+    uint8_t qs[QK_K / 8];     // @2: low 8 bits of the grid index of group l of ib: qs[4 ib + l]
+    uint16_t qh[QK_K / 32];   // @34: per ib: index bits 8..10 of group l at bits 3l.., 3-bit
+                              //      scale at bits 12..14, delta sign at bit 15
+};
+
+struct block_iq1_m {          // 56 bytes, no d field
+    uint8_t qs[QK_K / 8];     // @0: as iq1_s
+    uint8_t qh[QK_K / 16];    // @32: byte 2 ib + l / 2: index bits 8..10 of group l in the
+                              //      nibble l % 2 (bits 0..2), its delta sign at bit 3
+    uint16_t scales[QK_K / 64];  // @48: 3-bit scales (4 per word: ib % 2 selects bits 0..5
+                              //      or 6..11, l / 2 the 3-bit half); the f16 d in the top
+                              //      nibbles (word i = bits 4i..4i+3 of d)
+};
+
+struct block_iq2_xxs {        // 66 bytes
+    float16_t d;              // @0
+    uint16_t qs[QK_K / 8];    // @2: per ib, 8 bytes: grid indices of groups 0..3, then a
+                              //      u32 of four 7-bit sign indices and a 4-bit scale (28..31)
+};
+
+struct block_iq2_xs {         // 74 bytes
+    float16_t d;              // @0
+    uint16_t qs[QK_K / 8];    // @2: qs[4 ib + l] = 9-bit grid index | 7-bit sign index << 9
+    uint8_t scales[QK_K / 32];  // @66: per ib, groups 0-1 low nibble, 2-3 high nibble
+};
+
+struct block_iq2_s {          // 82 bytes
+    float16_t d;              // @0
+    uint8_t qs[QK_K / 4];     // @2: bytes 0..31 low 8 index bits (4 ib + l), 32..63 sign bytes
+    uint8_t qh[QK_K / 32];    // @66: index bits 8..9 of group l at bits 2l.. of qh[ib]
+    uint8_t scales[QK_K / 32];  // @74: as iq2_xs
+};
+
+struct block_iq3_xxs {        // 98 bytes
+    float16_t d;              // @0
+    uint8_t qs[3 * QK_K / 8]; // @2: bytes 0..63 grid indices (one per 4 elements: 8 ib + k),
+                              //      64..95 per ib a u32 of 4 sign indices + scale, as iq2_xxs
+};
+
+struct block_iq3_s {          // 110 bytes
+    float16_t d;              // @0
+    uint8_t qs[QK_K / 4];     // @2: low 8 bits of the grid index of elements 4k.. of ib: 8 ib + k
+    uint8_t qh[QK_K / 32];    // @66: bit k of qh[ib] = index bit 8 of qs[8 ib + k]
+    uint8_t signs[QK_K / 8];  // @74: one sign byte per group: 4 ib + l
+    uint8_t scales[QK_K / 64];  // @106: 4-bit scale of ib in nibble ib % 2 of byte ib / 2
+};
+
 // kvalues_iq4nl of ggml-common.h: the value of each 4-bit index. Upstream copies it into
 // shared memory (init_iq_shmem); a constant array does the same job here without a barrier
-// at kernel entry, so no kernel needs NEEDS_INIT_IQ_SHMEM. Every entry is exact in float
-// and float16_t.
+// at kernel entry (the lattice i-quants' larger tables do go to shared memory, below). Every
+// entry is exact in float and float16_t.
 const float kvalues_iq4nl[16] = float[16](
     -127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
     1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
@@ -137,6 +192,13 @@ const float kvalues_iq4nl[16] = float[16](
 #define QUANT_K_Q4_K QK_K
 #define QUANT_K_Q5_K QK_K
 #define QUANT_K_Q6_K QK_K
+#define QUANT_K_IQ1_S QK_K
+#define QUANT_K_IQ1_M QK_K
+#define QUANT_K_IQ2_XXS QK_K
+#define QUANT_K_IQ2_XS QK_K
+#define QUANT_K_IQ2_S QK_K
+#define QUANT_K_IQ3_XXS QK_K
+#define QUANT_K_IQ3_S QK_K
 #define QUANT_K_IQ4_NL QK4_NL
 #define QUANT_K_IQ4_XS QK_K
 
@@ -189,6 +251,27 @@ const float kvalues_iq4nl[16] = float[16](
 #elif defined(DATA_A_Q6_K)
 #define A_TYPE block_q6_K
 #define QUANT_K QK_K
+#elif defined(DATA_A_IQ1_S)
+#define A_TYPE block_iq1_s
+#define QUANT_K QK_K
+#elif defined(DATA_A_IQ1_M)
+#define A_TYPE block_iq1_m
+#define QUANT_K QK_K
+#elif defined(DATA_A_IQ2_XXS)
+#define A_TYPE block_iq2_xxs
+#define QUANT_K QK_K
+#elif defined(DATA_A_IQ2_XS)
+#define A_TYPE block_iq2_xs
+#define QUANT_K QK_K
+#elif defined(DATA_A_IQ2_S)
+#define A_TYPE block_iq2_s
+#define QUANT_K QK_K
+#elif defined(DATA_A_IQ3_XXS)
+#define A_TYPE block_iq3_xxs
+#define QUANT_K QK_K
+#elif defined(DATA_A_IQ3_S)
+#define A_TYPE block_iq3_s
+#define QUANT_K QK_K
 #elif defined(DATA_A_IQ4_NL)
 #define A_TYPE block_iq4_nl
 #define QUANT_K QK4_NL
@@ -197,6 +280,68 @@ const float kvalues_iq4nl[16] = float[16](
 #define A_TYPE block_iq4_xs
 #define QUANT_K QK_K
 #define QUANT_R 1
+#endif
+
+// ---- Lattice tables in shared memory (interface notes 2.6) ----
+// For a lattice i-quant A, the table's constant copy (generated from iq_grids.json and served
+// by the compiler as iq_grids.comp) is copied into `shared` memory by init_iq_shmem, which
+// every kernel calls at the top of main when NEEDS_INIT_IQ_SHMEM is defined: the whole
+// workgroup must reach it (uniform control flow) and it ends with a barrier. Shared sizes are
+// upstream's (the host's shared-memory checks count them): iq1s 4096 bytes (2048 16-bit rows
+// kept two per uint), iq2xxs 2048, iq2xs 4096, iq2s 8192, iq3xxs 1024, iq3s 2048.
+
+#if defined(DATA_A_IQ1_S) || defined(DATA_A_IQ1_M)
+#define IQ_GRID iq1s_grid
+#define IQ_GRID_CONST iq1s_grid_const
+#define IQ_GRID_TYPE uint
+#define IQ_GRID_LEN 1024
+#elif defined(DATA_A_IQ2_XXS)
+#define IQ_GRID iq2xxs_grid
+#define IQ_GRID_CONST iq2xxs_grid_const
+#define IQ_GRID_TYPE uvec2
+#define IQ_GRID_LEN 256
+#elif defined(DATA_A_IQ2_XS)
+#define IQ_GRID iq2xs_grid
+#define IQ_GRID_CONST iq2xs_grid_const
+#define IQ_GRID_TYPE uvec2
+#define IQ_GRID_LEN 512
+#elif defined(DATA_A_IQ2_S)
+#define IQ_GRID iq2s_grid
+#define IQ_GRID_CONST iq2s_grid_const
+#define IQ_GRID_TYPE uvec2
+#define IQ_GRID_LEN 1024
+#elif defined(DATA_A_IQ3_XXS)
+#define IQ_GRID iq3xxs_grid
+#define IQ_GRID_CONST iq3xxs_grid_const
+#define IQ_GRID_TYPE uint
+#define IQ_GRID_LEN 256
+#elif defined(DATA_A_IQ3_S)
+#define IQ_GRID iq3s_grid
+#define IQ_GRID_CONST iq3s_grid_const
+#define IQ_GRID_TYPE uint
+#define IQ_GRID_LEN 512
+#endif
+
+#ifdef IQ_GRID
+#include "iq_grids.comp"
+#define DATA_A_IQ_LATTICE 1
+#define NEEDS_INIT_IQ_SHMEM 1
+shared IQ_GRID_TYPE IQ_GRID[IQ_GRID_LEN];
+
+void init_iq_shmem(uvec3 wgsize)
+{
+    const uint n = wgsize.x * wgsize.y * wgsize.z;
+    // Invocation t copies entries t, t + n, ... Unrolled, so every read of the constant array
+    // has a constant index: a dynamically indexed constant array can become a selection
+    // ladder per read in the driver's compiler (lavapipe took minutes to build such a
+    // pipeline).
+    [[unroll]] for (uint i = 0; i < IQ_GRID_LEN; ++i) {
+        if (i % n == gl_LocalInvocationIndex) {
+            IQ_GRID[i] = IQ_GRID_CONST[i];
+        }
+    }
+    barrier();
+}
 #endif
 
 #endif // VKDIFF_TYPES_COMP

@@ -103,6 +103,8 @@ pub fn mul_mat_vec_depth_of(a: vkdiff_reference::DType, k: usize, block_size: u3
     let per_super_block = match a {
         DType::Q2_K | DType::Q4_K | DType::Q5_K => Some(2),
         DType::Q3_K | DType::Q6_K => Some(1),
+        // The lattice i-quants share the K-quant body (mul_mat_vec_iq_lattice.comp).
+        t if DType::LATTICE_IQUANTS.contains(&t) => Some(1),
         _ => None,
     };
     if let Some(folds) = per_super_block {
@@ -136,6 +138,8 @@ pub fn mul_mat_vec_bounds_of(
         DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => {
             subnormal_floor(3 * k) * f64::from(1u32 << 23)
         }
+        // Group scales ≤ 65504·31 < 2²³ (iq3_s; the others are smaller).
+        t if DType::LATTICE_IQUANTS.contains(&t) => subnormal_floor(3 * k) * f64::from(1u32 << 23),
         _ => subnormal_floor(k),
     };
     magnitudes.iter().map(|m| g * m + floor).collect()
@@ -1309,6 +1313,14 @@ pub fn cm2_decode_terms(dtype: vkdiff_reference::DType, bytes: &[u8]) -> Option<
                         tiny: tiny(&[d, d * sc]),
                     }
                 }
+                t if T::LATTICE_IQUANTS.contains(&t) => {
+                    let parts = vkdiff_reference::formats::iq_grid::parts(t, b, e);
+                    DecodeTerms {
+                        p: parts.exact(),
+                        m: 0.0,
+                        tiny: tiny(&[parts.d.to_f64()]),
+                    }
+                }
                 _ => return None,
             };
             out.push(t);
@@ -1327,6 +1339,8 @@ const IQ4NL: [f64; 16] = [
 /// overflow. With u = 2⁻¹¹ (plus the f32 half-ulp of [`Fp::unit`]) and u₃₂ = 2⁻²⁴:
 ///
 /// * q4_0, q5_0, q8_0, iq4_nl: d·q in f16, one rounding: u·|x|.
+/// * iq1_s … iq3_s: the exact value formed in f32 (iq_decode.comp), one f16 rounding: u·|x|
+///   (a subnormal d may still be flushed when read: `tiny` is d).
 /// * q3_K, q6_K, iq4_xs: (d·sc)·q in f16: u·|P| for d·sc (carried through the exact ·q), then
 ///   u·(|x| + u·|P|).
 /// * q4_1, q5_1: d·q + m in f16 (or one fma): u·|P| + u·(|x| + u·|P|).
@@ -1529,9 +1543,9 @@ mod cm2_tests {
             let mut bytes = vec![0u8; 3 * dt.block_bytes()];
             r.fill(&mut bytes[..]);
             for blk in bytes.chunks_exact_mut(dt.block_bytes()) {
-                for &off in dt.f16_fields() {
+                for i in 0..dt.f16_scales() {
                     let v = half::f16::from_f32(r.gen_range(-1.0..1.0));
-                    blk[off..off + 2].copy_from_slice(&v.to_le_bytes());
+                    dt.set_f16_scale(blk, i, v);
                 }
             }
             let want =

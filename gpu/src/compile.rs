@@ -171,6 +171,8 @@ impl ShaderTree {
         for (k, val) in &v.defines {
             h.update(format!("{k}={val}\0").as_bytes());
         }
+        // The generated include is no file of the tree, so the .deps check cannot see it.
+        h.update(crate::iq_glsl::iq_grids_glsl().as_bytes());
         hex(&h.finalize())
     }
 
@@ -249,10 +251,19 @@ impl ShaderTree {
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| root.clone());
-            let path = [from_dir.join(name), root.join(name)]
+            let Some(path) = [from_dir.join(name), root.join(name)]
                 .into_iter()
                 .find(|p| p.is_file())
-                .ok_or_else(|| format!("cannot find include {name} (from {from})"))?;
+            else {
+                // The i-quant tables, generated from iq_grids.json, unless the tree has its own.
+                if name == crate::iq_glsl::IQ_GRIDS_INCLUDE {
+                    return Ok(shaderc::ResolvedInclude {
+                        resolved_name: format!("<generated>/{name}"),
+                        content: crate::iq_glsl::iq_grids_glsl().to_string(),
+                    });
+                }
+                return Err(format!("cannot find include {name} (from {from})"));
+            };
             let content =
                 std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             seen.lock().unwrap().push(path.clone());

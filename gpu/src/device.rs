@@ -187,40 +187,8 @@ struct Validation {
     messages: *const Mutex<Vec<String>>,
 }
 
-/// Messages of validation layers older than an extension we enable (Debian 12 ships 1.3.239):
-/// the layer does not know the extension, so it warns that it cannot validate it and calls its
-/// feature struct an unknown sType. Named, so that exactly these are ignored: (text the message
-/// contains, one of which must also appear). Everything else the layer says fails the case.
-const LAYER_OLDER_THAN_EXTENSION: [(&str, &[&str]); 3] = [
-    // vkCreateDevice's pNext chain: the feature structs of VK_KHR_cooperative_matrix,
-    // VK_NV_cooperative_matrix2 and VK_KHR_shader_bfloat16, by sType.
-    (
-        "VUID-VkDeviceCreateInfo-pNext-pNext",
-        &["(1000506000)", "(1000593000)", "(1000141000)"],
-    ),
-    // vkGetPhysicalDeviceProperties2's pNext chain: VK_NV_cooperative_matrix2's properties
-    // struct (seen on the H100 with the 1.3.239 layer once caps probed it).
-    (
-        "VUID-VkPhysicalDeviceProperties2-pNext-pNext",
-        &["(1000593002)"],
-    ),
-    // "Device Extension X is not supported by this layer".
-    (
-        "is not supported by this layer",
-        &[
-            "VK_KHR_cooperative_matrix ",
-            "VK_NV_cooperative_matrix2 ",
-            "VK_KHR_shader_bfloat16 ",
-        ],
-    ),
-];
-
-/// Whether a layer message is one of [`LAYER_OLDER_THAN_EXTENSION`].
-fn layer_older_than_extension(text: &str) -> bool {
-    LAYER_OLDER_THAN_EXTENSION
-        .iter()
-        .any(|(what, names)| text.contains(what) && names.iter().any(|n| text.contains(n)))
-}
+/// The validation layer's version ("1.3.239"), set when the layer is enabled.
+static LAYER_VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 unsafe extern "system" fn on_message(
     severity: vk::DebugUtilsMessageSeverityFlagsEXT,
@@ -238,9 +206,24 @@ unsafe extern "system" fn on_message(
     let text = unsafe { (*data).message_as_c_str() }
         .map(|m| m.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if layer_older_than_extension(&text) {
-        return vk::FALSE;
-    }
+    let text = match crate::layer_messages::classify(&text) {
+        crate::layer_messages::LayerMessage::Finding => text,
+        crate::layer_messages::LayerMessage::Predates(what) => {
+            let version = LAYER_VERSION.get().map_or("?", String::as_str);
+            crate::layer_messages::unvalidated_line(&what, version)
+        }
+        crate::layer_messages::LayerMessage::LoaderLookup(f) => {
+            // The loader's lookup in vkCreateDevice, not ours: said once, judged never.
+            static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                eprintln!(
+                    "vkdiff: note: the Vulkan loader looked up the instance-level {f} through \
+                     vkGetDeviceProcAddr while creating the device (not a call of ours; ignored)"
+                );
+            }
+            return vk::FALSE;
+        }
+    };
     // Also to stderr at once: if the driver then crashes, the message survives in the log
     // (campaign workers keep their last stderr lines for the crash report).
     eprintln!("vkdiff: validation: {text}");
@@ -625,17 +608,17 @@ fn component_name(t: vk::ComponentTypeKHR) -> String {
 /// The Khronos validation layer's name.
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
-fn layer_installed(entry: &ash::Entry, layer: &CStr) -> bool {
+fn find_layer(entry: &ash::Entry, layer: &CStr) -> Option<vk::LayerProperties> {
     let available = unsafe { entry.enumerate_instance_layer_properties() }.unwrap_or_default();
     available
-        .iter()
-        .any(|l| l.layer_name_as_c_str() == Ok(layer))
+        .into_iter()
+        .find(|l| l.layer_name_as_c_str() == Ok(layer))
 }
 
 /// Whether the Vulkan loader finds the Khronos validation layer (tests that need it are
 /// ignored, not passed, without it).
 pub fn validation_layer_installed() -> bool {
-    unsafe { ash::Entry::load() }.is_ok_and(|entry| layer_installed(&entry, VALIDATION_LAYER))
+    unsafe { ash::Entry::load() }.is_ok_and(|entry| find_layer(&entry, VALIDATION_LAYER).is_some())
 }
 
 /// Whether `VKDIFF_VALIDATE` asks for the validation layer (`1`, or `gpu` for GPU-assisted
@@ -654,7 +637,14 @@ fn validation_layers(entry: &ash::Entry) -> Vec<&'static CStr> {
     if !validation_requested() {
         return vec![];
     }
-    if layer_installed(entry, LAYER) {
+    if let Some(l) = find_layer(entry, LAYER) {
+        let v = l.spec_version;
+        let _ = LAYER_VERSION.set(format!(
+            "{}.{}.{}",
+            vk::api_version_major(v),
+            vk::api_version_minor(v),
+            vk::api_version_patch(v)
+        ));
         vec![LAYER]
     } else {
         eprintln!("vkdiff: VKDIFF_VALIDATE=1 but {LAYER:?} is not installed (apt-get install vulkan-validationlayers)");
@@ -748,30 +738,5 @@ impl Drop for Device {
             let _ = self.raw.device_wait_idle();
             self.raw.destroy_device(None);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::layer_older_than_extension;
-
-    #[test]
-    fn only_the_named_layer_age_messages_are_ignored() {
-        // As the 1.3.239 layer printed it on the H100 (shortened).
-        let probe = "Validation Error: [ VUID-VkPhysicalDeviceProperties2-pNext-pNext ] Object 0: \
-                     VK_NULL_HANDLE | vkGetPhysicalDeviceProperties2: pProperties->pNext chain \
-                     includes a structure with unknown VkStructureType (1000593002); Allowed \
-                     structures are [...]";
-        assert!(layer_older_than_extension(probe));
-        // The same complaint about any other struct is a real finding.
-        assert!(!layer_older_than_extension(
-            &probe.replace("(1000593002)", "(1000001000)")
-        ));
-        assert!(layer_older_than_extension(
-            "Device Extension VK_KHR_shader_bfloat16 is not supported by this layer"
-        ));
-        assert!(!layer_older_than_extension(
-            "Validation Error: [ VUID-vkCmdDispatch-None-02699 ] descriptor not updated"
-        ));
     }
 }

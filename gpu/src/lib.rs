@@ -1,7 +1,8 @@
 //! Runs ggml-vulkan compute shaders on a real Vulkan device.
 //!
 //! - [`device`]: instance, device choice (`VKDIFF_DEVICE`), capability probing ([`DeviceCaps`]).
-//! - [`compile`]: GLSL → SPIR-V with shaderc, cached on disk per variant and include set.
+//! - [`compile`]: GLSL → SPIR-V with shaderc, cached on disk per variant and include set;
+//!   [`iq_glsl`] generates the i-quant tables it serves as an include.
 //! - [`context`]: pipelines cached per (SPIR-V, specialization constants), reused buffers,
 //!   jobs that poison outputs, dispatch, read back and time.
 //! - [`runners`]: one per kernel family, reproducing upstream's host logic.
@@ -12,6 +13,8 @@ pub mod compile;
 pub mod context;
 pub mod device;
 pub mod error;
+pub mod iq_glsl;
+pub mod layer_messages;
 pub mod runners;
 
 pub use caps::DeviceCaps;

@@ -186,12 +186,12 @@ pub fn tensor(dtype: DType, ne: [usize; 4], blocks: Blocks, seed: u64, stream: u
             let mut bytes = vec![0u8; nblocks * dtype.block_bytes()];
             r.fill(&mut bytes[..]);
             for block in bytes.chunks_exact_mut(dtype.block_bytes()) {
-                for &off in dtype.f16_fields() {
-                    block[off..off + 2].copy_from_slice(&scale(mode, &mut r).to_le_bytes());
+                for i in 0..dtype.f16_scales() {
+                    dtype.set_f16_scale(block, i, scale(mode, &mut r));
                 }
             }
             if bytes.iter().all(|&b| b == 0) {
-                bytes[dtype.f16_fields()[0]..][..2].copy_from_slice(&f16::ONE.to_le_bytes());
+                dtype.set_f16_scale(&mut bytes[..dtype.block_bytes()], 0, f16::ONE);
                 bytes[dtype.block_bytes() - 1] = 0x11;
             }
             Tensor::from_bytes(dtype, ne, bytes).expect("whole blocks")
@@ -233,17 +233,22 @@ mod tests {
 
     #[test]
     fn formats_without_a_quantizer_fall_back_to_random_raw_blocks() {
-        for dtype in [DType::Q2_K, DType::Q6_K, DType::Iq4Nl, DType::Iq4Xs] {
+        for dtype in [
+            DType::Q2_K,
+            DType::Q6_K,
+            DType::Iq1M,
+            DType::Iq2Xxs,
+            DType::Iq4Nl,
+            DType::Iq4Xs,
+        ] {
             let ne = [dtype.block_len(), 3, 1, 1];
             let q = tensor(dtype, ne, Blocks::Quantized(Dist::Large), 9, 0);
             let raw = tensor(dtype, ne, Blocks::Raw(Scales::Random), 9, 0);
             assert_eq!(q, raw, "{dtype}");
             // Every scale field is a finite f16 of the Random range.
             for block in q.data().chunks_exact(dtype.block_bytes()) {
-                for &at in dtype.f16_fields() {
-                    let v = f16::from_le_bytes([block[at], block[at + 1]])
-                        .to_f32()
-                        .abs();
+                for i in 0..dtype.f16_scales() {
+                    let v = dtype.f16_scale(block, i).to_f32().abs();
                     assert!((1.0 / 1024.0..=1.0).contains(&v), "{dtype}: {v}");
                 }
             }

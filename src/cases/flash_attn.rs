@@ -886,8 +886,8 @@ pub const FULLY_MASKED: &str = "fully masked row: ggml gives NaN (0·1/0)";
 fn poison_row(t: DType, row: &mut [u8]) {
     if t.is_quantized() {
         for block in row.chunks_exact_mut(t.block_bytes()) {
-            for &off in t.f16_fields() {
-                block[off..off + 2].copy_from_slice(&F16_NAN.to_le_bytes());
+            for i in 0..t.f16_scales() {
+                t.set_f16_scale(block, i, half::f16::from_bits(F16_NAN));
             }
         }
     } else {

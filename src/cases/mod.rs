@@ -153,7 +153,7 @@ impl Ctx<'_> {
     ) -> Result<KernelRun, Outcome> {
         let first = run(self.gpu, self.tree).map_err(Outcome::from_gpu_error)?;
         if !first.validation.is_empty() {
-            return Err(Outcome::Validation(first.validation));
+            return Err(Outcome::from_validation(first.validation));
         }
         if self.repeat {
             let second = run(self.gpu, self.tree).map_err(Outcome::from_gpu_error)?;
@@ -249,8 +249,21 @@ impl Outcome {
                 Outcome::Skip(format!("too large for this device: {what}"))
             }
             GpuError::DeviceLost { .. } => Outcome::DeviceLost(e.to_string()),
-            GpuError::Validation(messages) => Outcome::Validation(messages),
+            GpuError::Validation(messages) => Outcome::from_validation(messages),
             e => Outcome::Error(e.to_string()),
+        }
+    }
+
+    /// Layer messages: a finding, unless each only says the layer predates something the
+    /// variant uses; then the case is unvalidated, a skip that names why (never a pass, never
+    /// a failure).
+    pub fn from_validation(messages: Vec<String>) -> Outcome {
+        if vkdiff_gpu::layer_messages::only_unvalidated(&messages) {
+            let mut m = messages;
+            m.dedup();
+            Outcome::Skip(m.join("; "))
+        } else {
+            Outcome::Validation(messages)
         }
     }
 

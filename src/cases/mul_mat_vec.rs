@@ -31,6 +31,13 @@ pub const A_TYPES: &[DType] = &[
     DType::Q4_K,
     DType::Q5_K,
     DType::Q6_K,
+    DType::Iq1S,
+    DType::Iq1M,
+    DType::Iq2Xxs,
+    DType::Iq2Xs,
+    DType::Iq2S,
+    DType::Iq3Xxs,
+    DType::Iq3S,
     DType::Iq4Nl,
     DType::Iq4Xs,
 ];
@@ -68,8 +75,8 @@ pub struct MulMatVecCase {
 pub const KERNEL: Kernel = Kernel {
     name: "mul_mat_vec",
     shader: "mul_mat_vec.comp",
-    summary: "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq4_nl/iq4_xs, B f32/f16",
-    error_model: "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants 16+S [2S with min] (tolerance::mul_mat_vec_bounds_of)",
+    summary: "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs, B f32/f16",
+    error_model: "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min] (tolerance::mul_mat_vec_bounds_of)",
     variants,
     strategy: |v| match v.params {
         VariantParams::MulMatVec { a, b } => strategy(a, b).prop_map(Case::MulMatVec).boxed(),

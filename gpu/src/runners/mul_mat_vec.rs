@@ -68,7 +68,15 @@ pub fn spec_constants(caps: &DeviceCaps, a: DType, num_cols: u32) -> [u32; 3] {
         DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 => (sg, 2 * rm_stdq),
         DType::Q8_0 => (sg, rm_stdq),
         DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => (sg16, rm_kq),
-        DType::Iq4Nl | DType::Iq4Xs => (sg16, rm_iq),
+        DType::Iq1S
+        | DType::Iq1M
+        | DType::Iq2Xxs
+        | DType::Iq2Xs
+        | DType::Iq2S
+        | DType::Iq3Xxs
+        | DType::Iq3S
+        | DType::Iq4Nl
+        | DType::Iq4Xs => (sg16, rm_iq),
         // q8_1 and i32 are no mat-vec A types (the cases reject them before a pipeline is
         // made); a type added to the mat-vec list later must get its row above.
         _ => (sg, 1),

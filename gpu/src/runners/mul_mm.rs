@@ -459,6 +459,10 @@ pub fn cm1_spec_constants(caps: &DeviceCaps, quant: bool, tile: Tile) -> [u32; 1
 /// Bytes of upstream's per-type lookup table in shared memory (§8.1's LUT term).
 fn lut_bytes(a: DType) -> u32 {
     match a {
+        DType::Iq1S | DType::Iq1M | DType::Iq2Xs => 4096,
+        DType::Iq2Xxs | DType::Iq3S => 2048,
+        DType::Iq2S => 8192,
+        DType::Iq3Xxs => 1024,
         DType::Iq4Nl | DType::Iq4Xs => 64,
         _ => 0,
     }

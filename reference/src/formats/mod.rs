@@ -1,5 +1,6 @@
 //! ggml element types and block formats, bit-exact with ggml (sections 2.1–2.5 and 2.7 of the
-//! interface spec; the K-quants live in `kquants.rs`, iq4_nl/iq4_xs in `iq4.rs`).
+//! interface spec; the K-quants live in `kquants.rs`, iq4_nl/iq4_xs in `iq4.rs`, the lattice
+//! i-quants iq1_s … iq3_s in `iq_grid.rs` with their tables in `iq_tables.rs`).
 //!
 //! * [`dequantize`] / [`dequantize_into`] give the exact element values (as f64: every format
 //!   here decodes exactly into f64).
@@ -12,14 +13,22 @@
 
 pub mod float;
 mod iq4;
+pub mod iq_grid;
+pub mod iq_tables;
 mod kquants;
 mod legacy;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_iq;
+#[cfg(test)]
 mod tests_kquants;
 
 pub use iq4::{BlockIq4Nl, BlockIq4Xs, KVALUES_IQ4NL};
+pub use iq_grid::{
+    BlockIq1M, BlockIq1S, BlockIq2S, BlockIq2Xs, BlockIq2Xxs, BlockIq3S, BlockIq3Xxs,
+};
+pub use iq_tables::{iq_grids, IqGrids};
 pub use kquants::{scale_min_k4, BlockQ2_K, BlockQ3_K, BlockQ4_K, BlockQ5_K, BlockQ6_K, QK_K};
 pub use legacy::{Block, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
 
@@ -69,6 +78,20 @@ pub enum DType {
     #[serde(rename = "q6_K")]
     #[allow(non_camel_case_types)] // ggml's spelling
     Q6_K,
+    /// 256-element super-blocks of iq1s grid rows ({−1, 0, +1} ± 1/8), 3-bit scales (50 bytes).
+    Iq1S,
+    /// As iq1_s with two scales per 32 elements and the f16 scale split into nibbles (56 bytes).
+    Iq1M,
+    /// 256-element super-blocks of 8-wide iq2xxs grid rows with sign indices (66 bytes).
+    Iq2Xxs,
+    /// 256-element super-blocks of 9-bit iq2xs grid indices with sign indices (74 bytes).
+    Iq2Xs,
+    /// 256-element super-blocks of 10-bit iq2s grid indices with sign bytes (82 bytes).
+    Iq2S,
+    /// 256-element super-blocks of 4-wide iq3xxs grid rows with sign indices (98 bytes).
+    Iq3Xxs,
+    /// 256-element super-blocks of 9-bit iq3s grid indices with sign bytes (110 bytes).
+    Iq3S,
     /// 32-element blocks of 4-bit indices into a non-linear table, f16 scale (18 bytes).
     Iq4Nl,
     /// 256-element super-blocks of 4-bit non-linear indices with 6-bit scales (136 bytes).
@@ -94,6 +117,13 @@ impl DType {
         DType::Q4_K,
         DType::Q5_K,
         DType::Q6_K,
+        DType::Iq1S,
+        DType::Iq1M,
+        DType::Iq2Xxs,
+        DType::Iq2Xs,
+        DType::Iq2S,
+        DType::Iq3Xxs,
+        DType::Iq3S,
         DType::Iq4Nl,
         DType::Iq4Xs,
         DType::I32,
@@ -112,8 +142,26 @@ impl DType {
         DType::Q4_K,
         DType::Q5_K,
         DType::Q6_K,
+        DType::Iq1S,
+        DType::Iq1M,
+        DType::Iq2Xxs,
+        DType::Iq2Xs,
+        DType::Iq2S,
+        DType::Iq3Xxs,
+        DType::Iq3S,
         DType::Iq4Nl,
         DType::Iq4Xs,
+    ];
+
+    /// The lattice i-quants (iq1_s … iq3_s: grid tables, [`iq_grid`]).
+    pub const LATTICE_IQUANTS: &'static [DType] = &[
+        DType::Iq1S,
+        DType::Iq1M,
+        DType::Iq2Xxs,
+        DType::Iq2Xs,
+        DType::Iq2S,
+        DType::Iq3Xxs,
+        DType::Iq3S,
     ];
 
     /// Elements per block (ggml's block size): 1 for the scalar types, 32 for the quants.
@@ -124,9 +172,19 @@ impl DType {
                 legacy::QK
             }
             DType::Iq4Nl => iq4::QK4_NL,
-            DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K | DType::Iq4Xs => {
-                kquants::QK_K
-            }
+            DType::Q2_K
+            | DType::Q3_K
+            | DType::Q4_K
+            | DType::Q5_K
+            | DType::Q6_K
+            | DType::Iq1S
+            | DType::Iq1M
+            | DType::Iq2Xxs
+            | DType::Iq2Xs
+            | DType::Iq2S
+            | DType::Iq3Xxs
+            | DType::Iq3S
+            | DType::Iq4Xs => kquants::QK_K,
         }
     }
 
@@ -146,6 +204,13 @@ impl DType {
             DType::Q4_K => 144,
             DType::Q5_K => 176,
             DType::Q6_K => 210,
+            DType::Iq1S => 50,
+            DType::Iq1M => 56,
+            DType::Iq2Xxs => 66,
+            DType::Iq2Xs => 74,
+            DType::Iq2S => 82,
+            DType::Iq3Xxs => 98,
+            DType::Iq3S => 110,
             DType::Iq4Nl => 18,
             DType::Iq4Xs => 136,
         }
@@ -168,6 +233,13 @@ impl DType {
             DType::Q4_K => "q4_K",
             DType::Q5_K => "q5_K",
             DType::Q6_K => "q6_K",
+            DType::Iq1S => "iq1_s",
+            DType::Iq1M => "iq1_m",
+            DType::Iq2Xxs => "iq2_xxs",
+            DType::Iq2Xs => "iq2_xs",
+            DType::Iq2S => "iq2_s",
+            DType::Iq3Xxs => "iq3_xxs",
+            DType::Iq3S => "iq3_s",
             DType::Iq4Nl => "iq4_nl",
             DType::Iq4Xs => "iq4_xs",
             DType::I32 => "i32",
@@ -189,11 +261,23 @@ impl DType {
 
     /// Byte offsets, within one block, of its f16 scale fields (d, then m or dmin). Every other
     /// bit of a block is a free code bit, so a generator can write any scale it wants here and
-    /// random bytes elsewhere. Empty for the scalar types.
+    /// random bytes elsewhere. Empty for the scalar types, and for iq1_m, whose f16 scale is
+    /// spread over four nibbles: read and write scales through [`f16_scale`](Self::f16_scale)
+    /// and [`set_f16_scale`](Self::set_f16_scale), which cover every format.
     pub const fn f16_fields(self) -> &'static [usize] {
         match self {
-            DType::F32 | DType::F16 | DType::Bf16 | DType::I32 => &[],
-            DType::Q4_0 | DType::Q5_0 | DType::Q8_0 | DType::Iq4Nl | DType::Iq4Xs => &[0],
+            DType::F32 | DType::F16 | DType::Bf16 | DType::I32 | DType::Iq1M => &[],
+            DType::Q4_0
+            | DType::Q5_0
+            | DType::Q8_0
+            | DType::Iq1S
+            | DType::Iq2Xxs
+            | DType::Iq2Xs
+            | DType::Iq2S
+            | DType::Iq3Xxs
+            | DType::Iq3S
+            | DType::Iq4Nl
+            | DType::Iq4Xs => &[0],
             DType::Q4_1 | DType::Q5_1 | DType::Q8_1 | DType::Q4_K | DType::Q5_K => &[0, 2],
             DType::Q2_K => &[80, 82],
             DType::Q3_K => &[108],
@@ -201,13 +285,57 @@ impl DType {
         }
     }
 
+    /// Number of f16 scales in one block (d, then m or dmin): 0 for the scalar types.
+    pub const fn f16_scales(self) -> usize {
+        match self {
+            DType::Iq1M => 1,
+            _ => self.f16_fields().len(),
+        }
+    }
+
+    /// The `i`-th f16 scale of `block` (one block of this type).
+    pub fn f16_scale(self, block: &[u8], i: usize) -> half::f16 {
+        match self {
+            DType::Iq1M => {
+                assert_eq!(i, 0, "iq1_m has one scale");
+                iq_grid::iq1_m_scale(block)
+            }
+            _ => {
+                let at = self.f16_fields()[i];
+                half::f16::from_le_bytes([block[at], block[at + 1]])
+            }
+        }
+    }
+
+    /// Writes the `i`-th f16 scale of `block`, keeping every other bit.
+    pub fn set_f16_scale(self, block: &mut [u8], i: usize, v: half::f16) {
+        match self {
+            DType::Iq1M => {
+                assert_eq!(i, 0, "iq1_m has one scale");
+                iq_grid::set_iq1_m_scale(block, v)
+            }
+            _ => {
+                let at = self.f16_fields()[i];
+                block[at..at + 2].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+
     /// Whether [`quantize`] can produce this type: false for the formats whose ggml reference
     /// quantizer the interface notes do not specify (the K-quants and iq4_nl/iq4_xs, whose
-    /// quantizers search over candidate scales); generate raw blocks for those instead.
+    /// quantizers search over candidate scales, and the lattice i-quants); generate raw blocks
+    /// for those instead.
     pub const fn has_quantizer(self) -> bool {
         !matches!(
             self,
-            DType::Q2_K
+            DType::Iq1S
+                | DType::Iq1M
+                | DType::Iq2Xxs
+                | DType::Iq2Xs
+                | DType::Iq2S
+                | DType::Iq3Xxs
+                | DType::Iq3S
+                | DType::Q2_K
                 | DType::Q3_K
                 | DType::Q4_K
                 | DType::Q5_K
@@ -322,6 +450,13 @@ pub fn dequantize_into(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()
         DType::Q4_K => decode_blocks::<BlockQ4_K>(bytes, out),
         DType::Q5_K => decode_blocks::<BlockQ5_K>(bytes, out),
         DType::Q6_K => decode_blocks::<BlockQ6_K>(bytes, out),
+        DType::Iq1S => decode_blocks::<BlockIq1S>(bytes, out),
+        DType::Iq1M => decode_blocks::<BlockIq1M>(bytes, out),
+        DType::Iq2Xxs => decode_blocks::<BlockIq2Xxs>(bytes, out),
+        DType::Iq2Xs => decode_blocks::<BlockIq2Xs>(bytes, out),
+        DType::Iq2S => decode_blocks::<BlockIq2S>(bytes, out),
+        DType::Iq3Xxs => decode_blocks::<BlockIq3Xxs>(bytes, out),
+        DType::Iq3S => decode_blocks::<BlockIq3S>(bytes, out),
         DType::Iq4Nl => decode_blocks::<BlockIq4Nl>(bytes, out),
         DType::Iq4Xs => decode_blocks::<BlockIq4Xs>(bytes, out),
     }
@@ -401,6 +536,13 @@ pub fn dequantize_f32_into(dtype: DType, bytes: &[u8], out: &mut [f32]) -> Resul
         DType::Q4_K => decode_blocks_f32::<BlockQ4_K>(bytes, out),
         DType::Q5_K => decode_blocks_f32::<BlockQ5_K>(bytes, out),
         DType::Q6_K => decode_blocks_f32::<BlockQ6_K>(bytes, out),
+        DType::Iq1S => decode_blocks_f32::<BlockIq1S>(bytes, out),
+        DType::Iq1M => decode_blocks_f32::<BlockIq1M>(bytes, out),
+        DType::Iq2Xxs => decode_blocks_f32::<BlockIq2Xxs>(bytes, out),
+        DType::Iq2Xs => decode_blocks_f32::<BlockIq2Xs>(bytes, out),
+        DType::Iq2S => decode_blocks_f32::<BlockIq2S>(bytes, out),
+        DType::Iq3Xxs => decode_blocks_f32::<BlockIq3Xxs>(bytes, out),
+        DType::Iq3S => decode_blocks_f32::<BlockIq3S>(bytes, out),
         DType::Iq4Nl => decode_blocks_f32::<BlockIq4Nl>(bytes, out),
         DType::Iq4Xs => decode_blocks_f32::<BlockIq4Xs>(bytes, out),
     }
@@ -444,6 +586,13 @@ pub fn quantize_into(dtype: DType, src: &[f32], out: &mut [u8]) -> Result<()> {
         | DType::Q4_K
         | DType::Q5_K
         | DType::Q6_K
+        | DType::Iq1S
+        | DType::Iq1M
+        | DType::Iq2Xxs
+        | DType::Iq2Xs
+        | DType::Iq2S
+        | DType::Iq3Xxs
+        | DType::Iq3S
         | DType::Iq4Nl
         | DType::Iq4Xs => unreachable!("has_quantizer is false"),
     }

@@ -34,9 +34,10 @@ impl Lcg {
         let bb = dtype.block_bytes();
         let mut out: Vec<u8> = (0..n * bb).map(|_| self.next_u32() as u8).collect();
         for b in out.chunks_exact_mut(bb) {
-            for &at in dtype.f16_fields() {
+            for i in 0..dtype.f16_scales() {
                 // Clear the top exponent bit: exponent ≤ 15, never Inf/NaN.
-                b[at + 1] &= 0b1011_1111;
+                let d = dtype.f16_scale(b, i).to_bits() & !0x4000;
+                dtype.set_f16_scale(b, i, half::f16::from_bits(d));
             }
         }
         out
@@ -52,26 +53,33 @@ fn dtype_table() {
     assert_eq!(
         DType::ALL,
         &[
-            F32, F16, Bf16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
-            Iq4Nl, Iq4Xs, I32
+            F32, F16, Bf16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Iq1S,
+            Iq1M, Iq2Xxs, Iq2Xs, Iq2S, Iq3Xxs, Iq3S, Iq4Nl, Iq4Xs, I32
         ]
     );
     let bytes: Vec<usize> = DType::ALL.iter().map(|t| t.block_bytes()).collect();
     assert_eq!(
         bytes,
-        [4, 2, 2, 18, 20, 22, 24, 34, 36, 84, 110, 144, 176, 210, 18, 136, 4]
+        [
+            4, 2, 2, 18, 20, 22, 24, 34, 36, 84, 110, 144, 176, 210, 50, 56, 66, 74, 82, 98, 110,
+            18, 136, 4
+        ]
     );
     let lens: Vec<usize> = DType::ALL.iter().map(|t| t.block_len()).collect();
     assert_eq!(
         lens,
-        [1, 1, 1, 32, 32, 32, 32, 32, 32, 256, 256, 256, 256, 256, 32, 256, 1]
+        [
+            1, 1, 1, 32, 32, 32, 32, 32, 32, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256,
+            256, 32, 256, 1
+        ]
     );
     let names: Vec<&str> = DType::ALL.iter().map(|t| t.name()).collect();
     assert_eq!(
         names,
         [
             "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "q2_K", "q3_K",
-            "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs", "i32"
+            "q4_K", "q5_K", "q6_K", "iq1_s", "iq1_m", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs",
+            "iq3_s", "iq4_nl", "iq4_xs", "i32"
         ]
     );
     for &t in DType::ALL {

@@ -60,9 +60,9 @@ impl Rng {
             .map(|_| self.next() as u8)
             .collect();
         for block in bytes.chunks_exact_mut(dtype.block_bytes()) {
-            for &at in dtype.f16_fields() {
+            for i in 0..dtype.f16_scales() {
                 let d = half::f16::from_f32((self.unit() - 0.3) * 0.05);
-                block[at..at + 2].copy_from_slice(&d.to_le_bytes());
+                dtype.set_f16_scale(block, i, d);
             }
         }
         Tensor::from_bytes(dtype, ne, bytes).unwrap()
@@ -140,6 +140,13 @@ const A_TYPES: &[DType] = &[
     DType::Q4_K,
     DType::Q5_K,
     DType::Q6_K,
+    DType::Iq1S,
+    DType::Iq1M,
+    DType::Iq2Xxs,
+    DType::Iq2Xs,
+    DType::Iq2S,
+    DType::Iq3Xxs,
+    DType::Iq3S,
     DType::Iq4Nl,
     DType::Iq4Xs,
 ];

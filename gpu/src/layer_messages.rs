@@ -1,0 +1,215 @@
+//! What a validation-layer message means for a row: a finding, or only that the layer is older
+//! than something the variant uses ("unvalidated: layer predates X"), or a message about the
+//! environment rather than our calls.
+//!
+//! A layer older than an extension or SPIR-V capability cannot validate what uses it: it says
+//! so in a few fixed ways (an unknown extension string, an unknown sType in a pNext chain, an
+//! invalid capability operand from its SPIR-V validator). Such a message is neither a pass nor
+//! a failure: the row is unvalidated, with the reason and the layer's version. Every other
+//! message is a finding.
+
+/// The meaning of one layer message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LayerMessage {
+    /// A real finding: fails the case.
+    Finding,
+    /// The layer predates what is named (an extension, a structure type or a SPIR-V
+    /// capability): whatever uses it is unvalidated, never passed or failed on it.
+    Predates(String),
+    /// The Vulkan loader, not our code, looks up an instance-level function with
+    /// vkGetDeviceProcAddr while it builds the device dispatch table in vkCreateDevice (older
+    /// loaders do this for some physical-device functions of device extensions, e.g.
+    /// vkGetPhysicalDeviceVideoEncodeQualityLevelPropertiesKHR). vkdiff never calls
+    /// vkGetDeviceProcAddr (ash loads instance-level functions through vkGetInstanceProcAddr),
+    /// so this says nothing about the kernels: reported once, never a failure.
+    LoaderLookup(String),
+}
+
+/// The feature/property structure types of the extensions vkdiff may enable, by sType (as
+/// the layer prints them) and name.
+const KNOWN_STYPES: [(&str, &str); 5] = [
+    (
+        "(1000506000)",
+        "VkPhysicalDeviceCooperativeMatrixFeaturesKHR",
+    ),
+    (
+        "(1000593000)",
+        "VkPhysicalDeviceCooperativeMatrix2FeaturesNV",
+    ),
+    (
+        "(1000593002)",
+        "VkPhysicalDeviceCooperativeMatrix2PropertiesNV",
+    ),
+    ("(1000141000)", "VkPhysicalDeviceShaderBfloat16FeaturesKHR"),
+    (
+        "(1000593001)",
+        "VkCooperativeMatrixFlexibleDimensionsPropertiesNV",
+    ),
+];
+
+/// The extensions vkdiff may enable that a layer may not know.
+const KNOWN_EXTENSIONS: [&str; 5] = [
+    "VK_KHR_cooperative_matrix",
+    "VK_NV_cooperative_matrix2",
+    "VK_KHR_shader_bfloat16",
+    "VK_KHR_shader_integer_dot_product",
+    "VK_EXT_pipeline_robustness",
+];
+
+/// The word after `key` in `text` (up to whitespace or punctuation).
+fn word_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let rest = &text[text.find(key)? + key.len()..];
+    let rest = rest.trim_start_matches([' ', ':', '"', '\'']);
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// Classifies one message text.
+pub fn classify(text: &str) -> LayerMessage {
+    // An extension the layer does not know: "... VK_X is not supported by this layer",
+    // "... VK_X ... is not a known extension string" (only for the extensions we enable).
+    if text.contains("is not supported by this layer") || text.contains("not a known extension") {
+        if let Some(e) = KNOWN_EXTENSIONS.iter().find(|e| {
+            text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|w| w == **e)
+        }) {
+            return LayerMessage::Predates(e.to_string());
+        }
+    }
+    // A structure type the layer does not know, in a pNext chain we build.
+    if text.contains("pNext-pNext") && text.contains("unknown VkStructureType") {
+        if let Some((_, name)) = KNOWN_STYPES.iter().find(|(s, _)| text.contains(s)) {
+            return LayerMessage::Predates(name.to_string());
+        }
+    }
+    // The layer's SPIR-V validator does not know a capability the shader declares.
+    if text.contains("Invalid capability operand") {
+        let cap = word_after(text, "Invalid capability operand").unwrap_or("?");
+        return LayerMessage::Predates(format!("SPIR-V capability {cap}"));
+    }
+    // The loader's device dispatch setup (see LoaderLookup).
+    if text.contains("WARNING-vkGetDeviceProcAddr-device")
+        && text.contains("instance level function")
+    {
+        if let Some(f) = word_after(text, "trying to grab") {
+            if f.starts_with("vkGetPhysicalDevice") || f.starts_with("vkEnumeratePhysicalDevice") {
+                return LayerMessage::LoaderLookup(f.to_string());
+            }
+        }
+    }
+    LayerMessage::Finding
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layer_age_messages_name_what_the_layer_predates() {
+        // As the 1.3.239 layer printed it on the H100 (shortened).
+        let probe = "Validation Error: [ VUID-VkPhysicalDeviceProperties2-pNext-pNext ] Object 0: \
+                     VK_NULL_HANDLE | vkGetPhysicalDeviceProperties2: pProperties->pNext chain \
+                     includes a structure with unknown VkStructureType (1000593002); Allowed \
+                     structures are [...]";
+        assert_eq!(
+            classify(probe),
+            LayerMessage::Predates("VkPhysicalDeviceCooperativeMatrix2PropertiesNV".into())
+        );
+        // The same complaint about a struct we do not add is a finding.
+        assert_eq!(
+            classify(&probe.replace("(1000593002)", "(1000001000)")),
+            LayerMessage::Finding
+        );
+        assert_eq!(
+            classify("Device Extension VK_KHR_shader_bfloat16 is not supported by this layer"),
+            LayerMessage::Predates("VK_KHR_shader_bfloat16".into())
+        );
+        // Debian 13's wording (shortened).
+        assert_eq!(
+            classify(
+                "Validation Warning: [ WARNING-CreateDevice-extension-not-found ] vkCreateDevice(): \
+                 pCreateInfo->ppEnabledExtensionNames[2] \"VK_KHR_shader_bfloat16\" is not a known \
+                 extension string"
+            ),
+            LayerMessage::Predates("VK_KHR_shader_bfloat16".into())
+        );
+        // An unknown extension we do not enable is not excused.
+        assert_eq!(
+            classify("VK_FOO_bar is not a known extension string"),
+            LayerMessage::Finding
+        );
+        assert_eq!(
+            classify(
+                "Validation Error: [ VUID-VkShaderModuleCreateInfo-pCode-08737 ] vkCreateShaderModule(): \
+                 pCreateInfo->pCode (spirv-val produced an error): Invalid capability operand: 5116"
+            ),
+            LayerMessage::Predates("SPIR-V capability 5116".into())
+        );
+    }
+
+    #[test]
+    fn loader_lookups_of_instance_functions_are_told_apart() {
+        let m = "Validation Warning: [ WARNING-vkGetDeviceProcAddr-device ] | MessageID = 0x22b1fbac \
+                 | vkGetDeviceProcAddr(): pName is trying to grab \
+                 vkGetPhysicalDeviceVideoEncodeQualityLevelPropertiesKHR which is an instance level \
+                 function";
+        assert_eq!(
+            classify(m),
+            LayerMessage::LoaderLookup(
+                "vkGetPhysicalDeviceVideoEncodeQualityLevelPropertiesKHR".into()
+            )
+        );
+        assert_eq!(
+            classify(&m.replace(
+                "vkGetPhysicalDeviceVideoEncodeQualityLevelPropertiesKHR",
+                "vkCmdDispatch"
+            )),
+            LayerMessage::Finding
+        );
+    }
+
+    #[test]
+    fn ordinary_findings_stay_findings() {
+        assert_eq!(
+            classify("Validation Error: [ VUID-vkCmdDispatch-None-02699 ] descriptor not updated"),
+            LayerMessage::Finding
+        );
+        assert_eq!(
+            classify("SYNC-HAZARD-READ-AFTER-WRITE: vkCmdDispatch reads buffer written by ..."),
+            LayerMessage::Finding
+        );
+    }
+}
+
+/// How a [`LayerMessage::Predates`] message is recorded: this prefix, the name, the layer's
+/// version. A case whose only messages are such lines is unvalidated, not failed.
+pub const UNVALIDATED: &str = "unvalidated: layer predates ";
+
+/// The recorded line for a message the layer's age explains.
+pub fn unvalidated_line(what: &str, layer_version: &str) -> String {
+    format!("{UNVALIDATED}{what} (layer version {layer_version})")
+}
+
+/// True when there are messages and every one is an [`unvalidated_line`].
+pub fn only_unvalidated(messages: &[String]) -> bool {
+    !messages.is_empty() && messages.iter().all(|m| m.starts_with(UNVALIDATED))
+}
+
+#[cfg(test)]
+mod record_tests {
+    use super::*;
+
+    #[test]
+    fn unvalidated_lines_are_recognised_only_alone() {
+        let u = unvalidated_line("VK_KHR_shader_bfloat16", "1.3.239");
+        assert_eq!(
+            u,
+            "unvalidated: layer predates VK_KHR_shader_bfloat16 (layer version 1.3.239)"
+        );
+        assert!(only_unvalidated(std::slice::from_ref(&u)));
+        assert!(!only_unvalidated(&[u, "Validation Error: x".into()]));
+        assert!(!only_unvalidated(&[]));
+    }
+}
