@@ -12,6 +12,7 @@ pub mod compile;
 pub mod context;
 pub mod device;
 pub mod error;
+pub mod profile;
 pub mod runners;
 
 pub use caps::DeviceCaps;
