@@ -136,6 +136,10 @@ pub enum Command {
         /// Only variants whose name contains this.
         #[arg(long)]
         variant: Option<String>,
+        /// Rounds per case: each round times our tree and the --against tree once each,
+        /// alternating which goes first; the table gives the median round and the spread.
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
         /// Timed repetitions per case (the median is reported).
         #[arg(long, default_value_t = 20)]
         repeats: u32,
@@ -667,6 +671,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             repeats,
             warmup,
             rotations,
+            rounds,
         } => {
             target.apply();
             kernels::select(&ops, None)?;
@@ -698,10 +703,28 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 {
                     continue;
                 }
-                let t = bench::time(&mut gpu, &mut tree, &b.case, mode);
-                let o = other
-                    .as_mut()
-                    .map(|o| bench::time(&mut gpu, o, &b.case, mode));
+                // Interleaved rounds: a drift of the device (clocks, heat, other users) reaches
+                // both trees alike instead of whichever ran second.
+                let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+                for round in 0..rounds.max(1) {
+                    let mut theirs_now = |gpu: &mut Gpu| {
+                        if let Some(o) = other.as_mut() {
+                            theirs.push(bench::time(gpu, o, &b.case, mode));
+                        }
+                    };
+                    if round % 2 == 1 {
+                        theirs_now(&mut gpu);
+                    }
+                    ours.push(bench::time(&mut gpu, &mut tree, &b.case, mode));
+                    if round % 2 == 0 {
+                        theirs_now(&mut gpu);
+                    }
+                    if ours.last().is_some_and(|t| t.ns.is_none()) {
+                        break; // wrong or skipped: another round says the same
+                    }
+                }
+                let t = bench::Timing::rounds(&ours);
+                let o = other.is_some().then(|| bench::Timing::rounds(&theirs));
                 eprintln!(
                     "{:<28} {:<28} {}",
                     name,
