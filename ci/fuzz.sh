@@ -2,19 +2,36 @@
 # Runs every cargo-fuzz target for a bounded time (FUZZ_SECONDS each, default 30) on the default
 # Vulkan device (lavapipe on CI) and fails on any crash or mismatch. Long campaigns:
 #   cd fuzz && cargo +nightly fuzz run TARGET -- -max_total_time=3600
+# `ci/fuzz.sh build` only builds, `ci/fuzz.sh run` only runs (ci/test.sh builds while tests run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source ci/env.sh
 seconds="${FUZZ_SECONDS:-30}"
+mode="${1:-all}"
 if ! cargo +nightly --version >/dev/null 2>&1; then
     echo "ci/fuzz.sh: no nightly toolchain (rustup toolchain install nightly); fuzzing skipped" >&2
     exit 0
 fi
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked --quiet
 # Fuzz builds use nightly and sanitizer flags: their own persistent build folder.
+release_target="$CARGO_TARGET_DIR"
 export CARGO_TARGET_DIR="${VKDIFF_FUZZ_TARGET_DIR:-$HOME/.cache/vkdiff-fuzz-target}"
+# shaderc's C++ does not depend on the Rust toolchain: link the library the release build
+# compiled (ci/test.sh builds it first) instead of compiling it again (about 10 minutes on 2
+# cores). A copy at a fixed path keeps the fuzz build linkable after the release folder changes.
+# Without one, the fuzz build compiles shaderc itself.
+features=(--features shaderc-from-source)
+built=$(ls -t "$release_target"/release/build/shaderc-sys-*/out/lib/libshaderc_combined.a 2>/dev/null | head -n 1 || true)
+if [ -n "$built" ]; then
+    mkdir -p "$CARGO_TARGET_DIR/shaderc-lib"
+    cmp -s "$built" "$CARGO_TARGET_DIR/shaderc-lib/libshaderc_combined.a" ||
+        cp "$built" "$CARGO_TARGET_DIR/shaderc-lib/libshaderc_combined.a"
+    export SHADERC_LIB_DIR="$CARGO_TARGET_DIR/shaderc-lib"
+    features=()
+fi
 cd fuzz
-cargo +nightly fuzz build --release
+[ "$mode" = run ] || cargo +nightly fuzz build --release "${features[@]}"
+[ "$mode" != build ] || exit 0
 for target in $(cargo +nightly fuzz list); do
     corpus="$CARGO_TARGET_DIR/corpus/$target"
     mkdir -p "$corpus"

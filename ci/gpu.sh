@@ -5,6 +5,10 @@
 #   bash ci/gpu.sh stage              # here: build, strip into .devbin/, fetch the loader (.gl/)
 #   bash ci/gpu.sh campaign OUT [...] # there (through .gl/on-device.sh): the validated campaign
 #                                     # of every kernel, then the benchmarks, logs under OUT
+#   bash ci/gpu.sh bench OUT [...]    # there: only `vkdiff bench ...`, log under OUT
+#
+# `UPSTREAM=0.1.109 bash ci/gpu.sh stage` also copies that upstream shader tree
+# (ci/upstream-tree.sh) to .devbin/upstream-shaders, for `bench OUT --against .devbin/upstream-shaders`.
 #
 # With the workplace's device tool: `run` with carry [".gl", ".devbin"] and the command
 #   bash ci/gpu.sh campaign $OUT
@@ -19,6 +23,12 @@ stage)
     mkdir -p .devbin
     cp "$CARGO_TARGET_DIR/release/vkdiff" .devbin/vkdiff
     strip .devbin/vkdiff
+    if [ -n "${UPSTREAM:-}" ]; then
+        tree=$(bash ci/upstream-tree.sh "$UPSTREAM")
+        rm -rf .devbin/upstream-shaders
+        cp -r "$tree/ggml/src/ggml-vulkan/vulkan-shaders" .devbin/upstream-shaders
+        echo "ci/gpu.sh: staged upstream $UPSTREAM's shaders in .devbin/upstream-shaders"
+    fi
     echo "ci/gpu.sh: staged .devbin/vkdiff ($(du -h .devbin/vkdiff | cut -f1)); carry .gl and .devbin"
     ;;
 campaign)
@@ -37,8 +47,19 @@ campaign)
     tail -n 120 "$out/campaign.log"
     exit "$status"
     ;;
+bench)
+    out="${2:?usage: ci/gpu.sh bench OUT [vkdiff bench args]}"
+    shift 2
+    mkdir -p "$out"
+    set +e
+    bash .gl/on-device.sh .devbin/vkdiff bench "$@" > "$out/bench.log" 2>&1
+    status=$?
+    set -e
+    tail -n 250 "$out/bench.log"
+    exit "$status"
+    ;;
 *)
-    sed -n '2,11p' "$0"
+    sed -n '2,16p' "$0"
     exit 2
     ;;
 esac

@@ -2,6 +2,12 @@
 # The test suite: the reference's own tests, the harness's unit tests, the differential suite
 # on the default Vulkan device (lavapipe on CI) and a bounded run of every fuzz target. This is
 # what CI runs.
+#
+# Most of a lavapipe test's time is single-threaded (LLVM compiling each pipeline), so after one
+# build the test binaries run side by side, VKDIFF_CI_JOBS at a time (default: the CPU's cores),
+# longest first, with the fuzz build among them; each one's log is printed when it ends, and the
+# phase times at the end. Arguments (e.g. a test name filter) give the plain sequential
+# `cargo test --release --workspace ARGS` instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install.sh
@@ -10,11 +16,74 @@ source ci/env.sh
 # any message fails its case. Override with VKDIFF_VALIDATE=0.
 export VKDIFF_VALIDATE="${VKDIFF_VALIDATE:-1}"
 start=$(date +%s)
-# Includes the reference's criterion benchmarks (reference/benches/ops.rs, `test = true`): under
-# `cargo test` each runs once on cut-down shapes (about a second), results checked.
-cargo test --release --workspace "$@"
-# Every fuzz target for a bounded time (FUZZ_SECONDS, default 30; FUZZ_SECONDS=0 skips).
-if [ "${FUZZ_SECONDS:-30}" != 0 ]; then
-    bash ci/fuzz.sh
+fuzz=1
+[ "${FUZZ_SECONDS:-30}" != 0 ] || fuzz=0
+if (($#)); then
+    # Includes the reference's criterion benchmarks (reference/benches/ops.rs, `test = true`):
+    # under `cargo test` each runs once on cut-down shapes (about a second), results checked.
+    cargo test --release --workspace "$@"
+    ((fuzz == 0)) || bash ci/fuzz.sh
+    echo "ci/test.sh: done in $(($(date +%s) - start))s"
+    exit 0
 fi
-echo "ci/test.sh: done in $(( $(date +%s) - start ))s"
+
+cargo test --release --workspace --no-run
+built=$(date +%s)
+logs=$(mktemp -d)
+# One job per line: a name, then the command. The slow ones first (differential, faults).
+jobs_file="$logs/jobs"
+tests=$(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+for p in m["packages"]:
+    for t in p["targets"]:
+        if "test" in t["kind"]:
+            print(p["name"], t["name"])')
+{
+    for slow in differential faults; do
+        grep -E " $slow\$" <<<"$tests" || true
+    done
+    grep -vE " (differential|faults)\$" <<<"$tests" || true
+} | while read -r package target; do
+    echo "test-$target cargo test --release -p $package --test $target"
+done >"$jobs_file"
+# Unit tests, the criterion benches once (`test = true`: cut-down shapes, results checked), doc tests.
+echo "unit cargo test --release --workspace --lib --bins --benches" >>"$jobs_file"
+echo "doc cargo test --release --workspace --doc" >>"$jobs_file"
+((fuzz == 0)) || echo "fuzz-build bash ci/fuzz.sh build" >>"$jobs_file"
+
+slots="${VKDIFF_CI_JOBS:-$(nproc)}"
+declare -A pid_name=() began=()
+failed=()
+summary=()
+finish() { # reaps one finished job and prints its log
+    local pid status=0
+    wait -n -p pid "${!pid_name[@]}" || status=$?
+    local name="${pid_name[$pid]}"
+    unset "pid_name[$pid]"
+    local took=$(($(date +%s) - began[$name]))
+    echo "=== $name: exit $status after ${took}s"
+    cat "$logs/$name.log"
+    summary+=("$(printf '%-24s %5ss  exit %s' "$name" "$took" "$status")")
+    ((status == 0)) || failed+=("$name")
+}
+while read -r name command; do
+    while ((${#pid_name[@]} >= slots)); do finish; done
+    echo "ci/test.sh: starting $name"
+    began[$name]=$(date +%s)
+    bash -c "$command" >"$logs/$name.log" 2>&1 &
+    pid_name[$!]=$name
+done <"$jobs_file"
+while ((${#pid_name[@]})); do finish; done
+if ((fuzz)) && ((${#failed[@]} == 0)); then
+    t=$(date +%s)
+    bash ci/fuzz.sh run
+    summary+=("$(printf '%-24s %5ss' fuzz-run "$(($(date +%s) - t))")")
+fi
+echo "ci/test.sh: build $((built - start))s, then ($slots at a time):"
+printf '  %s\n' "${summary[@]}"
+if ((${#failed[@]})); then
+    echo "ci/test.sh: FAILED: ${failed[*]}" >&2
+    exit 1
+fi
+echo "ci/test.sh: done in $(($(date +%s) - start))s"

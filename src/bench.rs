@@ -12,9 +12,15 @@ use vkdiff_gpu::{Gpu, ShaderTree, ShaderVariant};
 use vkdiff_reference::DType;
 
 use crate::cases::data::{Blocks, Dist};
+use crate::cases::flash_attn::{FlashAttnCase, KvLayout, MaskKind, MaskPad, QLayout, VHeads};
 use crate::cases::mul_mat_vec::MulMatVecCase;
+use crate::cases::mul_mat_vec_id::{MulMatVecIdCase, Routing};
+use crate::cases::mul_mm::MulMmCase;
+use crate::cases::mul_mm_id::MulMmIdCase;
 use crate::cases::wkv7::Wkv7Case;
 use crate::cases::{Case, Ctx, Outcome};
+use vkdiff_gpu::runners::flash_attn::Path as FaPath;
+use vkdiff_gpu::runners::mul_mm::Prec;
 
 /// Bytes a kernel must move and flops it must do at the least: what GB/s and GFLOP/s divide.
 #[derive(Debug, Clone, Copy)]
@@ -52,8 +58,45 @@ pub fn work(case: &Case) -> Option<Work> {
                 flops: 9.0 * t * h * s * s,
             })
         }
-        #[allow(unreachable_patterns)] // kernels added later have no work model yet
-        _ => None,
+        Case::MulMatVecId(c) => {
+            // The experts a token uses (each read once), its activation, its outputs.
+            let a = (c.a_type.row_bytes(c.k).ok()? * c.m * c.n_used) as f64;
+            Some(Work {
+                bytes: a + (4 * c.k * c.ne11 + 4 * c.m * c.n_used) as f64,
+                flops: 2.0 * (c.k * c.m * c.n_used) as f64,
+            })
+        }
+        Case::MulMm(c) => {
+            let batches = (c.ne02 * c.r2 * c.ne03) as f64;
+            let a = (c.a_type.row_bytes(c.k).ok()? * c.m * c.ne02 * c.ne03) as f64;
+            let b = (c.b_type.row_bytes(c.k).ok()? * c.n) as f64 * batches;
+            Some(Work {
+                bytes: a + b + (4 * c.m * c.n) as f64 * batches,
+                flops: 2.0 * (c.k * c.m * c.n) as f64 * batches,
+            })
+        }
+        Case::MulMmId(c) => {
+            // Every expert's weights once (a batch of tokens routes to most of them).
+            let a = (c.a_type.row_bytes(c.k).ok()? * c.m * c.n_as) as f64;
+            let rows = (c.n_used * c.n_tokens) as f64;
+            Some(Work {
+                bytes: a
+                    + (c.b_type.row_bytes(c.k).ok()? * c.ne11 * c.n_tokens) as f64
+                    + 4.0 * c.m as f64 * rows,
+                flops: 2.0 * (c.k * c.m) as f64 * rows,
+            })
+        }
+        Case::FlashAttn(c) => {
+            let heads = (c.kv_heads * c.gqa) as f64;
+            let (d, n, kv) = (c.d as f64, c.n as f64, c.kv as f64);
+            let kv_bytes = (c.kv_type.row_bytes(c.d).ok()? * c.kv * c.kv_heads) as f64;
+            Some(Work {
+                // Q and O in f32, K and V once, the f16 mask.
+                bytes: 8.0 * d * n * heads + 2.0 * kv_bytes + 2.0 * n * kv,
+                // Q·Kᵀ and P·V.
+                flops: 4.0 * d * n * kv * heads,
+            })
+        }
     }
 }
 
@@ -68,66 +111,247 @@ pub struct BenchCase {
     pub case: Case,
 }
 
-/// Realistic LLM shapes per kernel: mat-vec of 4096×4096 and 14336×4096 weights (a 7–8B
-/// model's attention and FFN) in f16, q4_0 and q8_0 against an f32 activation; RWKV-7 over 1024
-/// tokens of C = 2048 with head size 64.
+/// Every mat-vec weight type.
+const MAT_VEC_TYPES: [DType; 15] = [
+    DType::F32,
+    DType::F16,
+    DType::Bf16,
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Q2_K,
+    DType::Q3_K,
+    DType::Q4_K,
+    DType::Q5_K,
+    DType::Q6_K,
+    DType::Iq4Nl,
+    DType::Iq4Xs,
+];
+
+/// Realistic LLM shapes (a 7–8B model: hidden 4096, FFN 14336, 32 query heads over 8 KV heads)
+/// for every kernel: mat-vec of every weight type at 4096×4096 (1, 2, 4, 8 columns), 14336×4096
+/// and 4096×14336 (1 and 8); MUL_MAT_ID of a Qwen3-30B-A3B-like MoE (128 experts, 8 used) for
+/// one token and for 512; flash attention decode (N = 1, KV 4k–32k, D 64 and 128) and
+/// prefill (N = 512, KV 4k) on every path; mul_mm at M×N×K = 4096×512×4096 and 14336×512×4096
+/// on the scalar and cm2 paths; RWKV-7 over 1024 tokens and 1 token.
 pub fn cases() -> Vec<BenchCase> {
     let mut v = Vec::new();
-    for a_type in [DType::F16, DType::Q4_0, DType::Q8_0] {
-        for m in [4096, 14336] {
-            let case = MulMatVecCase {
+    let mut push = |kernel, label: String, case| {
+        v.push(BenchCase {
+            kernel,
+            label,
+            case,
+        })
+    };
+    let weights = Blocks::Quantized(Dist::Normal);
+    for a_type in MAT_VEC_TYPES {
+        for (m, k, cols) in [
+            (4096, 4096, &[1, 2, 4, 8][..]),
+            (14336, 4096, &[1, 8][..]),
+            (4096, 14336, &[1, 8][..]),
+        ] {
+            for &n in cols {
+                let case = MulMatVecCase {
+                    a_type,
+                    b_type: DType::F32,
+                    k,
+                    m,
+                    n,
+                    ne02: 1,
+                    r2: 1,
+                    ne03: 1,
+                    b_row_pad: 0,
+                    a_blocks: weights,
+                    b_dist: Dist::Normal,
+                    seed: 1,
+                };
+                push(
+                    "mul_mat_vec",
+                    format!("{m}×{k} {a_type} · {n} col"),
+                    Case::MulMatVec(case),
+                );
+            }
+        }
+    }
+    // MoE layers of a Qwen3-30B-A3B-like model: 128 experts, 8 used per token, expert FFN 768
+    // wide over hidden 2048 (gate/up: 768×2048, down: 2048×768).
+    for a_type in [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K] {
+        for (m, k) in [(768, 2048), (2048, 768)] {
+            let case = MulMatVecIdCase {
                 a_type,
-                b_type: DType::F32,
-                k: 4096,
+                k,
                 m,
-                n: 1,
-                ne02: 1,
-                r2: 1,
-                ne03: 1,
+                n_as: 128,
+                n_used: 8,
+                ne11: 1,
+                routing: Routing::Distinct,
                 b_row_pad: 0,
-                a_blocks: Blocks::Quantized(Dist::Normal),
+                a_blocks: weights,
                 b_dist: Dist::Normal,
                 seed: 1,
             };
-            v.push(BenchCase {
-                kernel: "mul_mat_vec",
-                label: format!("{m}×4096 {a_type} · f32 vector"),
-                case: Case::MulMatVec(case),
-            });
+            push(
+                "mul_mat_vec_id",
+                format!("MoE 128×{m}×{k} {a_type}, 8 used"),
+                Case::MulMatVecId(case),
+            );
         }
     }
-    let wkv7 = Wkv7Case {
-        head_size: 64,
-        heads: 32,
-        tokens_per_seq: 1024,
-        seqs: 1,
-        dist: Dist::Normal,
-        free_ab: false,
-        seed: 1,
-    };
-    v.push(BenchCase {
-        kernel: "wkv7",
-        label: "T=1024 C=2048 S=64".into(),
-        case: Case::Wkv7(wkv7),
-    });
+    for cm2 in [false, true] {
+        for a_type in [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K] {
+            for (m, k) in [(768, 2048), (2048, 768)] {
+                let case = MulMmIdCase {
+                    a_type,
+                    b_type: DType::F32,
+                    k,
+                    m,
+                    n_as: 128,
+                    n_used: 8,
+                    ne11: 1,
+                    n_tokens: 512,
+                    routing: Routing::Random,
+                    b_row_pad: 0,
+                    prec: Prec::Default,
+                    a_blocks: weights,
+                    b_dist: Dist::Normal,
+                    seed: 1,
+                    cm2,
+                };
+                push(
+                    "mul_mm_id",
+                    format!("MoE 128×{m}×{k} {a_type}, 512 tok{}", cm2_label(cm2)),
+                    Case::MulMmId(case),
+                );
+            }
+        }
+    }
+    for path in [FaPath::Scalar, FaPath::Cm1, FaPath::Cm2] {
+        let mut shapes: Vec<(usize, usize, usize)> = Vec::new();
+        for d in [64, 128] {
+            for kv in [4096, 8192, 16384, 32768] {
+                shapes.push((d, 1, kv));
+            }
+        }
+        shapes.push((128, 512, 4096));
+        for (d, n, kv) in shapes {
+            let case = FlashAttnCase {
+                path,
+                prec_f32: false,
+                kv_type: DType::F16,
+                d,
+                n,
+                kv,
+                kv_heads: 8,
+                gqa: 4,
+                v_heads: VHeads::SameAsK,
+                q_layout: QLayout::Contiguous,
+                kv_layout: KvLayout::Contiguous,
+                mask: if n > 1 {
+                    MaskKind::Positions
+                } else {
+                    MaskKind::None
+                },
+                mask_pad: MaskPad::Ggml,
+                scale: 1.0 / (d as f32).sqrt(),
+                max_bias: 0.0,
+                softcap: 0.0,
+                split_k: None,
+                q_dist: Dist::Normal,
+                k_blocks: weights,
+                v_blocks: weights,
+                seed: 1,
+            };
+            push(
+                "flash_attn",
+                format!("N={n} KV={kv} D={d} 32/8 heads"),
+                Case::FlashAttn(case),
+            );
+        }
+    }
+    for cm2 in [false, true] {
+        for a_type in [DType::F16, DType::Q4_0, DType::Q8_0] {
+            for m in [4096, 14336] {
+                let case = MulMmCase {
+                    a_type,
+                    b_type: DType::F32,
+                    k: 4096,
+                    m,
+                    n: 512,
+                    ne02: 1,
+                    r2: 1,
+                    ne03: 1,
+                    b_row_pad: 0,
+                    prec: Prec::Default,
+                    force_split_k: None,
+                    a_blocks: weights,
+                    b_dist: Dist::Normal,
+                    seed: 1,
+                    cm2,
+                    scale_log2: 0,
+                };
+                push(
+                    "mul_mm",
+                    format!("{m}×512×4096 {a_type}{}", cm2_label(cm2)),
+                    Case::MulMm(case),
+                );
+            }
+        }
+    }
+    for t in [1024, 1] {
+        let wkv7 = Wkv7Case {
+            head_size: 64,
+            heads: 32,
+            tokens_per_seq: t,
+            seqs: 1,
+            dist: Dist::Normal,
+            free_ab: false,
+            seed: 1,
+        };
+        push("wkv7", format!("T={t} C=2048 S=64"), Case::Wkv7(wkv7));
+    }
     v
 }
 
+fn cm2_label(cm2: bool) -> &'static str {
+    if cm2 {
+        " cm2"
+    } else {
+        ""
+    }
+}
+
 /// Ceilings measured on the device with vkdiff's own shaders.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone)]
 pub struct Ceilings {
     /// Shader copy bandwidth, bytes read + written per second, in GB/s.
     pub copy_gbps: Option<f64>,
     /// f32 FMA throughput in GFLOP/s (scalar ALUs; no cooperative matrices).
     pub fma_gflops: Option<f64>,
+    /// Cooperative-matrix f16×f16→f32 throughput in GFLOP/s, or why there is none.
+    pub coopmat_gflops: Result<f64, String>,
+}
+
+impl Default for Ceilings {
+    fn default() -> Self {
+        Ceilings {
+            copy_gbps: None,
+            fma_gflops: None,
+            coopmat_gflops: Err("not measured".into()),
+        }
+    }
 }
 
 /// Runs one of the ceiling shaders, growing the problem until a run takes at least 20 ms, and
 /// returns (work units per ns) as measured by the median of timed repetitions.
+#[allow(clippy::too_many_arguments)] // one call per ceiling
 fn ceiling(
     gpu: &mut Gpu,
     tree: &mut ShaderTree,
     file: &str,
+    spec: Vec<u32>,
+    subgroup_size: Option<u32>,
     mut size: u32,
     max: u32,
     run: impl Fn(&mut Gpu, vkdiff_gpu::context::Pipeline, u32) -> vkdiff_gpu::Result<(f64, Option<f64>)>,
@@ -136,12 +360,12 @@ fn ceiling(
     let bindings = if file == "bench_copy.comp" { 2 } else { 1 };
     let desc = PipelineDesc {
         variant: &variant,
-        spec: vec![],
+        spec,
         push_size: 4,
         bindings,
         disable_robustness: false,
-        full_subgroups: false,
-        subgroup_size: None,
+        full_subgroups: subgroup_size.is_some(),
+        subgroup_size,
     };
     let pipeline = gpu.pipeline(tree, &desc)?;
     gpu.set_bench(Some(BenchMode {
@@ -170,6 +394,8 @@ pub fn ceilings(gpu: &mut Gpu, tree: &mut ShaderTree) -> Ceilings {
         gpu,
         tree,
         "bench_copy.comp",
+        vec![],
+        None,
         1 << 16,
         max_vec4,
         |gpu, p, count| {
@@ -185,29 +411,115 @@ pub fn ceilings(gpu: &mut Gpu, tree: &mut ShaderTree) -> Ceilings {
             Ok((2.0 * bytes as f64, job.submit()?.gpu_ns))
         },
     );
-    let fma = ceiling(gpu, tree, "bench_fma.comp", 16, 65535, |gpu, p, groups| {
-        let iterations = 256u32;
-        let mut job = gpu.job();
-        let out = job.output(groups as usize * 256 * 4);
-        job.dispatch(p, &[out], &[iterations], [groups, 1, 1])?;
-        Ok((
-            groups as f64 * 256.0 * iterations as f64 * 64.0,
-            job.submit()?.gpu_ns,
-        ))
-    });
+    let fma = ceiling(
+        gpu,
+        tree,
+        "bench_fma.comp",
+        vec![],
+        None,
+        16,
+        65535,
+        |gpu, p, groups| {
+            let iterations = 256u32;
+            let mut job = gpu.job();
+            let out = job.output(groups as usize * 256 * 4);
+            job.dispatch(p, &[out], &[iterations], [groups, 1, 1])?;
+            Ok((
+                groups as f64 * 256.0 * iterations as f64 * 64.0,
+                job.submit()?.gpu_ns,
+            ))
+        },
+    );
     Ceilings {
         copy_gbps: copy.ok().flatten(),
         fma_gflops: fma.ok().flatten(),
+        coopmat_gflops: coopmat_ceiling(gpu, tree),
     }
 }
 
-/// One timed case on one tree: the median time, or why there is none.
+/// The cooperative-matrix ceiling with `shaders/bench_coopmat.comp` on the f16×f16→f32
+/// subgroup shape the driver reports (16×16×16 when offered), one subgroup per workgroup.
+fn coopmat_ceiling(gpu: &mut Gpu, tree: &mut ShaderTree) -> Result<f64, String> {
+    let caps = gpu.caps().clone();
+    if !caps.coopmat {
+        return Err("no VK_KHR_cooperative_matrix".into());
+    }
+    let mut shapes: Vec<_> = caps
+        .coopmat_shapes
+        .iter()
+        .filter(|s| s.subgroup_scope && s.ab == "f16" && s.c == "f32")
+        .collect();
+    shapes.sort_by_key(|s| (s.m, s.n, s.k) != (16, 16, 16));
+    let shape = shapes
+        .first()
+        .ok_or("no subgroup-scope f16×f16→f32 cooperative-matrix shape")?;
+    let (m, n, k, sg) = (shape.m, shape.n, shape.k, caps.subgroup_size);
+    let iterations = 256u32;
+    ceiling(
+        gpu,
+        tree,
+        "bench_coopmat.comp",
+        vec![m, n, k, sg],
+        Some(sg),
+        64,
+        65535,
+        |gpu, p, groups| {
+            let mut job = gpu.job();
+            let out = job.output((groups * m * n * 4) as usize);
+            job.dispatch(p, &[out], &[iterations], [groups, 1, 1])?;
+            Ok((
+                groups as f64 * iterations as f64 * 8.0 * (m * n * k) as f64,
+                job.submit()?.gpu_ns,
+            ))
+        },
+    )
+    .map_err(|e| e.to_string())?
+    .ok_or_else(|| "the device gives no timestamps".into())
+}
+
+/// One timed case on one tree: the median time, or why there is none. Over several rounds:
+/// the median of the rounds' medians and their range.
 #[derive(Debug, Clone)]
 pub struct Timing {
     /// Median GPU time in ns.
     pub ns: Option<f64>,
     /// "ok", or what went wrong (a wrong result is reported, not timed).
     pub status: String,
+    /// Fastest and slowest round (equal for one round).
+    pub range: Option<(f64, f64)>,
+}
+
+/// A row's rounds spread more than this (max − min over the median) is not stable enough to
+/// rank two trees by.
+pub const MAX_SPREAD: f64 = 0.10;
+
+impl Timing {
+    /// Combines rounds of the same case on the same tree: any failed round makes the whole.
+    pub fn rounds(rounds: &[Timing]) -> Timing {
+        if let Some(bad) = rounds.iter().find(|t| t.ns.is_none()) {
+            return bad.clone();
+        }
+        let mut ns: Vec<f64> = rounds.iter().filter_map(|t| t.ns).collect();
+        ns.sort_by(f64::total_cmp);
+        let Some((&lo, &hi)) = ns.first().zip(ns.last()) else {
+            return Timing {
+                ns: None,
+                status: "no rounds".into(),
+                range: None,
+            };
+        };
+        Timing {
+            ns: Some(ns[ns.len() / 2]),
+            status: "ok".into(),
+            range: Some((lo, hi)),
+        }
+    }
+
+    /// (max − min) / median over the rounds.
+    pub fn spread(&self) -> Option<f64> {
+        let (lo, hi) = self.range?;
+        Some((hi - lo) / self.ns?)
+    }
 }
 
 /// Times `case` on `tree` in bench mode and checks its result.
@@ -223,13 +535,16 @@ pub fn time(gpu: &mut Gpu, tree: &mut ShaderTree, case: &Case, mode: BenchMode) 
         Outcome::Pass { gpu_ns, .. } => Timing {
             ns: gpu_ns,
             status: "ok".into(),
+            range: gpu_ns.map(|n| (n, n)),
         },
         Outcome::Fail { verdict } => Timing {
             ns: None,
             status: format!("WRONG: {} of {} elements", verdict.failed, verdict.elements),
+            range: None,
         },
         other => Timing {
             ns: None,
+            range: None,
             status: other
                 .explain()
                 .lines()
@@ -242,8 +557,10 @@ pub fn time(gpu: &mut Gpu, tree: &mut ShaderTree, case: &Case, mode: BenchMode) 
     }
 }
 
-/// The bench table: per case, time, GB/s, GFLOP/s, their share of the ceilings, and the other
-/// tree's time as a ratio (> 1: the other tree is slower).
+/// The bench table: per case, time and the spread of its rounds, GB/s, GFLOP/s, their share of
+/// the ceilings, and the other tree's time as a ratio (> 1: the other tree is slower). A ratio
+/// whose rounds overlap, or whose rounds spread more than [`MAX_SPREAD`], is not a ranking: it
+/// is marked "tie" or "unstable".
 pub fn table(
     rows: &[(BenchCase, String, Timing, Option<Timing>)],
     ceilings: &Ceilings,
@@ -266,23 +583,47 @@ pub fn table(
             .map(|c| format!("{c:.0}"))
             .unwrap_or_else(|| "?".into())
     );
+    let _ = writeln!(
+        s,
+        "coopmat f16→f32 {} (the peak of cm1/cm2 rows' %peak; the others' is f32 FMA)",
+        match &ceilings.coopmat_gflops {
+            Ok(c) => format!("{c:.0} GFLOP/s"),
+            Err(why) => format!("skipped: {why}"),
+        }
+    );
     let other = against
-        .map(|_| format!(" {:>12} {:>7}", "against µs", "ratio"))
+        .map(|_| {
+            format!(
+                " {:>12} {:>7} {:>7} {:>8}",
+                "against µs", "spread", "ratio", "rank"
+            )
+        })
         .unwrap_or_default();
     let _ = writeln!(
         s,
-        "{:<12} {:<28} {:<28} {:>10} {:>8} {:>5} {:>9} {:>5}{other}  status",
-        "kernel", "variant", "shape", "median µs", "GB/s", "%bw", "GFLOP/s", "%fma"
+        "{:<14} {:<32} {:<34} {:>10} {:>7} {:>8} {:>5} {:>9} {:>5}{other}  status",
+        "kernel", "variant", "shape", "median µs", "spread", "GB/s", "%bw", "GFLOP/s", "%peak"
     );
+    let spread = |t: &Timing| {
+        t.spread()
+            .map(|x| format!("{:.0}%", 100.0 * x))
+            .unwrap_or_else(|| "-".into())
+    };
     for (b, variant, t, o) in rows {
         let w = work(&b.case);
+        // Coopmat kernels (cm1/cm2 pipelines) against the coopmat peak, the rest against FMA.
+        let peak = if variant.contains("cm1") || variant.contains("cm2") {
+            ceilings.coopmat_gflops.as_ref().ok().copied()
+        } else {
+            ceilings.fma_gflops
+        };
         let (us, gbps, bwp, gflops, fmap) = match (t.ns, w) {
             (Some(ns), Some(w)) => (
                 format!("{:.1}", ns / 1e3),
                 format!("{:.1}", w.bytes / ns),
                 pct(w.bytes / ns, ceilings.copy_gbps),
                 format!("{:.1}", w.flops / ns),
-                pct(w.flops / ns, ceilings.fma_gflops),
+                pct(w.flops / ns, peak),
             ),
             (Some(ns), None) => (
                 format!("{:.1}", ns / 1e3),
@@ -295,23 +636,62 @@ pub fn table(
         };
         let cmp = match o {
             Some(o) => {
-                let ratio = match (o.ns, t.ns) {
-                    (Some(a), Some(b)) => format!("{:.2}", a / b),
-                    _ => "-".into(),
+                let (ratio, rank) = match (o.ns, t.ns, o.range, t.range) {
+                    (Some(a), Some(b), Some((alo, ahi)), Some((blo, bhi))) => {
+                        let unstable = [o, t]
+                            .iter()
+                            .any(|x| x.spread().is_some_and(|s| s > MAX_SPREAD));
+                        let rank = if unstable {
+                            "unstable"
+                        } else if alo <= bhi && blo <= ahi {
+                            "tie"
+                        } else if a > b {
+                            "ours"
+                        } else {
+                            "theirs"
+                        };
+                        (format!("{:.2}", a / b), rank)
+                    }
+                    _ => ("-".into(), "-"),
                 };
                 format!(
-                    " {:>12} {ratio:>7}",
+                    " {:>12} {:>7} {ratio:>7} {rank:>8}",
                     o.ns.map(|n| format!("{:.1}", n / 1e3))
-                        .unwrap_or_else(|| o.status.clone())
+                        .unwrap_or_else(|| o.status.clone()),
+                    spread(o)
                 )
             }
             None => String::new(),
         };
         let _ = writeln!(
             s,
-            "{:<12} {:<28} {:<28} {us:>10} {gbps:>8} {bwp:>5} {gflops:>9} {fmap:>5}{cmp}  {}",
-            b.kernel, variant, b.label, t.status
+            "{:<14} {:<32} {:<34} {us:>10} {:>7} {gbps:>8} {bwp:>5} {gflops:>9} {fmap:>5}{cmp}  {}",
+            b.kernel,
+            variant,
+            b.label,
+            spread(t),
+            t.status
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bench_case_is_valid_and_the_ceiling_shaders_compile() {
+        for b in cases() {
+            b.case
+                .validate()
+                .unwrap_or_else(|e| panic!("{}: {e}", b.label));
+            assert!(work(&b.case).is_some(), "{}", b.label);
+        }
+        let mut tree = ShaderTree::with_cache(crate::default_shader_dir(), None);
+        for file in ["bench_copy.comp", "bench_fma.comp", "bench_coopmat.comp"] {
+            let v = ShaderVariant::new(file.trim_end_matches(".comp"), file, &[]);
+            tree.spirv(&v).unwrap_or_else(|e| panic!("{file}: {e}"));
+        }
+    }
 }

@@ -110,6 +110,11 @@ pub enum Command {
         /// process each, e.g. --devices 0,1.
         #[arg(long, value_delimiter = ',')]
         devices: Vec<String>,
+        /// Worker processes per device, each taking whole variants from the shared queue
+        /// (default: one per CPU core on a CPU device such as lavapipe, whose compiles and JIT
+        /// are single-threaded; else 1).
+        #[arg(long)]
+        jobs: Option<usize>,
         /// Master seed (each variant derives its own cases from it).
         #[arg(long, default_value_t = 0x5EED)]
         seed: u64,
@@ -169,6 +174,10 @@ pub enum Command {
         /// Only variants whose name contains this.
         #[arg(long)]
         variant: Option<String>,
+        /// Rounds per case: each round times our tree and the --against tree once each,
+        /// alternating which goes first; the table gives the median round and the spread.
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
         /// Timed repetitions per case (the median is reported).
         #[arg(long, default_value_t = 20)]
         repeats: u32,
@@ -287,6 +296,8 @@ struct RunPlan {
     target: Target,
     /// Devices to spread variants over, one worker each (empty: the target's one device).
     devices: Vec<String>,
+    /// Workers per device (None: see [`RunPlan::jobs_for`]).
+    jobs: Option<usize>,
     shaders: PathBuf,
     repeat: bool,
     in_process: bool,
@@ -337,6 +348,7 @@ impl RunPlan {
                 settings,
                 &label,
                 &shared,
+                true,
             );
         } else {
             let devices: Vec<Option<String>> = if self.devices.is_empty() {
@@ -373,7 +385,23 @@ impl RunPlan {
         Ok(())
     }
 
-    /// One device's thread: a worker process on `device`, taking variants until none is left.
+    /// How many workers share a device: `--jobs`, else one per core on a CPU device (lavapipe
+    /// spends most of a case in single-threaded work: SPIR-V compiles, LLVM's JIT of each
+    /// pipeline, the host's data and bounds), else one.
+    fn jobs_for(&self, caps: &vkdiff_gpu::DeviceCaps) -> usize {
+        self.jobs
+            .unwrap_or_else(|| {
+                if caps.kind == "cpu" {
+                    std::thread::available_parallelism().map_or(1, |n| n.get())
+                } else {
+                    1
+                }
+            })
+            .max(1)
+    }
+
+    /// One device's thread: worker processes on `device` ([`RunPlan::jobs_for`] of them), each
+    /// taking variants until none is left.
     fn worker(
         &self,
         device: Option<&str>,
@@ -390,42 +418,73 @@ impl RunPlan {
         if !self.repeat {
             args.push("--no-repeat".into());
         }
-        let mut w = Worker::new(exe, args, env.to_vec(), self.shaders.display().to_string())
-            .map_err(|e| format!("device {}: {e}", device.unwrap_or("default")))?;
-        self.drain(&mut w, settings, label, shared);
-        if w.starts > 1 {
-            println!(
-                "worker on {} restarted {} times after crashes or lost devices {label}",
-                w.caps().name,
-                w.starts - 1
-            );
-        }
+        let start = || {
+            Worker::new(
+                exe.clone(),
+                args.clone(),
+                env.to_vec(),
+                self.shaders.display().to_string(),
+            )
+            .map_err(|e| format!("device {}: {e}", device.unwrap_or("default")))
+        };
+        let first = start()?;
+        let jobs = self.jobs_for(first.caps());
+        let finish = |mut w: Worker, announce: bool| {
+            self.drain(&mut w, settings, label, shared, announce);
+            if w.starts > 1 {
+                println!(
+                    "worker on {} restarted {} times after crashes or lost devices {label}",
+                    w.caps().name,
+                    w.starts - 1
+                );
+            }
+        };
+        std::thread::scope(|scope| {
+            for _ in 1..jobs {
+                scope.spawn(|| match start() {
+                    Ok(w) => finish(w, false),
+                    // The other workers still drain the queue.
+                    Err(e) => eprintln!("vkdiff: an extra worker did not start: {e}"),
+                });
+            }
+            finish(first, true);
+        });
         Ok(())
     }
 
-    /// Runs variants from the shared queue through `eval` until it is empty.
-    fn drain(&self, eval: &mut dyn Evaluator, settings: &Settings, label: &str, shared: &Shared) {
+    /// Runs variants from the shared queue through `eval` until it is empty (`announce`: print
+    /// the device line and record the run's start; once per device).
+    fn drain(
+        &self,
+        eval: &mut dyn Evaluator,
+        settings: &Settings,
+        label: &str,
+        shared: &Shared,
+        announce: bool,
+    ) {
         let caps = eval.caps().clone();
         let validation = if vkdiff_gpu::device::validation_requested() {
             ", validation on"
         } else {
             ""
         };
-        println!(
-            "device: {} ({}, subgroup size {}{validation}) {label}, shaders: {}",
-            caps.name,
-            caps.class(),
-            caps.subgroup_size,
-            self.shaders.display()
-        );
-        let start = Line::Start {
-            device: caps.name.clone(),
-            config: label.to_string(),
-            shaders: self.shaders.display().to_string(),
-            seed: settings.seed,
-            version: env!("CARGO_PKG_VERSION").into(),
-        };
-        record(shared.json, &start);
+        if announce {
+            println!(
+                "device: {} ({}, subgroup size {}{validation}) {label}, shaders: {}",
+                caps.name,
+                caps.class(),
+                caps.subgroup_size,
+                self.shaders.display()
+            );
+            let start = Line::Start {
+                device: caps.name.clone(),
+                config: label.to_string(),
+                shaders: self.shaders.display().to_string(),
+                seed: settings.seed,
+                version: env!("CARGO_PKG_VERSION").into(),
+            };
+            record(shared.json, &start);
+        }
         loop {
             let Some((index, (kernel, v))) = shared.queue.lock().unwrap().pop_front() else {
                 break;
@@ -573,6 +632,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             time,
             shard,
             devices,
+            jobs,
         } => {
             target.apply();
             let known = load_known(known)?;
@@ -620,6 +680,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 shaders: shader_dir(&target)?,
                 target,
                 devices,
+                jobs,
                 repeat: !no_repeat,
                 in_process,
             };
@@ -678,6 +739,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             repeats,
             warmup,
             rotations,
+            rounds,
         } => {
             target.apply();
             kernels::select(&ops, None)?;
@@ -709,10 +771,28 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 {
                     continue;
                 }
-                let t = bench::time(&mut gpu, &mut tree, &b.case, mode);
-                let o = other
-                    .as_mut()
-                    .map(|o| bench::time(&mut gpu, o, &b.case, mode));
+                // Interleaved rounds: a drift of the device (clocks, heat, other users) reaches
+                // both trees alike instead of whichever ran second.
+                let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+                for round in 0..rounds.max(1) {
+                    let mut theirs_now = |gpu: &mut Gpu| {
+                        if let Some(o) = other.as_mut() {
+                            theirs.push(bench::time(gpu, o, &b.case, mode));
+                        }
+                    };
+                    if round % 2 == 1 {
+                        theirs_now(&mut gpu);
+                    }
+                    ours.push(bench::time(&mut gpu, &mut tree, &b.case, mode));
+                    if round % 2 == 0 {
+                        theirs_now(&mut gpu);
+                    }
+                    if ours.last().is_some_and(|t| t.ns.is_none()) {
+                        break; // wrong or skipped: another round says the same
+                    }
+                }
+                let t = bench::Timing::rounds(&ours);
+                let o = other.is_some().then(|| bench::Timing::rounds(&theirs));
                 eprintln!(
                     "{:<28} {:<28} {}",
                     name,

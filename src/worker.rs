@@ -116,7 +116,10 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
     loop {
         let request: Request = match read_frame(&mut input) {
             Ok(r) => r,
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                eprint!("{}", vkdiff_gpu::profile::report());
+                return Ok(());
+            }
             Err(e) => return Err(e),
         };
         let Request::Evaluate(json) = request;

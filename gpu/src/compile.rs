@@ -140,10 +140,12 @@ impl ShaderTree {
                 dir: self.dir.display().to_string(),
             });
         }
+        let _span = crate::profile::span("SPIR-V (cache or compile)");
         let key = self.cache_key(variant);
         let spirv = match self.load_cached(&key) {
             Some(words) => words,
             None => {
+                let _span = crate::profile::span("SPIR-V compile");
                 let (words, deps) = self.compile(variant)?;
                 // A cache that cannot be written only costs time, never a result.
                 let _ = self.store_cached(&key, &words, &deps);

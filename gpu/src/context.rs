@@ -277,6 +277,7 @@ impl Gpu {
         if let Some(p) = self.pipelines.get(&key) {
             return Ok(*p);
         }
+        let _span = crate::profile::span("pipeline creation");
         let p = self.create_pipeline(&spirv, desc)?;
         // A pipeline the layer objects to is not used (drivers may crash on it).
         let messages = self.instance.take_messages();
@@ -641,6 +642,7 @@ impl Job<'_> {
     /// Uploads, poisons, runs every dispatch in order (with a barrier between them), reads the
     /// outputs back and checks their guards.
     pub fn submit(self) -> Result<JobOutput> {
+        let _span = crate::profile::span("job submit (run, copies)");
         let Job {
             gpu,
             mut buffers,

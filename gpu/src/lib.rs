@@ -15,6 +15,7 @@ pub mod device;
 pub mod error;
 pub mod iq_glsl;
 pub mod layer_messages;
+pub mod profile;
 pub mod runners;
 
 pub use caps::DeviceCaps;

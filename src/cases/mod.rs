@@ -104,6 +104,7 @@ impl Case {
 
     /// Runs the case on the device and judges it.
     pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        let _span = vkdiff_gpu::profile::span("case (everything)");
         if let Err(e) = self.validate() {
             return Outcome::Error(format!("invalid case: {e}"));
         }
@@ -151,11 +152,13 @@ impl Ctx<'_> {
         dst_ne: [usize; 4],
         mut run: impl FnMut(&mut Gpu, &mut ShaderTree) -> vkdiff_gpu::Result<KernelRun>,
     ) -> Result<KernelRun, Outcome> {
+        let _span = vkdiff_gpu::profile::span("kernel runs (+ repeat)");
         let first = run(self.gpu, self.tree).map_err(Outcome::from_gpu_error)?;
         if !first.validation.is_empty() {
             return Err(Outcome::from_validation(first.validation));
         }
         if self.repeat {
+            let _span = vkdiff_gpu::profile::span("race repeat");
             let second = run(self.gpu, self.tree).map_err(Outcome::from_gpu_error)?;
             let differ: Vec<usize> = (0..first.values.len())
                 .filter(|&i| first.values[i].to_bits() != second.values[i].to_bits())

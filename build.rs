@@ -1,0 +1,31 @@
+//! Embeds `shaders/` in the binary (every file, by name), so an installed vkdiff carries its own
+//! shader tree: see `vkdiff::default_shader_dir`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn main() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+    // A directory: cargo reruns this when any file in it changes, appears or disappears.
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("shaders/ next to Cargo.toml")
+        .map(|e| e.expect("readable shaders/").path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    let mut out = String::from("/// `shaders/` at build time: (file name, content).\n");
+    out.push_str("pub static SHADERS: &[(&str, &str)] = &[\n");
+    for f in &files {
+        let name = f.file_name().unwrap().to_str().expect("UTF-8 shader names");
+        writeln!(
+            out,
+            "    ({name:?}, include_str!({:?})),",
+            f.display().to_string()
+        )
+        .unwrap();
+    }
+    out.push_str("];\n");
+    let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("embedded_shaders.rs");
+    std::fs::write(dest, out).unwrap();
+}

@@ -1,0 +1,73 @@
+//! Where a campaign's time goes: with `VKDIFF_PROFILE=1`, named spans (SPIR-V, pipeline
+//! creation, job submission, the reference, ...) add up their wall time per process, and
+//! [`report`] prints the totals (the worker does at exit). Each span also adds up the CPU time
+//! the whole process (every thread: lavapipe's, rayon's) spent meanwhile, which a busy machine
+//! does not inflate as it does wall time. Off, a span costs one relaxed load.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static TOTALS: Mutex<BTreeMap<&'static str, (Duration, Duration, u64)>> =
+    Mutex::new(BTreeMap::new());
+/// 0: not read yet, 1: off, 2: on.
+static STATE: AtomicU8 = AtomicU8::new(0);
+
+fn enabled() -> bool {
+    match STATE.load(Ordering::Relaxed) {
+        0 => {
+            let on = std::env::var("VKDIFF_PROFILE").is_ok_and(|v| !v.is_empty() && v != "0");
+            STATE.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+            on
+        }
+        s => s == 2,
+    }
+}
+
+/// Times the rest of the enclosing scope under `name` (when profiling is on).
+pub struct Span(Option<(&'static str, Instant, Duration)>);
+
+/// Starts a span.
+pub fn span(name: &'static str) -> Span {
+    Span(enabled().then(|| (name, Instant::now(), process_cpu())))
+}
+
+/// CPU time of every thread of this process so far.
+fn process_cpu() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        if let Some((name, start, cpu)) = self.0 {
+            let (wall, cpu) = (start.elapsed(), process_cpu().saturating_sub(cpu));
+            let mut t = TOTALS.lock().unwrap_or_else(|p| p.into_inner());
+            let e = t.entry(name).or_default();
+            e.0 += wall;
+            e.1 += cpu;
+            e.2 += 1;
+        }
+    }
+}
+
+/// The totals so far, one line per span (empty when profiling is off).
+pub fn report() -> String {
+    let t = TOTALS.lock().unwrap_or_else(|p| p.into_inner());
+    t.iter()
+        .map(|(name, (wall, cpu, n))| {
+            format!(
+                "profile {name:<28} wall {:>8.2}s cpu {:>8.2}s {n:>7}× cpu {:>8.3}ms each\n",
+                wall.as_secs_f64(),
+                cpu.as_secs_f64(),
+                cpu.as_secs_f64() * 1e3 / (*n).max(1) as f64
+            )
+        })
+        .collect()
+}
