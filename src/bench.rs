@@ -217,6 +217,7 @@ pub fn time(gpu: &mut Gpu, tree: &mut ShaderTree, case: &Case, mode: BenchMode) 
         gpu,
         tree,
         repeat: false,
+        graph: None,
     });
     gpu.set_bench(None);
     match outcome {

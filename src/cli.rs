@@ -49,6 +49,10 @@ pub struct Target {
     /// the case and is quoted.
     #[arg(long)]
     validate: bool,
+    /// Backend mode: build ggml with its Vulkan backend from this ggml or llama.cpp checkout
+    /// (cached) and run every case through ggml's own host as a one-op graph.
+    #[arg(long, value_name = "DIR")]
+    ggml: Option<PathBuf>,
 }
 
 impl Target {
@@ -109,6 +113,10 @@ pub enum Command {
         /// (subgroup sizes 4, 8, 16): kernels must be right at every subgroup size.
         #[arg(long, value_delimiter = ',')]
         lavapipe_widths: Vec<u32>,
+        /// With --ggml: the path configurations to run, each in its own process (default all:
+        /// scalar-fp32,scalar-fp16,cm1,cm2); one the device or build lacks is a skip.
+        #[arg(long = "config", value_delimiter = ',')]
+        configs: Vec<String>,
     },
     /// Re-run a reproducer file and explain the result.
     Replay {
@@ -269,11 +277,12 @@ impl RunPlan {
         reports: &mut Vec<VariantReport>,
         json: &Mutex<Option<JsonReport>>,
     ) -> Result<(), String> {
-        let label: String = env
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let label: String = crate::ggml::label(env).unwrap_or_else(|| {
+            env.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
         let shared = Shared {
             queue: Mutex::new(selected.iter().enumerate().collect()),
             reports: Mutex::new(Vec::new()),
@@ -348,8 +357,24 @@ impl RunPlan {
         if !self.repeat {
             args.push("--no-repeat".into());
         }
-        let mut w = Worker::new(exe, args, env.to_vec(), self.shaders.display().to_string())
-            .map_err(|e| format!("device {}: {e}", device.unwrap_or("default")))?;
+        let started = Worker::new(exe, args, env.to_vec(), self.shaders.display().to_string());
+        let ggml_config = env
+            .iter()
+            .find(|(k, _)| k == "VKDIFF_GGML_CONFIG")
+            .map(|(_, c)| crate::ggml::Config::parse(c))
+            .transpose()?;
+        let mut w = match (started, ggml_config) {
+            (Ok(w), _) => w,
+            (Err(e), Some(_)) => {
+                // A configuration the device or build lacks: every variant is a visible skip.
+                Self::skip_all(shared, settings, label, &e);
+                return Ok(());
+            }
+            (Err(e), None) => return Err(format!("device {}: {e}", device.unwrap_or("default"))),
+        };
+        if let Some(c) = ggml_config {
+            w.variant_filter = Some(Box::new(move |v| c.variant_skip(v)));
+        }
         self.drain(&mut w, settings, label, shared);
         if w.starts > 1 {
             println!(
@@ -359,6 +384,23 @@ impl RunPlan {
             );
         }
         Ok(())
+    }
+
+    /// Records every variant left in the queue as skipped for `reason` (a configuration that cannot
+    /// start).
+    fn skip_all(shared: &Shared, settings: &Settings, label: &str, reason: &str) {
+        println!("skipping {label}: {reason}");
+        while let Some((index, (kernel, v))) = shared.queue.lock().unwrap().pop_front() {
+            let mut r = VariantReport {
+                kernel: kernel.name.into(),
+                variant: v.name.clone(),
+                config: label.to_string(),
+                ..Default::default()
+            };
+            r.skipped.insert(reason.to_string(), settings.cases);
+            record(shared.json, &Line::Variant(Box::new(r.clone())));
+            shared.reports.lock().unwrap().push((index, r));
+        }
     }
 
     /// Runs variants from the shared queue through `eval` until it is empty.
@@ -517,6 +559,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             time,
             shard,
             devices,
+            configs: ggml_configs,
         } => {
             target.apply();
             let started = std::time::Instant::now();
@@ -531,7 +574,26 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     .map(|(_, v)| v)
                     .collect();
             }
-            let configs: Vec<Vec<(String, String)>> = if lavapipe_widths.is_empty() {
+            let configs: Vec<Vec<(String, String)>> = if let Some(dir) = &target.ggml {
+                if in_process || !lavapipe_widths.is_empty() {
+                    return Err("--ggml runs one worker process per configuration: drop --in-process and --lavapipe-widths".into());
+                }
+                let chosen = if ggml_configs.is_empty() {
+                    crate::ggml::CONFIGS.to_vec()
+                } else {
+                    ggml_configs
+                        .iter()
+                        .map(|c| crate::ggml::Config::parse(c))
+                        .collect::<Result<_, _>>()?
+                };
+                let build = crate::ggml::build::build(dir)?;
+                chosen
+                    .into_iter()
+                    .map(|c| crate::ggml::worker_env(&build, c))
+                    .collect()
+            } else if !ggml_configs.is_empty() {
+                return Err("--config needs --ggml".into());
+            } else if lavapipe_widths.is_empty() {
                 vec![vec![]]
             } else {
                 lavapipe_widths
@@ -698,6 +760,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Worker { target, no_repeat } => {
+            if let Some(lib) = std::env::var_os("VKDIFF_GGML_LIB") {
+                let config = std::env::var("VKDIFF_GGML_CONFIG").unwrap_or_default();
+                crate::ggml::serve(target.device.as_deref(), lib.into(), &config, !no_repeat)
+                    .map_err(|e| format!("ggml worker: {e}"))?;
+                return Ok(ExitCode::SUCCESS);
+            }
             worker::serve(target.device.as_deref(), shader_dir(&target)?, !no_repeat)
                 .map_err(|e| format!("worker: {e}"))?;
             Ok(ExitCode::SUCCESS)
@@ -718,6 +786,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 gpu: &mut gpu,
                 tree: &mut tree,
                 repeat: true,
+                graph: None,
             }) {
                 Outcome::Pass { verdict, .. } => {
                     println!(

@@ -20,6 +20,7 @@ pub mod cases;
 pub mod cli;
 pub mod compare;
 pub mod fuzzing;
+pub mod ggml;
 pub mod kernels;
 pub mod mutate;
 pub mod report;

@@ -28,6 +28,11 @@ pub trait Evaluator {
     fn caps(&self) -> &DeviceCaps;
     /// The shader tree, for reports and reproducers.
     fn shaders(&self) -> String;
+    /// Why this evaluator does not run `variant` at all (backend mode: a path its
+    /// configuration does not take), or None.
+    fn variant_skip(&self, _variant: &crate::kernels::Variant) -> Option<String> {
+        None
+    }
 }
 
 /// Evaluation on a device owned by the caller.
@@ -46,6 +51,7 @@ impl Evaluator for InProcess<'_> {
             gpu: self.gpu,
             tree: self.tree,
             repeat: self.repeat,
+            graph: None,
         })
     }
 
@@ -79,14 +85,14 @@ pub enum Response {
     Outcome(Outcome),
 }
 
-fn write_frame(w: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
+pub(crate) fn write_frame(w: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
     let bytes = bincode::serialize(value).map_err(std::io::Error::other)?;
     w.write_all(&(bytes.len() as u32).to_le_bytes())?;
     w.write_all(&bytes)?;
     w.flush()
 }
 
-fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std::io::Result<T> {
+pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std::io::Result<T> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len)?;
     let mut bytes = vec![0u8; u32::from_le_bytes(len) as usize];
@@ -122,6 +128,7 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
                     gpu: &mut gpu,
                     tree: &mut tree,
                     repeat,
+                    graph: None,
                 })
             }
             Err(e) => Outcome::Error(format!("worker could not read the case: {e}")),
@@ -198,6 +205,8 @@ pub struct Worker {
     timeout: Option<Duration>,
     /// How many workers were started (1 + restarts).
     pub starts: u32,
+    /// Variants the worker does not run, with the reason (backend mode's configuration).
+    pub variant_filter: Option<Box<dyn Fn(&crate::kernels::Variant) -> Option<String> + Send>>,
 }
 
 /// Why a worker gave no outcome.
@@ -226,6 +235,7 @@ impl Worker {
             running: None,
             timeout: None,
             starts: 0,
+            variant_filter: None,
         };
         w.start()?;
         Ok(w)
@@ -358,6 +368,10 @@ impl Evaluator for Worker {
 
     fn shaders(&self) -> String {
         self.shaders.clone()
+    }
+
+    fn variant_skip(&self, variant: &crate::kernels::Variant) -> Option<String> {
+        self.variant_filter.as_ref().and_then(|f| f(variant))
     }
 }
 

@@ -36,7 +36,7 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, tensor, values, Blocks, Dist, Scales};
-use super::{Case, Ctx, Outcome};
+use super::{Case, Ctx, GraphOp, Outcome};
 use crate::compare::{compare, ElementFailure, Mismatch, Verdict, SHOWN_FAILURES};
 use crate::kernels::{Kernel, Variant, VariantParams};
 use crate::tolerance::{self, FaArith, FaRowData, FlashAttnShape};
@@ -683,25 +683,32 @@ impl FlashAttnCase {
             Ok(w) => w,
             Err(e) => return Outcome::Skip(format!("ggml rejects the op: {e}")),
         };
+        // ggml's host chooses its own split: judge with the host model's choice.
+        let split_k = if ctx.is_graph() { None } else { self.split_k };
         let job = FlashAttnRun {
             inputs,
-            force_split_k: self.split_k,
+            force_split_k: split_k,
             path: self.path,
             prec_f32: self.prec_f32,
         };
-        let run = match ctx.run(want.out.ne, |gpu, tree| {
+        let op = GraphOp::FlashAttn {
+            q: &q,
+            k: &k,
+            v: &v,
+            mask: mask.as_ref(),
+            scale: inputs.params.scale,
+            max_bias: inputs.params.max_bias,
+            softcap: inputs.params.logit_softcap,
+            prec_f32: self.prec_f32,
+        };
+        let run = match ctx.run_op(want.out.ne, &op, |gpu, tree| {
             runners::flash_attn::run(gpu, tree, &job)
         }) {
             Ok(r) => r,
             Err(outcome) => return outcome,
         };
-        let plan = runners::flash_attn::plan(
-            self.path,
-            ctx.gpu.caps(),
-            self.prec_f32,
-            &inputs,
-            self.split_k,
-        );
+        let plan =
+            runners::flash_attn::plan(self.path, ctx.gpu.caps(), self.prec_f32, &inputs, split_k);
         let shape = self.shape(&plan, runners::flash_attn::d_split(ctx.gpu.caps(), self.d));
         let v_values = match v.rows() {
             Ok(x) => x,

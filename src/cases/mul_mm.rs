@@ -37,7 +37,7 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{tensor, Blocks, Dist};
-use super::{Case, Ctx, Outcome};
+use super::{Case, Ctx, GraphOp, Outcome};
 use crate::compare::compare;
 use crate::kernels::{Kernel, Variant, VariantParams};
 use crate::tolerance::{self, Fp, MulMmArith};
@@ -747,7 +747,12 @@ impl MulMmCase {
             &a,
             &b,
             self.prec,
-            self.force_split_k,
+            // ggml's host chooses its own split: judge with the host model's choice.
+            if ctx.is_graph() {
+                None
+            } else {
+                self.force_split_k
+            },
         ) {
             Ok(p) => p,
             Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
@@ -786,7 +791,12 @@ impl MulMmCase {
             let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
             tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
         };
-        let run = match ctx.run(want.ne, |gpu, tree| {
+        let op = GraphOp::MulMat {
+            a: &a,
+            b: &b,
+            prec_f32: self.prec == Prec::F32,
+        };
+        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
             runners::mul_mm::run(
                 gpu,
                 tree,
