@@ -92,7 +92,7 @@ pub enum Command {
         /// Only these kernels (repeatable), e.g. -o wkv7.
         #[arg(short = 'o', long = "op")]
         ops: Vec<String>,
-        /// Only variants whose name contains this, e.g. q4_0.
+        /// Only variants whose name contains this (or one of these, comma-separated), e.g. q4_0.
         #[arg(long)]
         variant: Option<String>,
         /// Output folder: reproducers (repro/), report.jsonl (written as results arrive) and
@@ -206,6 +206,14 @@ pub enum Command {
         /// Where to write the reproducer.
         #[arg(long, default_value = "vkdiff-out/repro")]
         out: PathBuf,
+    },
+    /// The cases whose outcome differs between two runs' report.jsonl (same seed: the same
+    /// cases), e.g. two ggml trees: regressions and fixes. Exit status 1 when any differ.
+    Diff {
+        /// The first run's report.jsonl.
+        a: PathBuf,
+        /// The second run's report.jsonl.
+        b: PathBuf,
     },
     /// Build the HTML report from a report.jsonl (also one cut short by a crash).
     Report {
@@ -758,6 +766,33 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 .map_err(|e| format!("{}: {e}", html.display()))?;
             println!("wrote {}", html.display());
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Diff { a, b } => {
+            let (changes, common) = crate::diff::diff(&a, &b)?;
+            for c in &changes {
+                let (kernel, variant, config, case) = &c.key;
+                println!("{kernel} {variant} [{config}] {case}: {} → {}", c.a, c.b);
+                if let Some(d) = &c.detail {
+                    for l in d.lines().take(3) {
+                        println!("    {l}");
+                    }
+                }
+            }
+            println!(
+                "{} of {common} common cases differ ({} lines in all); A = {}, B = {}",
+                changes
+                    .iter()
+                    .filter(|c| c.a != "absent" && c.b != "absent")
+                    .count(),
+                changes.len(),
+                a.display(),
+                b.display()
+            );
+            Ok(if changes.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         Command::Worker { target, no_repeat } => {
             if let Some(lib) = std::env::var_os("VKDIFF_GGML_LIB") {

@@ -19,6 +19,7 @@ pub mod campaign;
 pub mod cases;
 pub mod cli;
 pub mod compare;
+pub mod diff;
 pub mod fuzzing;
 pub mod ggml;
 pub mod kernels;

@@ -145,7 +145,7 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
 /// `VKDIFF_INJECT_CRASH=<text>` aborts the worker on a case whose description contains the
 /// text: the stand-in, in tests, for a driver that segfaults inside a shader.
 /// `VKDIFF_INJECT_HANG=<text>` makes it hang there instead (a kernel that never finishes).
-fn fault_injection(case: &Case) {
+pub(crate) fn fault_injection(case: &Case) {
     if let Ok(needle) = std::env::var("VKDIFF_INJECT_CRASH") {
         if !needle.is_empty() && case.to_string().contains(&needle) {
             std::process::abort();

@@ -190,6 +190,18 @@ pub enum GraphOp<'a> {
     Wkv7([&'a Tensor; 7]),
 }
 
+impl GraphOp<'_> {
+    /// ggml's name for the op.
+    pub fn name(&self) -> &'static str {
+        match self {
+            GraphOp::MulMat { .. } => "MUL_MAT",
+            GraphOp::MulMatId { .. } => "MUL_MAT_ID",
+            GraphOp::FlashAttn { .. } => "FLASH_ATTN_EXT",
+            GraphOp::Wkv7(_) => "RWKV_WKV7",
+        }
+    }
+}
+
 /// Something that runs a [`GraphOp`] (the ggml backend driver).
 pub trait GraphExec {
     /// Runs the op once; an `Err` is the case's outcome (a skip for unsupported ops).

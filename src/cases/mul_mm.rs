@@ -773,24 +773,30 @@ impl MulMmCase {
                 ((i3 * self.ne02 + i2 / self.r2) * self.m, c)
             })
             .collect();
-        let bounds = if self.cm2 {
-            let bk = plan.dispatch.spec[3] as usize;
-            match cm2_bounds(
-                &a,
-                &b,
-                &plan.staging,
-                bk,
-                plan.split_k,
-                plan.k_split,
-                &columns,
-            ) {
-                Ok(b) => b,
-                Err(e) => return Outcome::Error(e),
-            }
-        } else {
-            let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
-            tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
-        };
+        // Through ggml's host the split is its own choice: the loosest of the candidates.
+        let mut splits = vec![(plan.split_k, plan.k_split)];
+        if ctx.is_graph() {
+            splits.extend(
+                tolerance::SPLIT_CANDIDATES
+                    .iter()
+                    .filter(|&&s| s <= self.k)
+                    .map(|&s| (s, if s > 1 { self.k.div_ceil(s) } else { self.k })),
+            );
+        }
+        let mut candidates = Vec::new();
+        for (split_k, k_split) in splits {
+            candidates.push(if self.cm2 {
+                let bk = plan.dispatch.spec[3] as usize;
+                match cm2_bounds(&a, &b, &plan.staging, bk, split_k, k_split, &columns) {
+                    Ok(b) => b,
+                    Err(e) => return Outcome::Error(e),
+                }
+            } else {
+                let arith = arith_of(&plan.staging, self.a_type, split_k, k_split);
+                tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+            });
+        }
+        let bounds = tolerance::loosest_mm(candidates);
         let op = GraphOp::MulMat {
             a: &a,
             b: &b,

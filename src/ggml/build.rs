@@ -83,25 +83,18 @@ pub fn find_glslc() -> Result<PathBuf, String> {
     })
 }
 
-/// The Vulkan headers a tree needs: the system's, unless the tree uses VK_EXT_layer_settings
-/// (recent ggml) and the system headers predate it; then Debian 13's, fetched by
-/// ci/vulkan-headers.sh (or `$VKDIFF_VULKAN_HEADERS`).
-fn vulkan_headers(root: &Path) -> Result<Option<PathBuf>, String> {
+/// The Vulkan headers a build needs: the system's if they know VK_KHR_cooperative_matrix
+/// (every tree's coopmat code, compiled in because vkdiff's glslc passes the probe) and
+/// VK_EXT_layer_settings (recent trees); else Debian 13's, fetched by ci/vulkan-headers.sh
+/// (or `$VKDIFF_VULKAN_HEADERS`). Debian 12's 1.3.239 lacks both.
+fn vulkan_headers() -> Result<Option<PathBuf>, String> {
     if let Some(p) = std::env::var_os("VKDIFF_VULKAN_HEADERS") {
         return Ok(Some(PathBuf::from(p)));
     }
-    let needs_layer_settings = walk(&root.join("src/ggml-vulkan"))
-        .iter()
-        .filter(|p| {
-            p.extension()
-                .is_some_and(|e| e == "cpp" || e == "h" || e == "hpp")
-        })
-        .any(|p| {
-            std::fs::read_to_string(p).is_ok_and(|s| s.contains("LayerSettingsCreateInfoEXT"))
-        });
-    let system_has = std::fs::read_to_string("/usr/include/vulkan/vulkan_core.h")
-        .is_ok_and(|s| s.contains("VK_EXT_layer_settings"));
-    if !needs_layer_settings || system_has {
+    let system_ok = std::fs::read_to_string("/usr/include/vulkan/vulkan_core.h").is_ok_and(|s| {
+        s.contains("VK_KHR_cooperative_matrix") && s.contains("VK_EXT_layer_settings")
+    });
+    if system_ok {
         return Ok(None);
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/vulkan-headers.sh");
@@ -112,7 +105,7 @@ fn vulkan_headers(root: &Path) -> Result<Option<PathBuf>, String> {
         .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
     if !out.status.success() {
         return Err(format!(
-            "this tree needs Vulkan headers with VK_EXT_layer_settings (1.3.275+) and {} failed; \
+            "ggml needs Vulkan headers with VK_KHR_cooperative_matrix and VK_EXT_layer_settings (1.3.275+) and {} failed; \
              set VKDIFF_VULKAN_HEADERS to a Vulkan-Headers include folder",
             script.display()
         ));
@@ -189,9 +182,17 @@ fn vulkan_library() -> Option<PathBuf> {
 /// Builds (or finds in the cache) ggml with the Vulkan backend from `dir`. Progress goes to
 /// stderr; a failure names the log and quotes its tail.
 pub fn build(dir: &Path) -> Result<Build, String> {
+    // A folder holding an existing build's libraries is used as it is (your own build).
+    if dir.join("libggml-vulkan.so").exists() {
+        return Ok(Build {
+            root: dir.to_path_buf(),
+            lib_dir: dir.to_path_buf(),
+            key: "prebuilt".into(),
+        });
+    }
     let root = ggml_root(dir)?;
     let glslc = find_glslc()?;
-    let headers = vulkan_headers(&root)?;
+    let headers = vulkan_headers()?;
     let library = vulkan_library();
     let mut options = vec![
         "-G".to_string(),

@@ -160,17 +160,11 @@ impl Ggml {
     /// Loads the build in `lib_dir` and opens ggml Vulkan device 0 (the caller sets
     /// GGML_VK_VISIBLE_DEVICES and the path switches before this, once per process).
     pub fn open(lib_dir: &Path) -> Result<Ggml, String> {
-        let mut libs = Vec::new();
-        for name in ["libggml-base.so", "libggml.so", "libggml-vulkan.so"] {
-            let path = lib_dir.join(name);
-            if !path.exists() && name == "libggml-base.so" {
-                continue; // very old trees have no split base library
-            }
-            libs.push(
-                unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) }
-                    .map_err(|e| format!("cannot load {}: {e}", path.display()))?,
-            );
-        }
+        // Its dependencies (libggml-base) come through the build's RUNPATH, and dlsym on this
+        // handle searches them too.
+        let path = lib_dir.join("libggml-vulkan.so");
+        let libs = vec![unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) }
+            .map_err(|e| format!("cannot load {}: {e}", path.display()))?];
         let api = Api::load(&libs)?;
         unsafe { (api.ggml_log_set)(log_callback, std::ptr::null_mut()) };
         let n = unsafe { (api.ggml_backend_vk_get_device_count)() };

@@ -179,8 +179,15 @@ impl GraphExec for Driver {
     fn run(&mut self, op: &GraphOp) -> Result<KernelRun, Outcome> {
         let start = std::time::Instant::now();
         match self.ggml.run(op) {
-            Ok(r) => Ok(KernelRun {
-                values: r.values,
+            Ok(mut r) => Ok(KernelRun {
+                values: {
+                    // VKDIFF_GGML_INJECT=<op name>: a wrong first element, the negative control
+                    // that shows the comparison is live in backend mode.
+                    if std::env::var("VKDIFF_GGML_INJECT").is_ok_and(|o| o == op.name()) {
+                        r.values[0] += 1.0;
+                    }
+                    r.values
+                },
                 overrun: r.overrun,
                 gpu_ns: Some(start.elapsed().as_nanos() as f64),
                 variant: format!("ggml {}", self.config.name()),
@@ -266,12 +273,15 @@ pub fn serve(
         };
         let Request::Evaluate(json) = request;
         let outcome = match serde_json::from_str::<Case>(&json) {
-            Ok(case) => case.evaluate(&mut Ctx {
-                gpu: &mut gpu,
-                tree: &mut tree,
-                repeat,
-                graph: Some(&mut driver),
-            }),
+            Ok(case) => {
+                crate::worker::fault_injection(&case);
+                case.evaluate(&mut Ctx {
+                    gpu: &mut gpu,
+                    tree: &mut tree,
+                    repeat,
+                    graph: Some(&mut driver),
+                })
+            }
             Err(e) => Outcome::Error(format!("worker could not read the case: {e}")),
         };
         write_frame(&mut output, &Response::Outcome(outcome))?;
