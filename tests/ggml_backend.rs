@@ -66,7 +66,9 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
         ],
         &[],
     );
-    assert_eq!(code, 0, "backend run failed:\n{text}");
+    // Exit 1: ggml's wkv7 is only right for head size 64 (its shader hard-codes it while
+    // supports_op accepts any size), which these cases reach; nothing else may fail.
+    assert!(code == 0 || code == 1, "backend run failed:\n{text}");
     let lines = vkdiff::report::read(&dir.join("report.jsonl")).unwrap();
     let mut passed = std::collections::BTreeMap::<String, u32>::new();
     let mut configs = std::collections::BTreeSet::new();
@@ -77,6 +79,15 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
                 configs.insert(c.config.clone());
                 if c.outcome == "pass" {
                     *passed.entry(c.kernel.clone()).or_default() += 1;
+                } else if c.outcome != "skip" {
+                    assert!(
+                        c.kernel == "wkv7" && !c.case.starts_with("S=64 "),
+                        "unexpected {} in backend mode: {} {}\n{:?}",
+                        c.outcome,
+                        c.variant,
+                        c.case,
+                        c.detail
+                    );
                 }
             }
             Line::Variant(v) if v.config.ends_with("config cm2") => {
@@ -135,7 +146,10 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
         &[],
     );
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("pass → fail"), "{text}");
+    assert!(
+        text.contains("mul_mat_vec") && text.contains("pass → fail"),
+        "{text}"
+    );
 }
 
 #[test]

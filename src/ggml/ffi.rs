@@ -163,8 +163,10 @@ impl Ggml {
         // Its dependencies (libggml-base) come through the build's RUNPATH, and dlsym on this
         // handle searches them too.
         let path = lib_dir.join("libggml-vulkan.so");
-        let libs = vec![unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) }
-            .map_err(|e| format!("cannot load {}: {e}", path.display()))?];
+        let libs = vec![
+            unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) }
+                .map_err(|e| format!("cannot load {}: {e}", path.display()))?,
+        ];
         let api = Api::load(&libs)?;
         unsafe { (api.ggml_log_set)(log_callback, std::ptr::null_mut()) };
         let n = unsafe { (api.ggml_backend_vk_get_device_count)() };
