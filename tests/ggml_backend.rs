@@ -60,7 +60,7 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
             "--cases",
             "4",
             "--config",
-            "scalar-fp16,cm2",
+            "scalar-fp32,cm2",
             "--out",
             dir.to_str().unwrap(),
         ],
