@@ -3,7 +3,9 @@
 # driver, so everything runs without a GPU), and what shaderc's from-source build needs.
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
-packages=(libvulkan1 mesa-vulkan-drivers vulkan-tools vulkan-validationlayers cmake ninja-build python3 g++ git pkg-config)
+# libvulkan-dev and spirv-headers: `vkdiff run --ggml` builds ggml's Vulkan backend (newer
+# Vulkan headers, when a tree needs them, come from ci/vulkan-headers.sh).
+packages=(libvulkan1 mesa-vulkan-drivers vulkan-tools vulkan-validationlayers cmake ninja-build python3 g++ git pkg-config libvulkan-dev spirv-headers)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -218,6 +218,7 @@ pub fn cases() -> Vec<BenchCase> {
                     b_dist: Dist::Normal,
                     seed: 1,
                     cm2,
+                    cm1: false,
                 };
                 push(
                     "mul_mm_id",
@@ -289,6 +290,7 @@ pub fn cases() -> Vec<BenchCase> {
                     b_dist: Dist::Normal,
                     seed: 1,
                     cm2,
+                    cm1: false,
                     scale_log2: 0,
                 };
                 push(
@@ -529,6 +531,7 @@ pub fn time(gpu: &mut Gpu, tree: &mut ShaderTree, case: &Case, mode: BenchMode) 
         gpu,
         tree,
         repeat: false,
+        graph: None,
     });
     gpu.set_bench(None);
     match outcome {

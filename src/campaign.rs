@@ -221,6 +221,11 @@ pub fn run_variant_observed(
         device: eval.caps().name.clone(),
         ..Default::default()
     };
+    if let Some(reason) = eval.variant_skip(variant) {
+        report.skipped.insert(reason, settings.cases);
+        report.seconds = start.elapsed().as_secs_f64();
+        return report;
+    }
     if let Some(reason) = (kernel.requires)(variant, eval.caps()) {
         report
             .skipped

@@ -77,6 +77,10 @@ pub struct Target {
     /// the case and is quoted.
     #[arg(long)]
     validate: bool,
+    /// Backend mode: build ggml with its Vulkan backend from this ggml or llama.cpp checkout
+    /// (cached) and run every case through ggml's own host as a one-op graph.
+    #[arg(long, value_name = "DIR")]
+    ggml: Option<PathBuf>,
 }
 
 impl Target {
@@ -121,7 +125,7 @@ pub enum Command {
         /// Only these kernels (repeatable), e.g. -o wkv7.
         #[arg(short = 'o', long = "op")]
         ops: Vec<String>,
-        /// Only variants whose name contains this, e.g. q4_0.
+        /// Only variants whose name contains this (or one of these, comma-separated), e.g. q4_0.
         #[arg(long)]
         variant: Option<String>,
         /// Output folder: reproducers (repro/), report.jsonl (written as results arrive) and
@@ -152,6 +156,10 @@ pub enum Command {
         /// (subgroup sizes 4, 8, 16): kernels must be right at every subgroup size.
         #[arg(long, value_delimiter = ',')]
         lavapipe_widths: Vec<u32>,
+        /// With --ggml: the path configurations to run, each in its own process (default all:
+        /// scalar-fp32,scalar-fp16,cm1,cm2); one the device or build lacks is a skip.
+        #[arg(long = "config", value_delimiter = ',')]
+        configs: Vec<String>,
     },
     /// Re-run a reproducer file and explain the result.
     Replay {
@@ -246,6 +254,14 @@ pub enum Command {
         #[arg(long, default_value = "vkdiff-out/repro")]
         out: PathBuf,
     },
+    /// The cases whose outcome differs between two runs' report.jsonl (same seed: the same
+    /// cases), e.g. two ggml trees: regressions and fixes. Exit status 1 when any differ.
+    Diff {
+        /// The first run's report.jsonl.
+        a: PathBuf,
+        /// The second run's report.jsonl.
+        b: PathBuf,
+    },
     /// Build the HTML report from a report.jsonl (also one cut short by a crash).
     Report {
         /// The report.jsonl a run wrote.
@@ -322,11 +338,12 @@ impl RunPlan {
         reports: &mut Vec<VariantReport>,
         json: &Mutex<Option<JsonReport>>,
     ) -> Result<(), String> {
-        let label: String = env
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let label: String = crate::ggml::label(env).unwrap_or_else(|| {
+            env.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
         let shared = Shared {
             queue: Mutex::new(selected.iter().enumerate().collect()),
             reports: Mutex::new(Vec::new()),
@@ -418,16 +435,32 @@ impl RunPlan {
         if !self.repeat {
             args.push("--no-repeat".into());
         }
+        let ggml_config = env
+            .iter()
+            .find(|(k, _)| k == "VKDIFF_GGML_CONFIG")
+            .map(|(_, c)| crate::ggml::Config::parse(c))
+            .transpose()?;
         let start = || {
-            Worker::new(
+            let mut w = Worker::new(
                 exe.clone(),
                 args.clone(),
                 env.to_vec(),
                 self.shaders.display().to_string(),
-            )
-            .map_err(|e| format!("device {}: {e}", device.unwrap_or("default")))
+            )?;
+            if let Some(c) = ggml_config {
+                w.variant_filter = Some(Box::new(move |v| c.variant_skip(v)));
+            }
+            Ok::<_, String>(w)
         };
-        let first = start()?;
+        let first = match (start(), ggml_config) {
+            (Ok(w), _) => w,
+            (Err(e), Some(_)) => {
+                // A configuration the device or build lacks: every variant is a visible skip.
+                Self::skip_all(shared, settings, label, &e);
+                return Ok(());
+            }
+            (Err(e), None) => return Err(format!("device {}: {e}", device.unwrap_or("default"))),
+        };
         let jobs = self.jobs_for(first.caps());
         let finish = |mut w: Worker, announce: bool| {
             self.drain(&mut w, settings, label, shared, announce);
@@ -450,6 +483,23 @@ impl RunPlan {
             finish(first, true);
         });
         Ok(())
+    }
+
+    /// Records every variant left in the queue as skipped for `reason` (a configuration that cannot
+    /// start).
+    fn skip_all(shared: &Shared, settings: &Settings, label: &str, reason: &str) {
+        println!("skipping {label}: {reason}");
+        while let Some((index, (kernel, v))) = shared.queue.lock().unwrap().pop_front() {
+            let mut r = VariantReport {
+                kernel: kernel.name.into(),
+                variant: v.name.clone(),
+                config: label.to_string(),
+                ..Default::default()
+            };
+            r.skipped.insert(reason.to_string(), settings.cases);
+            record(shared.json, &Line::Variant(Box::new(r.clone())));
+            shared.reports.lock().unwrap().push((index, r));
+        }
     }
 
     /// Runs variants from the shared queue through `eval` until it is empty (`announce`: print
@@ -633,6 +683,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             shard,
             devices,
             jobs,
+            configs: ggml_configs,
         } => {
             target.apply();
             let known = load_known(known)?;
@@ -648,7 +699,26 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     .map(|(_, v)| v)
                     .collect();
             }
-            let configs: Vec<Vec<(String, String)>> = if lavapipe_widths.is_empty() {
+            let configs: Vec<Vec<(String, String)>> = if let Some(dir) = &target.ggml {
+                if in_process || !lavapipe_widths.is_empty() {
+                    return Err("--ggml runs one worker process per configuration: drop --in-process and --lavapipe-widths".into());
+                }
+                let chosen = if ggml_configs.is_empty() {
+                    crate::ggml::CONFIGS.to_vec()
+                } else {
+                    ggml_configs
+                        .iter()
+                        .map(|c| crate::ggml::Config::parse(c))
+                        .collect::<Result<_, _>>()?
+                };
+                let build = crate::ggml::build::build(dir)?;
+                chosen
+                    .into_iter()
+                    .map(|c| crate::ggml::worker_env(&build, c))
+                    .collect()
+            } else if !ggml_configs.is_empty() {
+                return Err("--config needs --ggml".into());
+            } else if lavapipe_widths.is_empty() {
                 vec![vec![]]
             } else {
                 lavapipe_widths
@@ -863,7 +933,40 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             println!("wrote {}", html.display());
             Ok(ExitCode::from(status))
         }
+        Command::Diff { a, b } => {
+            let (changes, common) = crate::diff::diff(&a, &b)?;
+            for c in &changes {
+                let (kernel, variant, config, case) = &c.key;
+                println!("{kernel} {variant} [{config}] {case}: {} → {}", c.a, c.b);
+                if let Some(d) = &c.detail {
+                    for l in d.lines().take(3) {
+                        println!("    {l}");
+                    }
+                }
+            }
+            println!(
+                "{} of {common} common cases differ ({} lines in all); A = {}, B = {}",
+                changes
+                    .iter()
+                    .filter(|c| c.a != "absent" && c.b != "absent")
+                    .count(),
+                changes.len(),
+                a.display(),
+                b.display()
+            );
+            Ok(if changes.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
         Command::Worker { target, no_repeat } => {
+            if let Some(lib) = std::env::var_os("VKDIFF_GGML_LIB") {
+                let config = std::env::var("VKDIFF_GGML_CONFIG").unwrap_or_default();
+                crate::ggml::serve(target.device.as_deref(), lib.into(), &config, !no_repeat)
+                    .map_err(|e| format!("ggml worker: {e}"))?;
+                return Ok(ExitCode::SUCCESS);
+            }
             worker::serve(target.device.as_deref(), shader_dir(&target)?, !no_repeat)
                 .map_err(|e| format!("worker: {e}"))?;
             Ok(ExitCode::SUCCESS)
@@ -884,6 +987,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 gpu: &mut gpu,
                 tree: &mut tree,
                 repeat: true,
+                graph: None,
             }) {
                 Outcome::Pass { verdict, .. } => {
                     println!(

@@ -81,6 +81,7 @@ pub fn check(kernel: &str, data: &[u8]) -> Result<(), String> {
         gpu,
         tree,
         repeat: true,
+        graph: None,
     });
     if let Outcome::DeviceLost(_) = outcome {
         *guard = None;

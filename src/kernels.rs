@@ -132,6 +132,6 @@ pub fn select(
         .iter()
         .filter(|k| ops.is_empty() || ops.iter().any(|o| o == k.name))
         .flat_map(|k| (k.variants)().into_iter().map(move |v| (k, v)))
-        .filter(|(_, v)| filter.is_none_or(|f| v.name.contains(f)))
+        .filter(|(_, v)| filter.is_none_or(|f| f.split(',').any(|f| v.name.contains(f))))
         .collect())
 }

@@ -21,6 +21,45 @@
 /// Unit roundoff of f32.
 pub const U32: f64 = 1.0 / (1u64 << 24) as f64;
 
+/// Backend mode: the loosest of several candidate bounds per element, for choices the backend
+/// makes that a harness cannot observe (split_k, accumulator precision). A NaN bound (element
+/// not judged) in any candidate stays NaN.
+pub fn loosest(candidates: Vec<Vec<f64>>) -> Vec<f64> {
+    let mut it = candidates.into_iter();
+    let mut out = it.next().unwrap_or_default();
+    for c in it {
+        for (o, x) in out.iter_mut().zip(c) {
+            *o = if o.is_nan() || x.is_nan() {
+                f64::NAN
+            } else {
+                o.max(x)
+            };
+        }
+    }
+    out
+}
+
+/// [`loosest`] for matmul bounds: an element may overflow if it may under any candidate.
+pub fn loosest_mm(candidates: Vec<MulMmBounds>) -> MulMmBounds {
+    let may_overflow = candidates.iter().fold(Vec::new(), |acc: Vec<bool>, c| {
+        if acc.is_empty() {
+            c.may_overflow.clone()
+        } else {
+            acc.iter()
+                .zip(&c.may_overflow)
+                .map(|(a, b)| *a || *b)
+                .collect()
+        }
+    });
+    MulMmBounds {
+        bounds: loosest(candidates.into_iter().map(|c| c.bounds).collect()),
+        may_overflow,
+    }
+}
+
+/// The split_k values a backend may choose beyond its host model's (backend mode candidates).
+pub const SPLIT_CANDIDATES: [usize; 4] = [1, 2, 3, 4];
+
 /// γ(d) for f32 arithmetic: the relative error bound of a depth-d chain of roundings.
 pub fn gamma(depth: f64) -> f64 {
     let du = depth * U32;
@@ -894,7 +933,15 @@ impl MulMmBounds {
         want.iter()
             .zip(got)
             .zip(&self.may_overflow)
-            .map(|((&w, &g), &ovf)| if ovf && !g.is_finite() { f64::NAN } else { w })
+            .map(|((&w, &g), &ovf)| {
+                // ±65504: later upstream clamps f16 accumulators (§12 L7); recent ggml trees
+                // in backend mode produce it where the pinned kernel produces ±∞.
+                if ovf && (!g.is_finite() || f64::from(g.abs()) == F16_MAX) {
+                    f64::NAN
+                } else {
+                    w
+                }
+            })
             .collect()
     }
 }

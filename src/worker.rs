@@ -33,6 +33,11 @@ pub trait Evaluator {
     fn reach(&self, case: &Case) -> crate::findings::Reach {
         crate::findings::reach_of(case, self.caps())
     }
+    /// Why this evaluator does not run `variant` at all (backend mode: a path its
+    /// configuration does not take), or None.
+    fn variant_skip(&self, _variant: &crate::kernels::Variant) -> Option<String> {
+        None
+    }
 }
 
 /// Evaluation on a device owned by the caller.
@@ -51,6 +56,7 @@ impl Evaluator for InProcess<'_> {
             gpu: self.gpu,
             tree: self.tree,
             repeat: self.repeat,
+            graph: None,
         })
     }
 
@@ -84,14 +90,14 @@ pub enum Response {
     Outcome(Outcome),
 }
 
-fn write_frame(w: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
+pub(crate) fn write_frame(w: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
     let bytes = bincode::serialize(value).map_err(std::io::Error::other)?;
     w.write_all(&(bytes.len() as u32).to_le_bytes())?;
     w.write_all(&bytes)?;
     w.flush()
 }
 
-fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std::io::Result<T> {
+pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std::io::Result<T> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len)?;
     let mut bytes = vec![0u8; u32::from_le_bytes(len) as usize];
@@ -130,6 +136,7 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
                     gpu: &mut gpu,
                     tree: &mut tree,
                     repeat,
+                    graph: None,
                 })
             }
             Err(e) => Outcome::Error(format!("worker could not read the case: {e}")),
@@ -146,7 +153,7 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
 /// `VKDIFF_INJECT_CRASH=<text>` aborts the worker on a case whose description contains the
 /// text: the stand-in, in tests, for a driver that segfaults inside a shader.
 /// `VKDIFF_INJECT_HANG=<text>` makes it hang there instead (a kernel that never finishes).
-fn fault_injection(case: &Case) {
+pub(crate) fn fault_injection(case: &Case) {
     if let Ok(needle) = std::env::var("VKDIFF_INJECT_CRASH") {
         if !needle.is_empty() && case.to_string().contains(&needle) {
             std::process::abort();
@@ -206,6 +213,8 @@ pub struct Worker {
     timeout: Option<Duration>,
     /// How many workers were started (1 + restarts).
     pub starts: u32,
+    /// Variants the worker does not run, with the reason (backend mode's configuration).
+    pub variant_filter: Option<Box<dyn Fn(&crate::kernels::Variant) -> Option<String> + Send>>,
 }
 
 /// Why a worker gave no outcome.
@@ -234,6 +243,7 @@ impl Worker {
             running: None,
             timeout: None,
             starts: 0,
+            variant_filter: None,
         };
         w.start()?;
         Ok(w)
@@ -366,6 +376,10 @@ impl Evaluator for Worker {
 
     fn shaders(&self) -> String {
         self.shaders.clone()
+    }
+
+    fn variant_skip(&self, variant: &crate::kernels::Variant) -> Option<String> {
+        self.variant_filter.as_ref().and_then(|f| f(variant))
     }
 }
 

@@ -154,6 +154,7 @@ fn a_case_too_large_for_the_device_is_skipped_with_the_limit() {
             gpu,
             tree: &mut ShaderTree::new(vkdiff::default_shader_dir()),
             repeat: false,
+            graph: None,
         })
     });
     let Outcome::Skip(reason) = outcome else {

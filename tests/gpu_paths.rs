@@ -76,6 +76,7 @@ fn a_shader_that_does_not_compile_is_an_error_naming_file_line_and_variant() {
             gpu,
             tree: &mut ShaderTree::with_cache(&dir, None),
             repeat: true,
+            graph: None,
         })
     });
     let Outcome::Error(msg) = outcome else {

@@ -32,6 +32,7 @@ fn evaluate(case: &Case, tree: &Path) -> Outcome {
             gpu,
             tree: &mut ShaderTree::with_cache(tree, None),
             repeat: true,
+            graph: None,
         })
     })
 }

@@ -232,6 +232,12 @@ impl Gpu {
         &self.device.caps
     }
 
+    /// Replaces the capabilities the case models read (backend mode: a configuration that
+    /// turns features off for the backend must turn them off for the error models too).
+    pub fn set_caps(&mut self, caps: DeviceCaps) {
+        self.device.caps = caps;
+    }
+
     /// True when the Khronos validation layer checks every call (`VKDIFF_VALIDATE`).
     pub fn validating(&self) -> bool {
         self.instance.validating()

@@ -36,7 +36,7 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, tensor, values, Blocks, Dist, Scales};
-use super::{Case, Ctx, Outcome};
+use super::{Case, Ctx, GraphOp, Outcome};
 use crate::compare::{compare, ElementFailure, Mismatch, Verdict, SHOWN_FAILURES};
 use crate::kernels::{Kernel, Variant, VariantParams};
 use crate::tolerance::{self, FaArith, FaRowData, FlashAttnShape};
@@ -683,26 +683,40 @@ impl FlashAttnCase {
             Ok(w) => w,
             Err(e) => return Outcome::Skip(format!("ggml rejects the op: {e}")),
         };
+        // ggml's host chooses its own split: judge with the loosest candidate (below).
+        let split_k = if ctx.is_graph() { None } else { self.split_k };
+        if ctx.is_graph() && self.path == Path::Scalar && !self.prec_f32 && ctx.gpu.caps().fp16 {
+            // Recent ggml (not the July 2025 host) accumulates scalar FA in f16 here
+            // (GGML_BACKEND.md §2.1); vkdiff's scalar model is f32-only.
+            return Outcome::Skip(
+                "backend mode: scalar flash attention at GGML_PREC_DEFAULT on an fp16 device may accumulate in f16 (recent ggml), which vkdiff does not model"
+                    .into(),
+            );
+        }
         let job = FlashAttnRun {
             inputs,
-            force_split_k: self.split_k,
+            force_split_k: split_k,
             path: self.path,
             prec_f32: self.prec_f32,
         };
-        let run = match ctx.run(want.out.ne, |gpu, tree| {
+        let op = GraphOp::FlashAttn {
+            q: &q,
+            k: &k,
+            v: &v,
+            mask: mask.as_ref(),
+            scale: inputs.params.scale,
+            max_bias: inputs.params.max_bias,
+            softcap: inputs.params.logit_softcap,
+            prec_f32: self.prec_f32,
+        };
+        let run = match ctx.run_op(want.out.ne, &op, |gpu, tree| {
             runners::flash_attn::run(gpu, tree, &job)
         }) {
             Ok(r) => r,
             Err(outcome) => return outcome,
         };
-        let plan = runners::flash_attn::plan(
-            self.path,
-            ctx.gpu.caps(),
-            self.prec_f32,
-            &inputs,
-            self.split_k,
-        );
-        let shape = self.shape(&plan, runners::flash_attn::d_split(ctx.gpu.caps(), self.d));
+        let plan =
+            runners::flash_attn::plan(self.path, ctx.gpu.caps(), self.prec_f32, &inputs, split_k);
         let v_values = match v.rows() {
             Ok(x) => x,
             Err(e) => return Outcome::Error(format!("decoding V: {e}")),
@@ -711,12 +725,32 @@ impl FlashAttnCase {
             Ok(x) => x,
             Err(e) => return Outcome::Error(format!("decoding inputs: {e}")),
         };
-        let bounds = tolerance::flash_attn_bounds(
-            &shape,
-            &want,
-            &v_values,
-            v.ne(),
-            extra.as_ref().map(|(r, v)| (r.as_slice(), v.as_slice())),
+        let d_split = runners::flash_attn::d_split(ctx.gpu.caps(), self.d);
+        let mut plans = vec![plan];
+        if ctx.is_graph() {
+            for s in 2..=4u32 {
+                plans.push(runners::flash_attn::plan(
+                    self.path,
+                    ctx.gpu.caps(),
+                    self.prec_f32,
+                    &inputs,
+                    Some(s),
+                ));
+            }
+        }
+        let bounds = tolerance::loosest(
+            plans
+                .iter()
+                .map(|p| {
+                    tolerance::flash_attn_bounds(
+                        &self.shape(p, d_split),
+                        &want,
+                        &v_values,
+                        v.ne(),
+                        extra.as_ref().map(|(r, v)| (r.as_slice(), v.as_slice())),
+                    )
+                })
+                .collect(),
         );
         // NaN bounds: beyond f16 range (see the error model); those elements are not judged.
         let mut expected = want.out.values.clone();

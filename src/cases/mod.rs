@@ -19,6 +19,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use vkdiff_gpu::runners::KernelRun;
 use vkdiff_gpu::{Gpu, GpuError, ShaderTree};
+use vkdiff_reference::tensor::Tensor;
 
 use crate::compare::Verdict;
 
@@ -134,12 +135,79 @@ impl fmt::Display for Case {
 
 /// What a case evaluates on: a device and a shader tree.
 pub struct Ctx<'a> {
-    /// The device.
+    /// The device (in graph mode: opened for its capabilities, which the error models read).
     pub gpu: &'a mut Gpu,
     /// Where the shaders come from.
     pub tree: &'a mut ShaderTree,
     /// Run each kernel twice and require bitwise-identical results (catches races).
     pub repeat: bool,
+    /// Run the op through this graph executor (ggml's own host) instead of vkdiff's runners.
+    pub graph: Option<&'a mut dyn GraphExec>,
+}
+
+/// One ggml op as a case describes it, independent of who executes it: the tensors (types,
+/// shapes, strides: a strided tensor's data holds its backing bytes) and the op's parameters.
+pub enum GraphOp<'a> {
+    /// `ggml_mul_mat(a, b)`.
+    MulMat {
+        /// src0.
+        a: &'a Tensor,
+        /// src1.
+        b: &'a Tensor,
+        /// `ggml_mul_mat_set_prec(GGML_PREC_F32)`.
+        prec_f32: bool,
+    },
+    /// `ggml_mul_mat_id(as, b, ids)`.
+    MulMatId {
+        /// The experts.
+        a: &'a Tensor,
+        /// src1.
+        b: &'a Tensor,
+        /// I32 expert ids.
+        ids: &'a Tensor,
+        /// GGML_PREC_F32 in op_params[0].
+        prec_f32: bool,
+    },
+    /// `ggml_flash_attn_ext(q, k, v, mask, scale, max_bias, softcap)`.
+    FlashAttn {
+        /// Queries.
+        q: &'a Tensor,
+        /// Keys.
+        k: &'a Tensor,
+        /// Values.
+        v: &'a Tensor,
+        /// F16 mask.
+        mask: Option<&'a Tensor>,
+        /// Scale.
+        scale: f32,
+        /// ALiBi max bias.
+        max_bias: f32,
+        /// Logit softcap.
+        softcap: f32,
+        /// `ggml_flash_attn_ext_set_prec(GGML_PREC_F32)`.
+        prec_f32: bool,
+    },
+    /// `ggml_rwkv_wkv7(r, w, k, v, a, b, state)`.
+    Wkv7([&'a Tensor; 7]),
+}
+
+impl GraphOp<'_> {
+    /// ggml's name for the op.
+    pub fn name(&self) -> &'static str {
+        match self {
+            GraphOp::MulMat { .. } => "MUL_MAT",
+            GraphOp::MulMatId { .. } => "MUL_MAT_ID",
+            GraphOp::FlashAttn { .. } => "FLASH_ATTN_EXT",
+            GraphOp::Wkv7(_) => "RWKV_WKV7",
+        }
+    }
+}
+
+/// Something that runs a [`GraphOp`] (the ggml backend driver).
+pub trait GraphExec {
+    /// Runs the op once; an `Err` is the case's outcome (a skip for unsupported ops).
+    #[allow(clippy::result_large_err)]
+    fn run(&mut self, op: &GraphOp) -> Result<KernelRun, Outcome>;
 }
 
 impl Ctx<'_> {
@@ -160,28 +228,62 @@ impl Ctx<'_> {
         if self.repeat {
             let _span = vkdiff_gpu::profile::span("race repeat");
             let second = run(self.gpu, self.tree).map_err(Outcome::from_gpu_error)?;
-            let differ: Vec<usize> = (0..first.values.len())
-                .filter(|&i| first.values[i].to_bits() != second.values[i].to_bits())
-                .collect();
-            if let Some(&i) = differ.first() {
-                let [n0, n1, n2, _] = dst_ne;
-                let idx = [
-                    i % n0,
-                    (i / n0) % n1,
-                    (i / (n0 * n1)) % n2,
-                    i / (n0 * n1 * n2),
-                ];
-                return Err(Outcome::Nondeterministic(format!(
+            same_bits(&first, &second, dst_ne)?;
+        }
+        Ok(first)
+    }
+
+    /// True when a graph executor (ggml's host) runs the ops: the case cannot force a
+    /// pipeline, split or tile, and judges with the host's own choice.
+    pub fn is_graph(&self) -> bool {
+        self.graph.is_some()
+    }
+
+    /// Runs the op: through the graph executor when there is one (`op`), else through vkdiff's
+    /// runner (`run`), twice when `repeat` is set.
+    #[allow(clippy::result_large_err)]
+    pub fn run_op(
+        &mut self,
+        dst_ne: [usize; 4],
+        op: &GraphOp,
+        run: impl FnMut(&mut Gpu, &mut ShaderTree) -> vkdiff_gpu::Result<KernelRun>,
+    ) -> Result<KernelRun, Outcome> {
+        let Some(graph) = self.graph.as_deref_mut() else {
+            return self.run(dst_ne, run);
+        };
+        let first = graph.run(op)?;
+        if self.repeat {
+            let second = graph.run(op)?;
+            same_bits(&first, &second, dst_ne)?;
+        }
+        Ok(first)
+    }
+}
+
+/// Two runs of the same inputs must give the same bits (a difference is a race or an
+/// uninitialised read); `dst_ne` names the first differing element by its ggml index.
+#[allow(clippy::result_large_err)]
+fn same_bits(first: &KernelRun, second: &KernelRun, dst_ne: [usize; 4]) -> Result<(), Outcome> {
+    let differ: Vec<usize> = (0..first.values.len())
+        .filter(|&i| first.values[i].to_bits() != second.values[i].to_bits())
+        .collect();
+    if let Some(&i) = differ.first() {
+        let [n0, n1, n2, _] = dst_ne;
+        let idx = [
+            i % n0,
+            (i / n0) % n1,
+            (i / (n0 * n1)) % n2,
+            i / (n0 * n1 * n2),
+        ];
+        return Err(Outcome::Nondeterministic(format!(
                     "{} of {} elements differ between two runs of the same inputs; first dst{idx:?}: {:e} then {:e}",
                     differ.len(),
                     first.values.len(),
                     first.values[i],
                     second.values[i]
                 )));
-            }
-        }
-        Ok(first)
     }
+    Ok(())
 }
 
 /// The result of one case.

@@ -11,7 +11,7 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{tensor, Blocks, Dist};
-use super::{Case, Ctx, Outcome};
+use super::{Case, Ctx, GraphOp, Outcome};
 use crate::compare::compare;
 use crate::kernels::{Kernel, Variant, VariantParams};
 use crate::tolerance;
@@ -264,7 +264,12 @@ impl MulMatVecCase {
                 return Outcome::Skip(format!("ggml rejects the shapes: {e}"))
             }
         };
-        let run = match ctx.run(want.ne, |gpu, tree| {
+        let op = GraphOp::MulMat {
+            a: &a,
+            b: &b,
+            prec_f32: false,
+        };
+        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
             runners::mul_mat_vec::run(gpu, tree, &a, &b)
         }) {
             Ok(r) => r,

@@ -17,7 +17,7 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, tensor, Blocks, Dist};
-use super::{Case, Ctx, Outcome};
+use super::{Case, Ctx, GraphOp, Outcome};
 use crate::compare::compare;
 use crate::kernels::{Kernel, Variant, VariantParams};
 use crate::tolerance;
@@ -332,7 +332,13 @@ impl MulMatVecIdCase {
                 return Outcome::Skip(format!("ggml rejects the inputs: {e}"))
             }
         };
-        let run = match ctx.run(want.ne, |gpu, tree| {
+        let op = GraphOp::MulMatId {
+            a: &a,
+            b: &b,
+            ids: &ids,
+            prec_f32: false,
+        };
+        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
             runners::mul_mat_vec_id::run(gpu, tree, &a, &b, &ids)
         }) {
             Ok(r) => r,

@@ -40,7 +40,7 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{tensor, Blocks, Dist};
-use super::{Case, Ctx, Outcome};
+use super::{Case, Ctx, GraphOp, Outcome};
 use crate::compare::compare;
 use crate::kernels::{Kernel, Variant, VariantParams};
 use crate::tolerance::{self, Fp, MulMmArith};
@@ -803,7 +803,12 @@ impl MulMmCase {
             &a,
             &b,
             self.prec,
-            self.force_split_k,
+            // ggml's host chooses its own split: judge with the host model's choice.
+            if ctx.is_graph() {
+                None
+            } else {
+                self.force_split_k
+            },
         ) {
             Ok(p) => p,
             Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
@@ -824,32 +829,43 @@ impl MulMmCase {
                 ((i3 * self.ne02 + i2 / self.r2) * self.m, c)
             })
             .collect();
-        let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
-        let bounds = match self.mode() {
-            Mode::Cm2 => {
-                let bk = plan.dispatch.spec[3] as usize;
-                match cm2_bounds(
-                    &a,
-                    &b,
-                    &plan.staging,
-                    bk,
-                    plan.split_k,
-                    plan.k_split,
-                    &columns,
-                ) {
-                    Ok(b) => b,
-                    Err(e) => return Outcome::Error(e),
+        // Through ggml's host the split is its own choice: the loosest of the candidates.
+        let mut splits = vec![(plan.split_k, plan.k_split)];
+        if ctx.is_graph() {
+            splits.extend(
+                tolerance::SPLIT_CANDIDATES
+                    .iter()
+                    .filter(|&&s| s <= self.k)
+                    .map(|&s| (s, if s > 1 { self.k.div_ceil(s) } else { self.k })),
+            );
+        }
+        let mut candidates = Vec::new();
+        for (split_k, k_split) in splits {
+            let arith = arith_of(&plan.staging, self.a_type, split_k, k_split);
+            candidates.push(match self.mode() {
+                Mode::Cm2 => {
+                    let bk = plan.dispatch.spec[3] as usize;
+                    match cm2_bounds(&a, &b, &plan.staging, bk, split_k, k_split, &columns) {
+                        Ok(b) => b,
+                        Err(e) => return Outcome::Error(e),
+                    }
                 }
-            }
-            Mode::Cm1 => {
-                let tk = plan.dispatch.spec[9] as usize;
-                cm1_bounds(&arith, tk, self.k, self.m, &a_rows, &b_rows, &columns)
-            }
-            Mode::Fp16 | Mode::Fp32 => {
-                tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
-            }
+                Mode::Cm1 => {
+                    let tk = plan.dispatch.spec[9] as usize;
+                    cm1_bounds(&arith, tk, self.k, self.m, &a_rows, &b_rows, &columns)
+                }
+                Mode::Fp16 | Mode::Fp32 => {
+                    tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+                }
+            });
+        }
+        let bounds = tolerance::loosest_mm(candidates);
+        let op = GraphOp::MulMat {
+            a: &a,
+            b: &b,
+            prec_f32: self.prec == Prec::F32,
         };
-        let run = match ctx.run(want.ne, |gpu, tree| {
+        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
             runners::mul_mm::run(
                 gpu,
                 tree,

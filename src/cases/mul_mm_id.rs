@@ -37,7 +37,7 @@ use super::mul_mm::{
     all_families, arith_of, cm1_bounds, cm2_bounds, cm2_k_strategy, edge_strategy, family_name,
     inputs_for, judge, k_strategy, mode_of, pad_strategy, QUANT_TYPES,
 };
-use super::{Case, Ctx, Outcome};
+use super::{Case, Ctx, GraphOp, Outcome};
 use crate::kernels::{Kernel, Variant, VariantParams};
 use crate::tolerance;
 
@@ -429,7 +429,13 @@ impl MulMmIdCase {
                 tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
             }
         };
-        let run = match ctx.run(want.ne, |gpu, tree| {
+        let op = GraphOp::MulMatId {
+            a: &a,
+            b: &b,
+            ids: &ids,
+            prec_f32: self.prec == Prec::F32,
+        };
+        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
             runners::mul_mm::run_id(
                 gpu,
                 tree,

@@ -11,7 +11,7 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, values, Dist};
-use super::{Case, Ctx, Outcome};
+use super::{Case, Ctx, GraphOp, Outcome};
 use crate::compare::compare;
 use crate::kernels::{Kernel, Variant};
 use crate::tolerance;
@@ -200,7 +200,11 @@ impl Wkv7Case {
             Ok(o) => o,
             Err(e) => return Outcome::Skip(format!("ggml rejects the shapes: {e}")),
         };
-        let run = match ctx.run(want.ne, |gpu, tree| runners::wkv7::run(gpu, tree, &inputs)) {
+        let run = match ctx.run_op(
+            want.ne,
+            &GraphOp::Wkv7([&r, &w, &k, &v, &a, &b, &state]),
+            |gpu, tree| runners::wkv7::run(gpu, tree, &inputs),
+        ) {
             Ok(r) => r,
             Err(outcome) => return outcome,
         };

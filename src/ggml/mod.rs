@@ -1,0 +1,291 @@
+//! Backend mode (`--ggml DIR`): cases run through ggml's own Vulkan host (graph, pipeline
+//! choice, dispatch) built from a checkout, instead of vkdiff's runners. The case model, the
+//! reference and the error models are the same; only the executor changes ([`GraphExec`]).
+//!
+//! ggml keeps its device state per process and reads its path switches once, so each named
+//! configuration runs in its own worker process (`vkdiff worker` with `VKDIFF_GGML_LIB` and
+//! `VKDIFF_GGML_CONFIG` set); ggml aborts on errors, which the worker protocol already turns
+//! into recorded `crash` outcomes.
+
+pub mod build;
+pub mod ffi;
+
+use std::path::PathBuf;
+
+use vkdiff_gpu::device::Instance;
+use vkdiff_gpu::runners::flash_attn::Path as FaPath;
+use vkdiff_gpu::runners::KernelRun;
+use vkdiff_gpu::{DeviceCaps, Gpu, ShaderTree};
+
+use crate::cases::{Case, Ctx, GraphExec, GraphOp, Outcome};
+use crate::kernels::{Variant, VariantParams};
+use crate::worker::{read_frame, write_frame, Request, Response};
+
+/// A named path configuration, forced through ggml's environment switches (GGML_BACKEND.md §2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Config {
+    /// No fp16, no cooperative matrices: the `_fp32` shaders.
+    ScalarFp32,
+    /// Scalar shaders with fp16.
+    ScalarFp16,
+    /// KHR cooperative matrices (no NV coopmat2).
+    Cm1,
+    /// NV cooperative matrix 2.
+    Cm2,
+}
+
+/// Every configuration, in the order a campaign runs them.
+pub const CONFIGS: [Config; 4] = [
+    Config::ScalarFp32,
+    Config::ScalarFp16,
+    Config::Cm1,
+    Config::Cm2,
+];
+
+impl Config {
+    /// The name used by `--config` and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Config::ScalarFp32 => "scalar-fp32",
+            Config::ScalarFp16 => "scalar-fp16",
+            Config::Cm1 => "cm1",
+            Config::Cm2 => "cm2",
+        }
+    }
+
+    /// The configuration named `name`.
+    pub fn parse(name: &str) -> Result<Config, String> {
+        CONFIGS
+            .into_iter()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<_> = CONFIGS.iter().map(|c| c.name()).collect();
+                format!(
+                    "unknown configuration {name:?}; they are {}",
+                    names.join(", ")
+                )
+            })
+    }
+
+    /// ggml's switches for this path. Integer dot is always off: vkdiff has no error model
+    /// for q8_1-quantized B (MMQ/MMVQ). Fusion and graph rewrites are off (one-op graphs).
+    pub fn env(self) -> Vec<(&'static str, &'static str)> {
+        let mut env = vec![
+            ("GGML_VK_DISABLE_INTEGER_DOT_PRODUCT", "1"),
+            ("GGML_VK_DISABLE_FUSION", "1"),
+            ("GGML_VK_DISABLE_GRAPH_OPTIMIZE", "1"),
+        ];
+        if matches!(self, Config::ScalarFp32 | Config::ScalarFp16) {
+            env.extend([
+                ("GGML_VK_DISABLE_COOPMAT", "1"),
+                ("GGML_VK_DISABLE_COOPMAT2", "1"),
+                // Head's VALVE mixed dot2 changes the scalar fp16 arithmetic; not modelled.
+                ("GGML_VK_DISABLE_DOT2", "1"),
+            ]);
+        }
+        if self == Config::ScalarFp32 {
+            env.push(("GGML_VK_DISABLE_F16", "1"));
+        }
+        if self == Config::Cm1 {
+            env.push(("GGML_VK_DISABLE_COOPMAT2", "1"));
+        }
+        env
+    }
+
+    /// The capabilities the error models see: the device's, less what the switches turn off.
+    pub fn caps(self, device: &DeviceCaps) -> DeviceCaps {
+        let mut c = device.clone();
+        c.integer_dot = false;
+        if matches!(self, Config::ScalarFp32 | Config::ScalarFp16) {
+            c.coopmat = false;
+            c.coopmat2 = false;
+            c.bf16_coopmat = false;
+        }
+        if self == Config::ScalarFp32 {
+            c.fp16 = false;
+        }
+        if self == Config::Cm1 {
+            c.coopmat2 = false;
+        }
+        c
+    }
+
+    /// Why this configuration cannot run here, from ggml's own device line ("fp16: 1 |" …
+    /// "matrix cores: KHR_coopmat"), which reflects both the device and the build's shaders.
+    fn unavailable(self, ggml_log: &str) -> Option<String> {
+        let line = ggml_log
+            .lines()
+            .find(|l| l.contains("matrix cores:"))
+            .unwrap_or("");
+        let field = |name: &str| {
+            line.split('|')
+                .find_map(|f| f.trim().strip_prefix(name).map(|v| v.trim().to_string()))
+                .unwrap_or_default()
+        };
+        let cores = field("matrix cores:");
+        match self {
+            Config::ScalarFp32 => None,
+            Config::ScalarFp16 => (field("fp16:") == "0")
+                .then(|| "ggml reports fp16: 0 on this device".into()),
+            Config::Cm1 => (cores != "KHR_coopmat").then(|| {
+                format!("cm1 needs KHR coopmat; with coopmat2 disabled ggml reports matrix cores: {cores:?} (device or build lacks it)")
+            }),
+            Config::Cm2 => (!cores.starts_with("NV_coopmat2")).then(|| {
+                format!("cm2 needs NV coopmat2; ggml reports matrix cores: {cores:?} (device or build lacks it)")
+            }),
+        }
+    }
+
+    /// Why a variant (a path vkdiff models) is not what ggml runs under this configuration.
+    pub fn variant_skip(self, v: &Variant) -> Option<String> {
+        let path = match self {
+            Config::ScalarFp32 | Config::ScalarFp16 => FaPath::Scalar,
+            Config::Cm1 => FaPath::Cm1,
+            Config::Cm2 => FaPath::Cm2,
+        };
+        match v.params {
+            VariantParams::FlashAttn { path: p, .. } if p != path => Some(format!(
+                "config {}: ggml runs flash attention on the {path:?} path, not {p:?}",
+                self.name()
+            )),
+            VariantParams::MulMm { mode, acc16, .. } | VariantParams::MulMmId { mode, acc16, .. } => {
+                use vkdiff_gpu::runners::mul_mm::Mode;
+                let path = match self {
+                    Config::ScalarFp32 | Config::ScalarFp16 => Mode::Fp16,
+                    Config::Cm1 => Mode::Cm1,
+                    Config::Cm2 => Mode::Cm2,
+                };
+                match self {
+                    _ if mode != path => Some(format!(
+                        "config {}: ggml runs MUL_MAT on the {path:?} matmul, not {mode:?}",
+                        self.name()
+                    )),
+                    Config::ScalarFp32 if acc16 => {
+                        Some("config scalar-fp32: no f16 accumulators".into())
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The worker's executor: one loaded ggml build, one device, one configuration.
+struct Driver {
+    ggml: ffi::Ggml,
+    config: Config,
+}
+
+impl GraphExec for Driver {
+    fn run(&mut self, op: &GraphOp) -> Result<KernelRun, Outcome> {
+        let start = std::time::Instant::now();
+        match self.ggml.run(op) {
+            Ok(mut r) => Ok(KernelRun {
+                values: {
+                    // VKDIFF_GGML_INJECT=<op name>: a wrong first element, the negative control
+                    // that shows the comparison is live in backend mode.
+                    if std::env::var("VKDIFF_GGML_INJECT").is_ok_and(|o| o == op.name()) {
+                        r.values[0] += 1.0;
+                    }
+                    r.values
+                },
+                overrun: r.overrun,
+                gpu_ns: Some(start.elapsed().as_nanos() as f64),
+                variant: format!("ggml {}", self.config.name()),
+                validation: Vec::new(),
+            }),
+            Err(ffi::Refusal::Unsupported(m)) => Err(Outcome::Skip(format!("ggml: {m}"))),
+            Err(ffi::Refusal::Error(m)) => Err(Outcome::Error(format!("ggml: {m}"))),
+        }
+    }
+}
+
+/// The environment that makes `vkdiff worker` a ggml worker for `config`.
+pub fn worker_env(build: &build::Build, config: Config) -> Vec<(String, String)> {
+    vec![
+        (
+            "VKDIFF_GGML_LIB".to_string(),
+            build.lib_dir.display().to_string(),
+        ),
+        ("VKDIFF_GGML_CONFIG".to_string(), config.name().to_string()),
+        (
+            "VKDIFF_GGML_TREE".to_string(),
+            build.root.display().to_string(),
+        ),
+    ]
+}
+
+/// The report label of a worker environment: `ggml <tree> <config>`, or None when it is not
+/// a ggml worker's.
+pub fn label(env: &[(String, String)]) -> Option<String> {
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    Some(format!(
+        "ggml {} config {}",
+        get("VKDIFF_GGML_TREE")?,
+        get("VKDIFF_GGML_CONFIG")?
+    ))
+}
+
+/// The ggml worker: sets the configuration's switches, picks the device, loads the build,
+/// then answers requests like [`crate::worker::serve`].
+pub fn serve(
+    device: Option<&str>,
+    lib_dir: PathBuf,
+    config: &str,
+    repeat: bool,
+) -> std::io::Result<()> {
+    let (mut input, mut output) = (std::io::stdin().lock(), std::io::stdout().lock());
+    let opened = (|| -> Result<(Gpu, ffi::Ggml, Config), String> {
+        let config = Config::parse(config)?;
+        // ggml lists CPU devices (lavapipe) only when named: name the one vkdiff selected,
+        // by its raw enumeration index, which becomes ggml's Vulkan0.
+        let index = Instance::new()
+            .and_then(|i| i.select(device))
+            .map_err(|e| e.to_string())?
+            .index;
+        // Set before ggml starts (it reads them once); this process has no other threads yet.
+        std::env::set_var("GGML_VK_VISIBLE_DEVICES", index.to_string());
+        for (k, v) in config.env() {
+            std::env::set_var(k, v);
+        }
+        let gpu = Gpu::open(Some(&index.to_string())).map_err(|e| e.to_string())?;
+        let ggml = ffi::Ggml::open(&lib_dir)?;
+        if let Some(reason) = config.unavailable(&ffi::logged()) {
+            return Err(format!("config {}: {reason}", config.name()));
+        }
+        Ok((gpu, ggml, config))
+    })();
+    let (mut gpu, ggml, config) = match opened {
+        Ok(x) => x,
+        Err(e) => return write_frame(&mut output, &Response::Failed(e)),
+    };
+    let caps = config.caps(gpu.caps());
+    gpu.set_caps(caps.clone());
+    let mut caps_named = caps;
+    caps_named.name = format!("{} (ggml: {})", caps_named.name, ggml.description);
+    write_frame(&mut output, &Response::Ready { caps: caps_named })?;
+    let mut driver = Driver { ggml, config };
+    let mut tree = ShaderTree::new(crate::default_shader_dir());
+    loop {
+        let request: Request = match read_frame(&mut input) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let Request::Evaluate(json) = request;
+        let outcome = match serde_json::from_str::<Case>(&json) {
+            Ok(case) => {
+                crate::worker::fault_injection(&case);
+                case.evaluate(&mut Ctx {
+                    gpu: &mut gpu,
+                    tree: &mut tree,
+                    repeat,
+                    graph: Some(&mut driver),
+                })
+            }
+            Err(e) => Outcome::Error(format!("worker could not read the case: {e}")),
+        };
+        write_frame(&mut output, &Response::Outcome(outcome))?;
+    }
+}
