@@ -331,8 +331,9 @@ pub fn run_variant_observed(
 }
 
 /// proptest's shrinking loop, driven by hand so every evaluation stays visible: simplify while
-/// the case still fails in the same group (`key`), step back (complicate) when a
-/// simplification passes or fails differently: shrinking one bug must not slide into another.
+/// the case still fails in the same group (`key`, see [`findings::keeps_group`]), step back
+/// (complicate) when a simplification passes or fails differently: shrinking one bug must not
+/// slide into another.
 #[allow(clippy::too_many_arguments)]
 fn shrink(
     eval: &mut dyn Evaluator,
@@ -343,6 +344,7 @@ fn shrink(
     key: String,
     settings: &Settings,
 ) -> Finding {
+    let start_reach = reach.clone();
     let mut best = (original.clone(), outcome, reach);
     let mut steps = 0;
     if value.simplify() {
@@ -352,8 +354,12 @@ fn shrink(
             let outcome = eval.evaluate(&candidate);
             let reach = eval.reach(&candidate);
             let next = if outcome.is_failure()
-                && findings::group_key(&candidate, &outcome, &reach) == key
-            {
+                && findings::keeps_group(
+                    &key,
+                    &start_reach,
+                    &findings::group_key(&candidate, &outcome, &reach),
+                    &reach,
+                ) {
                 best = (candidate, outcome, reach);
                 value.simplify()
             } else {

@@ -17,7 +17,7 @@
 //! Before shrinking, a variant's failures are grouped by a coarse key (path, primary outcome
 //! kind, reachability and a few trigger facts); one representative of every group is shrunk,
 //! and a shrink step is kept only when the candidate keeps that key, so one bug cannot slide
-//! into (and hide) another.
+//! into (and hide) another (a forced-only case may become reachable, never the reverse).
 //!
 //! Everything here reads only the case and the outcome, so it is the same for every evaluator
 //! (a backend evaluator that only builds real graphs overrides [`crate::worker::Evaluator::reach`]).
@@ -200,6 +200,14 @@ pub fn group_key(case: &Case, outcome: &Outcome, reach: &Reach) -> String {
             .map(|t| format!(" | {t}"))
             .collect::<String>()
     )
+}
+
+/// Whether a shrink candidate stays in the group it started from: same key, except that a
+/// forced-only case may shrink into a reachable one (the finding gets stronger), never the
+/// reverse (a reachable bug must not slide into a forced-only configuration).
+pub fn keeps_group(key: &str, reach: &Reach, candidate_key: &str, candidate: &Reach) -> bool {
+    let neutral = |k: &str| k.replacen("| forced-only", "| reachable", 1);
+    neutral(key) == neutral(candidate_key) && (candidate.reachable() || !reach.reachable())
 }
 
 /// A finding's signature (see the module notes).
@@ -675,6 +683,22 @@ mod tests {
         assert!(k[0].matches("mul_mm_id/scalar | never written | at x"));
         assert!(!k[0].matches("mul_mm_id/scalar | wrong value | at x"));
         assert!(parse_known("no separators").is_err());
+    }
+
+    #[test]
+    fn a_forced_group_may_shrink_into_a_reachable_case_not_back() {
+        let forced = Reach {
+            forced: vec!["x".into()],
+        };
+        let (f, r) = ("p | NaN | forced-only", "p | NaN | reachable");
+        assert!(keeps_group(f, &forced, r, &Reach::default()));
+        assert!(!keeps_group(r, &Reach::default(), f, &forced));
+        assert!(!keeps_group(
+            f,
+            &forced,
+            "p | wrong value | forced-only",
+            &forced
+        ));
     }
 
     #[test]
