@@ -44,8 +44,9 @@ for p in m["packages"]:
         grep -E " $slow\$" <<<"$tests" || true
     done
     grep -vE " (differential|faults)\$" <<<"$tests" || true
-} | while read -r package target; do
-    echo "test-$target cargo test --release -p $package --test $target"
+} | while read -r _package target; do
+    # --workspace, as the build above: `-p` would resolve features differently and rebuild.
+    echo "test-$target cargo test --release --workspace --test $target"
 done >"$jobs_file"
 # Unit tests, the criterion benches once (`test = true`: cut-down shapes, results checked), doc tests.
 echo "unit cargo test --release --workspace --lib --bins --benches" >>"$jobs_file"
