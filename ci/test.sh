@@ -81,10 +81,22 @@ if ((fuzz)) && ((${#failed[@]} == 0)); then
     bash ci/fuzz.sh run
     summary+=("$(printf '%-24s %5ss' fuzz-run "$(($(date +%s) - t))")")
 fi
+# One closing count over every test binary's "test result:" line (ignored = skipped: a test
+# the device cannot run), since the jobs' own closing lines arrive in completion order.
+counts=$(cat "$logs"/*.log | python3 -c '
+import re, sys
+p = f = i = 0
+for line in sys.stdin:
+    m = re.search(r"test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored", line)
+    if m:
+        p += int(m.group(1)); f += int(m.group(2)); i += int(m.group(3))
+print(f"{p} passed, {f} failed, {i} skipped")')
 echo "ci/test.sh: build $((built - start))s, then ($slots at a time):"
 printf '  %s\n' "${summary[@]}"
 if ((${#failed[@]})); then
     echo "ci/test.sh: FAILED: ${failed[*]}" >&2
+    echo "tests: $counts"
     exit 1
 fi
 echo "ci/test.sh: done in $(($(date +%s) - start))s"
+echo "tests: $counts"
