@@ -258,11 +258,22 @@ pub fn signature(case: &Case, outcome: &Outcome, reach: &Reach) -> Signature {
     }
 }
 
+/// The path name of a matmul mode, as signatures and known-findings entries spell it.
+fn mm_path(mode: vkdiff_gpu::runners::mul_mm::Mode) -> String {
+    use vkdiff_gpu::runners::mul_mm::Mode;
+    match mode {
+        Mode::Fp32 | Mode::Fp16 => "scalar",
+        Mode::Cm1 => "cm1",
+        Mode::Cm2 => "cm2",
+    }
+    .to_string()
+}
+
 /// Kernel and path of a case.
 pub fn path_of(case: &Case) -> String {
     let path = match case {
-        Case::MulMm(c) => if c.cm2 { "cm2" } else { "scalar" }.to_string(),
-        Case::MulMmId(c) => if c.cm2 { "cm2" } else { "scalar" }.to_string(),
+        Case::MulMm(c) => mm_path(crate::cases::mul_mm::mode_of(c.cm1, c.cm2)),
+        Case::MulMmId(c) => mm_path(crate::cases::mul_mm::mode_of(c.cm1, c.cm2)),
         Case::FlashAttn(c) => format!("{:?}", c.path).to_lowercase(),
         Case::MulMatVec(_) | Case::MulMatVecId(_) | Case::Wkv7(_) => String::new(),
     };

@@ -148,7 +148,8 @@ impl Config {
                 "config {}: ggml runs flash attention on the {path:?} path, not {p:?}",
                 self.name()
             )),
-            VariantParams::MulMm { mode, acc16, .. } | VariantParams::MulMmId { mode, acc16, .. } => {
+            VariantParams::MulMm { mode, acc16, .. }
+            | VariantParams::MulMmId { mode, acc16, .. } => {
                 use vkdiff_gpu::runners::mul_mm::Mode;
                 let path = match self {
                     Config::ScalarFp32 | Config::ScalarFp16 => Mode::Fp16,
