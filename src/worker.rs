@@ -201,6 +201,9 @@ fn keep_last_words(stderr: std::process::ChildStderr) -> Arc<Mutex<VecDeque<Stri
     lines
 }
 
+/// Why a worker does not run a variant (None: it does).
+pub type VariantFilter = Box<dyn Fn(&crate::kernels::Variant) -> Option<String> + Send>;
+
 /// The parent's side: a worker process started on demand and restarted after a crash or a lost
 /// device.
 pub struct Worker {
@@ -214,7 +217,7 @@ pub struct Worker {
     /// How many workers were started (1 + restarts).
     pub starts: u32,
     /// Variants the worker does not run, with the reason (backend mode's configuration).
-    pub variant_filter: Option<Box<dyn Fn(&crate::kernels::Variant) -> Option<String> + Send>>,
+    pub variant_filter: Option<VariantFilter>,
 }
 
 /// Why a worker gave no outcome.

@@ -41,8 +41,10 @@ fn recent_tree() -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
 
-/// Every variant's MUL_MAT, MUL_MAT_ID, FLASH_ATTN_EXT (q8_0 K/V) and RWKV_WKV7 at a few cases.
-const VARIANTS: &str = "rwkv_wkv7,q8_0";
+/// MUL_MAT (mat-vec and matrix-matrix), MUL_MAT_ID (mat-vec), FLASH_ATTN_EXT (q8_0 K/V) and
+/// RWKV_WKV7, f32 accumulators (recent trees clamp f16 accumulators, docs/ggml-backend.md).
+const VARIANTS: &str =
+    "rwkv_wkv7,mul_mat_vec_q8_0_f32_f32,mul_mat_vec_id_q8_0,flash_attn_f32_f16_q8_0,matmul_f32_f32";
 
 #[test]
 fn recent_tree_runs_all_four_ops_and_can_fail() {
@@ -60,7 +62,7 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
             "--cases",
             "4",
             "--config",
-            "scalar-fp32,cm2",
+            "scalar-fp32,scalar-fp16,cm2",
             "--out",
             dir.to_str().unwrap(),
         ],
@@ -80,8 +82,11 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
                 if c.outcome == "pass" {
                     *passed.entry(c.kernel.clone()).or_default() += 1;
                 } else if c.outcome != "skip" {
+                    // Known findings (docs/ggml-backend.md): wkv7 with S ≠ 64; a SIGSEGV in
+                    // lavapipe running scalar-fp32 flash attention with q8_0 K/V.
                     assert!(
-                        c.kernel == "wkv7" && !c.case.starts_with("S=64 "),
+                        (c.kernel == "wkv7" && !c.case.starts_with("S=64 "))
+                            || (c.kernel == "flash_attn" && c.outcome == "crash"),
                         "unexpected {} in backend mode: {} {}\n{:?}",
                         c.outcome,
                         c.variant,
@@ -106,7 +111,6 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
         "mul_mat_vec_id",
         "flash_attn",
         "mul_mm",
-        "mul_mm_id",
     ] {
         assert!(
             passed.get(op).copied().unwrap_or(0) > 0,
