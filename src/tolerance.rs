@@ -1055,7 +1055,7 @@ pub fn mul_mm_bounds(
                 let (mut total, mut total_err) = (0.0f64, 0.0f64);
                 for s in 0..split_k {
                     let (from, to) = ((s * k_split).min(k), ((s + 1) * k_split).min(k));
-                    let (mut sum, mut err) = (0.0f64, 0.0f64);
+                    let (mut sum, mut err, mut mag) = (0.0f64, 0.0f64, 0.0f64);
                     for kk in from..to {
                         let (x, y, (ex, ox), (ey, oy)) = (a[kk], b[kk], ea[kk], eb[kk]);
                         let (ax, ay) = (x.abs(), y.abs());
@@ -1082,6 +1082,15 @@ pub fn mul_mm_bounds(
                             ovf = true;
                         }
                         err = d + acc.rounding(xlo, xhi);
+                        mag += hi + d;
+                    }
+                    // A kernel that adds the same products in another order (upstream's
+                    // loaders, a compiler's reassociation) has partial sums up to Σ|a·b| plus
+                    // the errors: past the largest finite value some order overflows. (Seen on
+                    // the H100: upstream's f16-accumulator matmul gave ±∞ where k-ascending
+                    // partial sums stay below 65504.)
+                    if !(mag < acc.overflow()) {
+                        ovf = true;
                     }
                     (total, total_err) = add_split(split_k == 1, (total, total_err), (sum, err));
                 }
