@@ -136,6 +136,26 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The folder under `dir` holding `libggml-vulkan.so`, which CMake makes a symlink to the
+/// versioned file (so [`walk`], which lists regular files, does not see it).
+fn find_library_dir(dir: &Path) -> Option<PathBuf> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_name() == "libggml-vulkan.so" {
+                return Some(d);
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(e.path());
+            }
+        }
+    }
+    None
+}
+
 /// Source folders of other backends: they do not affect a Vulkan build and are not hashed.
 fn other_backend(rel: &Path) -> bool {
     let s = rel.to_string_lossy();
@@ -302,17 +322,13 @@ pub fn build(dir: &Path) -> Result<Build, String> {
         .arg(&build_dir)
         .args(["--parallel", &jobs]);
     run_logged(&mut compile, &mut log, "build").map_err(|e| failure(&e, &log_path, "build"))?;
-    let lib_dir = walk(&build_dir)
-        .into_iter()
-        .find(|p| p.file_name().is_some_and(|n| n == "libggml-vulkan.so"))
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-        .ok_or_else(|| {
-            failure(
-                "the build finished without libggml-vulkan.so",
-                &log_path,
-                "build",
-            )
-        })?;
+    let lib_dir = find_library_dir(&build_dir).ok_or_else(|| {
+        failure(
+            "the build finished without libggml-vulkan.so",
+            &log_path,
+            "build",
+        )
+    })?;
     std::fs::write(&done, lib_dir.display().to_string()).map_err(|e| e.to_string())?;
     eprintln!(
         "ggml: built in {:.0}s ({})",
