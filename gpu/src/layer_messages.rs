@@ -90,9 +90,10 @@ pub fn classify(text: &str) -> LayerMessage {
         return LayerMessage::Predates(format!("SPIR-V capability {cap}"));
     }
     // The loader's device dispatch setup (see LoaderLookup).
-    if text.contains("WARNING-vkGetDeviceProcAddr-device")
-        && text.contains("instance level function")
-    {
+    // The VUID (WARNING-vkGetDeviceProcAddr-device) is not always part of the message text:
+    // the 1.4.309 layer on the H100 says only "vkGetDeviceProcAddr(): pName is trying to grab
+    // … which is an instance level function".
+    if text.contains("vkGetDeviceProcAddr") && text.contains("instance level function") {
         if let Some(f) = word_after(text, "trying to grab") {
             if f.starts_with("vkGetPhysicalDevice") || f.starts_with("vkEnumeratePhysicalDevice") {
                 return LayerMessage::LoaderLookup(f.to_string());
@@ -105,6 +106,19 @@ pub fn classify(text: &str) -> LayerMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loader_lookup_is_recognised_without_its_vuid() {
+        // Verbatim from the H100 run (layer 1.4.309), where it failed device creation.
+        let m = "vkGetDeviceProcAddr(): pName is trying to grab \
+                 vkGetPhysicalDeviceVideoEncodeQualityLevelPropertiesKHR which is an instance level function";
+        assert_eq!(
+            classify(m),
+            LayerMessage::LoaderLookup(
+                "vkGetPhysicalDeviceVideoEncodeQualityLevelPropertiesKHR".into()
+            )
+        );
+    }
 
     #[test]
     fn layer_age_messages_name_what_the_layer_predates() {
