@@ -1089,9 +1089,8 @@ pub fn mul_mm_bounds(
                     // the errors: past the largest finite value some order overflows. (Seen on
                     // the H100: upstream's f16-accumulator matmul gave ±∞ where k-ascending
                     // partial sums stay below 65504.)
-                    if !(mag < acc.overflow()) {
-                        ovf = true;
-                    }
+                    // (NaN-safe: a NaN magnitude counts as overflow too.)
+                    ovf |= mag.partial_cmp(&acc.overflow()) != Some(std::cmp::Ordering::Less);
                     (total, total_err) = add_split(split_k == 1, (total, total_err), (sum, err));
                 }
                 let _ = total;

@@ -325,7 +325,9 @@ fn main() {
     let args = Arguments::from_args();
     let caps = common::with_gpu(|gpu| gpu.caps().clone());
     let lavapipe = caps.name.contains("llvmpipe");
-    let tests: [(&str, fn(), Option<String>); 9] = [
+    // (name, test, why it cannot run here)
+    type Entry = (&'static str, fn(), Option<String>);
+    let tests: [Entry; 9] = [
         (
             "a_crash_inside_a_case_becomes_a_finding_and_the_campaign_goes_on",
             a_crash_inside_a_case_becomes_a_finding_and_the_campaign_goes_on,

@@ -228,16 +228,15 @@ unsafe extern "system" fn on_message(
     // (campaign workers keep their last stderr lines for the crash report).
     eprintln!("vkdiff: validation: {text}");
     let messages = unsafe { &*(user as *const Mutex<Vec<String>>) };
-    messages
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(if text.starts_with(crate::layer_messages::UNVALIDATED) {
+    messages.lock().unwrap_or_else(|p| p.into_inner()).push(
+        if text.starts_with(crate::layer_messages::UNVALIDATED) {
             // Kept bare: `only_unvalidated` recognises these lines by their start (with the
             // severity in front, every validated H100 device creation failed).
             text
         } else {
             format!("{severity:?}: {text}")
-        });
+        },
+    );
     vk::FALSE
 }
 
