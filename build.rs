@@ -5,7 +5,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+    // Read at run time, not with env!(): the build script binary is reused by every clone
+    // that shares the build folder (cargo keys path packages relative to the workspace), and a
+    // compiled-in path would embed another clone's shaders, or panic once that clone is gone.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest_dir).join("shaders");
     // A directory: cargo reruns this when any file in it changes, appears or disappears.
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<_> = std::fs::read_dir(&dir)
