@@ -33,8 +33,14 @@
 // a row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
 // path. With split-k the unnormalised O, L and M go to the scratch (§9.7).
 //
-// Shared memory: stage max(Br, Bc)·D f16 + Ssh Br·Bc ACC_TYPE + Psh Br·Bc f16 + row arrays;
-// at most 44.6 KiB (Br = 64, Bc = 32, D = 256, f32).
+// Shared memory: stage max(Bc·D, Br·QC) f16 + Ssh Br·Bc ACC_TYPE + Psh Br·Bc f16 + row arrays.
+// Workgroup-scope cooperative matrices leave maxComputeSharedMemorySize minus
+// cooperativeMatrixWorkgroupScopeReservedSharedMemory (48 − 8 = 40 KiB on the H100), so Q is
+// staged in column chunks of QC: all of D when Br ≤ Bc, else 16 columns (Br = 64, Bc = 32).
+// Staging all of Q at Br = 64, D = 256 took 40.75 KiB (f16 accumulators) or 45.25 KiB (f32),
+// which the validation layer rejected (VUID-RuntimeSpirv-maxComputeSharedMemorySize-10168);
+// now at most 29.25 KiB. S = Q·Kᵀ is then a chain of D/QC coopMatMulAdd steps into one
+// accumulator: still a D-term sum in ACC_TYPE in some order, as the error model assumes.
 //
 // Worked example (q4_1 K/V, D = 64, N = 1, H = 8, H_kv = 2, KV = 40): GQA mode with ratio 4
 // (N = 4 ≤ 32: small rows, Br = Bc = 32, 256 invocations), dispatch (1, 2, 1). Workgroup
@@ -51,9 +57,12 @@
 #define FA_F16_DECODE 1
 #include "flash_attn_base.comp"
 
-const uint STAGE_ROWS = Br > Bc ? Br : Bc;
+// Q columns per staged chunk (see "Shared memory" above).
+const uint QC = Br > Bc ? 16 : D;
+const uint Q_CHUNKS = D / QC;
+const uint STAGE_SIZE = Bc * D > Br * QC ? Bc * D : Br * QC;
 
-shared float16_t stage[STAGE_ROWS * D];
+shared float16_t stage[STAGE_SIZE];
 shared ACC_TYPE Ssh[Br * Bc];
 shared float16_t Psh[Br * Bc];
 shared ACC_TYPE row_max[Br];
@@ -101,16 +110,6 @@ void main()
     init_indices();
     const uint tid = gl_LocalInvocationID.x;
 
-    // Q: f16(q)·f16(scale) in f16 (rows past N are zero and never stored).
-    const float16_t scale16 = float16_t(p.scale);
-    for (uint e = tid; e < Br * D; e += WorkGroupSize) {
-        const uint r = e / D;
-        float16_t q = float16_t(0.0);
-        if (row_valid(r)) {
-            q = float16_t(data_q[q_base + (row_tile * Br + r) * q_stride + e % D]) * scale16;
-        }
-        stage[e] = q;
-    }
     if (tid < Br) {
         row_max[tid] = ACC_TYPE(0.0);
         row_sum[tid] = ACC_TYPE(0.0);
@@ -121,9 +120,24 @@ void main()
     if (tid < Br) {
         slope = alibi_slope(row_head(tid));
     }
-    barrier();
-    coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseA> Qm;
-    coopMatLoad(Qm, stage, 0, D, gl_CooperativeMatrixLayoutRowMajor);
+    // Q: f16(q)·f16(scale) in f16 (rows past N are zero and never stored), QC columns at a
+    // time through stage.
+    const float16_t scale16 = float16_t(p.scale);
+    coopmat<float16_t, gl_ScopeWorkgroup, Br, QC, gl_MatrixUseA> Qm[Q_CHUNKS];
+    [[unroll]] for (uint qc = 0; qc < Q_CHUNKS; ++qc) {
+        for (uint e = tid; e < Br * QC; e += WorkGroupSize) {
+            const uint r = e / QC;
+            float16_t q = float16_t(0.0);
+            if (row_valid(r)) {
+                q = float16_t(data_q[q_base + (row_tile * Br + r) * q_stride + qc * QC + e % QC])
+                  * scale16;
+            }
+            stage[e] = q;
+        }
+        barrier();
+        coopMatLoad(Qm[qc], stage, 0, QC, gl_CooperativeMatrixLayoutRowMajor);
+        barrier();
+    }
     coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> O =
         coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(0.0);
     barrier();
@@ -134,12 +148,14 @@ void main()
         // 1. S = Q·Kᵀ.
         stage_keys(false, first, ncols);
         barrier();
-        coopmat<float16_t, gl_ScopeWorkgroup, D, Bc, gl_MatrixUseB> Kt;
-        // Kᵀ (d, c) = stage[c·D + d]: column-major with stride D.
-        coopMatLoad(Kt, stage, 0, D, gl_CooperativeMatrixLayoutColumnMajor);
         coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> S =
             coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(0.0);
-        S = coopMatMulAdd(Qm, Kt, S);
+        [[unroll]] for (uint qc = 0; qc < Q_CHUNKS; ++qc) {
+            coopmat<float16_t, gl_ScopeWorkgroup, QC, Bc, gl_MatrixUseB> Kt;
+            // Kᵀ (d, c) = stage[c·D + d]: column-major with stride D, from column qc·QC.
+            coopMatLoad(Kt, stage, qc * QC, D, gl_CooperativeMatrixLayoutColumnMajor);
+            S = coopMatMulAdd(Qm[qc], Kt, S);
+        }
         coopMatStore(S, Ssh, 0, Bc, gl_CooperativeMatrixLayoutRowMajor);
         barrier();
 

@@ -125,7 +125,7 @@ impl Gpu {
         let device = Device::new(&instance, &adapter)?;
         // What the layer says about creating the device concerns no case: it is our host code's
         // problem, reported here rather than charged to whichever case runs first.
-        let messages = instance.take_messages();
+        let messages = crate::layer_messages::explain_consequences(instance.take_messages());
         if crate::layer_messages::only_unvalidated(&messages) {
             // E.g. an extension the layer does not know: the rows that use it will say so
             // (their pipelines draw the same kind of message); the others stay validated.

@@ -89,6 +89,11 @@ pub fn classify(text: &str) -> LayerMessage {
         let cap = word_after(text, "Invalid capability operand").unwrap_or("?");
         return LayerMessage::Predates(format!("SPIR-V capability {cap}"));
     }
+    // The layer could not specialize the module (its spirv-opt rejects what it does not know,
+    // e.g. the bf16 capabilities): every later check of that pipeline sees a wrong module.
+    if text.contains("attempted to apply specialization constants with spirv-opt but failed") {
+        return LayerMessage::Predates(UNREADABLE_MODULE.to_string());
+    }
     // The loader's device dispatch setup (see LoaderLookup).
     // The VUID (WARNING-vkGetDeviceProcAddr-device) is not always part of the message text:
     // the 1.4.309 layer on the H100 says only "vkGetDeviceProcAddr(): pName is trying to grab
@@ -206,6 +211,35 @@ pub fn unvalidated_line(what: &str, layer_version: &str) -> String {
     format!("{UNVALIDATED}{what} (layer version {layer_version})")
 }
 
+/// What [`classify`] names when the layer's spirv-opt cannot specialize a module.
+const UNREADABLE_MODULE: &str = "a SPIR-V module its spirv-opt cannot specialize";
+
+/// A case's messages with the consequences of an unreadable module explained: once the layer
+/// says it does not know a SPIR-V capability the module declares, or cannot specialize it, its
+/// other pipeline-creation checks ran on a module it misread (on the H100's 1.4.309 layer, a
+/// bf16 matmul drew "workgroup size X (1) is not a multiple of subgroupSize" and coopmat
+/// shape mismatches listing "Unhandled VkComponentTypeKHR"). Those become unvalidated lines
+/// too; messages about other calls stay findings.
+pub fn explain_consequences(messages: Vec<String>) -> Vec<String> {
+    let Some(cause) = messages.iter().find_map(|m| {
+        let what = m.strip_prefix(UNVALIDATED)?;
+        (what.starts_with("SPIR-V capability") || what.starts_with(UNREADABLE_MODULE))
+            .then(|| what.to_string())
+    }) else {
+        return messages;
+    };
+    messages
+        .into_iter()
+        .map(|m| {
+            if !m.starts_with(UNVALIDATED) && m.contains("vkCreateComputePipelines") {
+                format!("{UNVALIDATED}{cause}, so it misread this module's pipeline creation")
+            } else {
+                m
+            }
+        })
+        .collect()
+}
+
 /// True when there are messages and every one is an [`unvalidated_line`].
 pub fn only_unvalidated(messages: &[String]) -> bool {
     !messages.is_empty() && messages.iter().all(|m| m.starts_with(UNVALIDATED))
@@ -225,5 +259,33 @@ mod record_tests {
         assert!(only_unvalidated(std::slice::from_ref(&u)));
         assert!(!only_unvalidated(&[u, "Validation Error: x".into()]));
         assert!(!only_unvalidated(&[]));
+    }
+
+    #[test]
+    fn a_misread_module_voids_only_its_pipeline_creation_checks() {
+        let cause = unvalidated_line("SPIR-V capability 5116", "1.4.309");
+        let create = "Error: vkCreateComputePipelines(): pCreateInfos[0].stage.flags \
+                      (VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT), but local \
+                      workgroup size X dimension (1) is not a multiple of subgroupSize (32)."
+            .to_string();
+        let dispatch = "Error: vkCmdDispatch(): groupCountX (70000) exceeds the limit".to_string();
+        let out = explain_consequences(vec![cause.clone(), create.clone(), dispatch.clone()]);
+        assert!(out[1].starts_with(UNVALIDATED) && out[1].contains("5116"));
+        assert_eq!(out[2], dispatch);
+        assert!(!only_unvalidated(&out));
+        // Without a cause nothing changes, and the spirv-opt failure is itself a cause.
+        assert_eq!(
+            explain_consequences(vec![create.clone()]),
+            vec![create.clone()]
+        );
+        let opt = classify(
+            "vkCreateComputePipelines(): pCreateInfos[0].stage VkShaderModule 0x1 shader \
+             attempted to apply specialization constants with spirv-opt but failed.",
+        );
+        let LayerMessage::Predates(what) = opt else {
+            panic!("{opt:?}")
+        };
+        let out = explain_consequences(vec![unvalidated_line(&what, "1.4.309"), create]);
+        assert!(only_unvalidated(&out));
     }
 }

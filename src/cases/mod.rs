@@ -363,6 +363,7 @@ impl Outcome {
     /// variant uses; then the case is unvalidated, a skip that names why (never a pass, never
     /// a failure).
     pub fn from_validation(messages: Vec<String>) -> Outcome {
+        let messages = vkdiff_gpu::layer_messages::explain_consequences(messages);
         if vkdiff_gpu::layer_messages::only_unvalidated(&messages) {
             let mut m = messages;
             m.dedup();
