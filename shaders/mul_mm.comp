@@ -220,18 +220,13 @@ const uint LOADS_B = (BN * BK + BLOCK_SIZE - 1) / BLOCK_SIZE;
 shared FLOAT_TYPE buf_a[BM * SHMEM_STRIDE];   // [row][k]
 shared FLOAT_TYPE buf_b[BN * SHMEM_STRIDE];   // [column][k]
 
-#ifdef COOPMAT
-// Each warp's TM x TN staging slice for the bounds-checked store. Declared before the
-// MUL_MAT_ID arrays so that no 4-byte variable precedes it: coopMatStore/Load need 16-byte
-// aligned shared addresses.
-shared ACC_TYPE coopmat_stage[TM * TN * NUM_WARPS];
-#endif
-
 #ifdef MUL_MAT_ID
 const uint ROW_IDS = 4096;
 shared uint row_ids[ROW_IDS];                 // slot | token << 16, token-major
-// Per-invocation counts, then the total at [BLOCK_SIZE]; the 4 extra words keep the array a
-// multiple of 16 bytes, so no shared variable after it loses coopmat alignment.
+// Per-invocation counts, then the total at [BLOCK_SIZE]. The array is a multiple of 16 bytes:
+// with a separate 4-byte total the H100 read the cm1 path's coopmat_stage misaligned (36 of
+// 40 cases of every matmul_id_*_cm1 row wrong; declaring coopmat_stage first did not help,
+// padding did). coopMatLoad/Store need 16-byte aligned shared addresses.
 shared uint match_counts[BLOCK_SIZE + 4];
 #endif
 
@@ -468,6 +463,8 @@ const uint CMS_M = WM / TM;
 const uint CMS_N = WN / TN;
 const uint CMS = CMS_M * CMS_N;
 
+// Each warp's TM x TN staging slice for the bounds-checked store.
+shared ACC_TYPE coopmat_stage[TM * TN * NUM_WARPS];
 #else
 // Register block r of this invocation: its row and column inside the BM x BN tile.
 // r = ((t * WNITER + wsic) * WMITER + wsir) * TM * TN + cc * TM + cr.
