@@ -436,7 +436,7 @@ impl RunPlan {
         label: &str,
         shared: &Shared,
     ) -> Result<(), String> {
-        let exe = own_executable()?;
+        let exe = crate::worker::own_executable()?;
         let mut args = vec!["--shaders".to_string(), self.shaders.display().to_string()];
         if let Some(d) = device {
             args.extend(["--device".to_string(), d.to_string()]);
@@ -589,16 +589,6 @@ impl RunPlan {
             shared.reports.lock().unwrap().push((index, r));
         }
     }
-}
-
-/// The running vkdiff binary, for worker processes. On Linux `/proc/self/exe`, which keeps naming
-/// this image even when a rebuild replaces the file on disk mid-campaign.
-pub(crate) fn own_executable() -> Result<PathBuf, String> {
-    let proc_self = PathBuf::from("/proc/self/exe");
-    if proc_self.exists() {
-        return Ok(proc_self);
-    }
-    std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))
 }
 
 /// Appends a line to the JSON report; a report that cannot be written is said once and dropped,

@@ -395,3 +395,13 @@ impl Drop for Worker {
         }
     }
 }
+
+/// The running vkdiff binary, for worker processes. On Linux `/proc/self/exe`, which keeps naming
+/// this image even when a rebuild replaces the file on disk mid-campaign.
+pub fn own_executable() -> Result<PathBuf, String> {
+    let proc_self = PathBuf::from("/proc/self/exe");
+    if proc_self.exists() {
+        return Ok(proc_self);
+    }
+    std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))
+}
