@@ -33,14 +33,18 @@
 // a row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
 // path. With split-k the unnormalised O, L and M go to the scratch (§9.7).
 //
-// Shared memory: stage max(Bc·D, Br·QC) f16 + Ssh Br·Bc ACC_TYPE + Psh Br·Bc f16 + row arrays.
+// Shared memory: stage max(Bc·D, Br·QC, Br·Bc) f16 + Ssh Br·Bc ACC_TYPE + row arrays.
 // Workgroup-scope cooperative matrices leave maxComputeSharedMemorySize minus
-// cooperativeMatrixWorkgroupScopeReservedSharedMemory (48 − 8 = 40 KiB on the H100), so Q is
-// staged in column chunks of QC: all of D when Br ≤ Bc, else 16 columns (Br = 64, Bc = 32).
-// Staging all of Q at Br = 64, D = 256 took 40.75 KiB (f16 accumulators) or 45.25 KiB (f32),
-// which the validation layer rejected (VUID-RuntimeSpirv-maxComputeSharedMemorySize-10168);
-// now at most 29.25 KiB. S = Q·Kᵀ is then a chain of D/QC coopMatMulAdd steps into one
-// accumulator: still a D-term sum in ACC_TYPE in some order, as the error model assumes.
+// cooperativeMatrixWorkgroupScopeReservedSharedMemory (48 − 8 = 40 KiB on the H100), so:
+// - Q is staged in column chunks of QC: all of D when Br ≤ Bc, else 16 columns (Br = 64,
+//   Bc = 32). S = Q·Kᵀ is then a chain of D/QC coopMatMulAdd steps into one accumulator:
+//   still a D-term sum in ACC_TYPE in some order, as the error model assumes.
+// - P (f16) lives in stage: once S is in Ssh the staged keys are dead, and P is loaded into
+//   its matrix before V is staged over it.
+// With all of Q and a separate P the H100's layer rejected Br = 64, D = 256 (40.75 KiB with
+// f16 accumulators, 45.25 KiB f32) and Br = Bc = 64, D = 128 (41.25 KiB f32)
+// (VUID-RuntimeSpirv-maxComputeSharedMemorySize-10168). Now at most 33.25 KiB (Br = Bc = 64,
+// D = 128, f32; Br = 64, Bc = 32, D = 256: 25.25 KiB).
 //
 // Worked example (q4_1 K/V, D = 64, N = 1, H = 8, H_kv = 2, KV = 40): GQA mode with ratio 4
 // (N = 4 ≤ 32: small rows, Br = Bc = 32, 256 invocations), dispatch (1, 2, 1). Workgroup
@@ -60,11 +64,11 @@
 // Q columns per staged chunk (see "Shared memory" above).
 const uint QC = Br > Bc ? 16 : D;
 const uint Q_CHUNKS = D / QC;
-const uint STAGE_SIZE = Bc * D > Br * QC ? Bc * D : Br * QC;
+const uint STAGE_KQ = Bc * D > Br * QC ? Bc * D : Br * QC;
+const uint STAGE_SIZE = STAGE_KQ > Br * Bc ? STAGE_KQ : Br * Bc;
 
-shared float16_t stage[STAGE_SIZE];
+shared float16_t stage[STAGE_SIZE];   // Q chunks, K, then P (row-major Br x Bc), then V
 shared ACC_TYPE Ssh[Br * Bc];
-shared float16_t Psh[Br * Bc];
 shared ACC_TYPE row_max[Br];
 shared ACC_TYPE row_sum[Br];
 shared ACC_TYPE row_alpha[Br];
@@ -171,8 +175,8 @@ void main()
                 if (live && masked) {
                     live = uint(data_m_bits[mask_row + c]) != F16_NEG_INF_BITS;
                 }
-                // Psh marks the live keys until the second pass writes P.
-                Psh[r * Bc + c] = float16_t(live ? 1.0 : 0.0);
+                // P's place in stage marks the live keys until the second pass writes P.
+                stage[r * Bc + c] = float16_t(live ? 1.0 : 0.0);
                 if (!live) {
                     continue;
                 }
@@ -198,10 +202,10 @@ void main()
             ACC_TYPE sum = ACC_TYPE(0.0);
             for (uint c = 0; c < Bc; ++c) {
                 float16_t pc = float16_t(0.0);
-                if (Psh[r * Bc + c] != float16_t(0.0)) {
+                if (stage[r * Bc + c] != float16_t(0.0)) {
                     pc = float16_t(exp(Ssh[r * Bc + c] - m_new));
                 }
-                Psh[r * Bc + c] = pc;
+                stage[r * Bc + c] = pc;
                 sum += ACC_TYPE(pc);
             }
             row_sum[r] = row_sum[r] * alpha + sum;
@@ -211,19 +215,20 @@ void main()
         }
         barrier();
 
-        // 3. O = O·α + P·V.
+        // 3. O = O·α + P·V; P leaves stage before V is staged there.
         coopMatPerElementNV(O, O, times_alpha);
+        coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseA> Pm;
+        coopMatLoad(Pm, stage, 0, Bc, gl_CooperativeMatrixLayoutRowMajor);
+        barrier();
         stage_keys(true, first, ncols);
         barrier();
         coopmat<float16_t, gl_ScopeWorkgroup, Bc, D, gl_MatrixUseB> Vm;
         coopMatLoad(Vm, stage, 0, D, gl_CooperativeMatrixLayoutRowMajor);
-        coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseA> Pm;
-        coopMatLoad(Pm, Psh, 0, Bc, gl_CooperativeMatrixLayoutRowMajor);
         coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> PV =
             coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(0.0);
         PV = coopMatMulAdd(Pm, Vm, PV);
         O += coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(PV);
-        // The next tile overwrites stage, Ssh and Psh.
+        // The next tile overwrites stage and Ssh.
         barrier();
     }
 

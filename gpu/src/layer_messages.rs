@@ -56,6 +56,13 @@ const KNOWN_EXTENSIONS: [&str; 5] = [
     "VK_EXT_pipeline_robustness",
 ];
 
+/// The SPIR-V extensions of the variants vkdiff compiles that a layer may not know.
+const KNOWN_SPIRV_EXTENSIONS: [&str; 3] = [
+    "SPV_KHR_bfloat16",
+    "SPV_KHR_cooperative_matrix",
+    "SPV_NV_cooperative_matrix2",
+];
+
 /// The word after `key` in `text` (up to whitespace or punctuation).
 fn word_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     let rest = &text[text.find(key)? + key.len()..];
@@ -88,6 +95,17 @@ pub fn classify(text: &str) -> LayerMessage {
     if text.contains("Invalid capability operand") {
         let cap = word_after(text, "Invalid capability operand").unwrap_or("?");
         return LayerMessage::Predates(format!("SPIR-V capability {cap}"));
+    }
+    // A SPIR-V capability or extension the layer cannot name ("Capability (Unhandled
+    // OpCapability) declared", "SPIR-V Extension SPV_KHR_bfloat16 was declared, but that is not
+    // supported by Vulkan": the 1.4.309 layer on bf16 modules).
+    if text.contains("Unhandled OpCapability") {
+        return LayerMessage::Predates(UNNAMED_CAPABILITY.to_string());
+    }
+    if text.contains("was declared, but that is not supported by Vulkan") {
+        if let Some(e) = KNOWN_SPIRV_EXTENSIONS.iter().find(|e| text.contains(**e)) {
+            return LayerMessage::Predates(format!("SPIR-V extension {e}"));
+        }
     }
     // The layer could not specialize the module (its spirv-opt rejects what it does not know,
     // e.g. the bf16 capabilities): every later check of that pipeline sees a wrong module.
@@ -214,24 +232,37 @@ pub fn unvalidated_line(what: &str, layer_version: &str) -> String {
 /// What [`classify`] names when the layer's spirv-opt cannot specialize a module.
 const UNREADABLE_MODULE: &str = "a SPIR-V module its spirv-opt cannot specialize";
 
+/// What [`classify`] names for a capability the layer prints as "Unhandled OpCapability".
+const UNNAMED_CAPABILITY: &str = "a SPIR-V capability it cannot name";
+
 /// A case's messages with the consequences of an unreadable module explained: once the layer
 /// says it does not know a SPIR-V capability the module declares, or cannot specialize it, its
 /// other pipeline-creation checks ran on a module it misread (on the H100's 1.4.309 layer, a
 /// bf16 matmul drew "workgroup size X (1) is not a multiple of subgroupSize" and coopmat
 /// shape mismatches listing "Unhandled VkComponentTypeKHR"). Those become unvalidated lines
-/// too; messages about other calls stay findings.
+/// too (and the module's own vkCreateShaderModule messages); messages about other calls stay
+/// findings.
 pub fn explain_consequences(messages: Vec<String>) -> Vec<String> {
     let Some(cause) = messages.iter().find_map(|m| {
         let what = m.strip_prefix(UNVALIDATED)?;
-        (what.starts_with("SPIR-V capability") || what.starts_with(UNREADABLE_MODULE))
-            .then(|| what.to_string())
+        [
+            "SPIR-V capability",
+            "SPIR-V extension",
+            UNREADABLE_MODULE,
+            UNNAMED_CAPABILITY,
+        ]
+        .iter()
+        .any(|c| what.starts_with(c))
+        .then(|| what.to_string())
     }) else {
         return messages;
     };
     messages
         .into_iter()
         .map(|m| {
-            if !m.starts_with(UNVALIDATED) && m.contains("vkCreateComputePipelines") {
+            let module_call =
+                m.contains("vkCreateComputePipelines") || m.contains("vkCreateShaderModule");
+            if !m.starts_with(UNVALIDATED) && module_call {
                 format!("{UNVALIDATED}{cause}, so it misread this module's pipeline creation")
             } else {
                 m
@@ -287,5 +318,24 @@ mod record_tests {
         };
         let out = explain_consequences(vec![unvalidated_line(&what, "1.4.309"), create]);
         assert!(only_unvalidated(&out));
+        // The shader-module messages of the H100's layer on a bf16 module.
+        for (text, what) in [
+            (
+                "vkCreateShaderModule(): SPIR-V has Capability (Unhandled OpCapability) \
+                 declared, but this is not supported by Vulkan.",
+                UNNAMED_CAPABILITY.to_string(),
+            ),
+            (
+                "vkCreateShaderModule(): SPIR-V Extension SPV_KHR_bfloat16 was declared, but \
+                 that is not supported by Vulkan.",
+                "SPIR-V extension SPV_KHR_bfloat16".to_string(),
+            ),
+        ] {
+            assert_eq!(classify(text), LayerMessage::Predates(what));
+        }
+        assert_eq!(
+            classify("vkCreateShaderModule(): SPIR-V Extension SPV_EXT_x was declared, but that is not supported by Vulkan."),
+            LayerMessage::Finding
+        );
     }
 }
