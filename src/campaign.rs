@@ -444,6 +444,28 @@ pub fn table(reports: &[VariantReport]) -> String {
         s,
         "(worst = largest |got − want| / bound over passing elements; ≤ 1 passes; err = could not run, MISS = shader missing)"
     );
+    // A row whose pipelines the layer could not read is unvalidated as a whole: its later cases
+    // reuse the cached pipeline and draw no message, so their passes say nothing about it.
+    let unvalidated: Vec<_> = reports
+        .iter()
+        .filter_map(|r| {
+            let why = r
+                .skipped
+                .keys()
+                .find(|k| k.contains(vkdiff_gpu::layer_messages::UNVALIDATED))?;
+            Some((r.variant.as_str(), why))
+        })
+        .collect();
+    if !unvalidated.is_empty() {
+        let _ = writeln!(
+            s,
+            "{} rows unvalidated (the validation layer predates what they use; their values were still judged):",
+            unvalidated.len()
+        );
+        for (variant, why) in unvalidated {
+            let _ = writeln!(s, "  UNVALIDATED {variant}: {why}");
+        }
+    }
     for r in reports {
         if let (Some(c), true) = (&r.worst_case, r.worst_ratio > 0.0) {
             let _ = writeln!(s, "worst {} ({:.3}): {c}", r.variant, r.worst_ratio);
@@ -540,4 +562,43 @@ pub fn findings_summary(distinct: &[findings::Distinct], stale: &[&findings::Kno
 }
 fn indent(s: &str) -> String {
     s.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_the_layer_cannot_read_is_named_unvalidated() {
+        let row = |variant: &str, skip: Option<String>| VariantReport {
+            kernel: "mul_mm".into(),
+            variant: variant.into(),
+            device: "H100".into(),
+            config: String::new(),
+            cases: 200,
+            passed: 200 - u32::from(skip.is_some()),
+            failed: 0,
+            errors: 0,
+            first_error: None,
+            skipped: skip.into_iter().map(|s| (s, 1)).collect(),
+            worst_ratio: 0.5,
+            worst_case: None,
+            seconds: 1.0,
+            missing: None,
+            findings: Vec::new(),
+            unshrunk: BTreeMap::new(),
+            paths: Vec::new(),
+        };
+        let why = vkdiff_gpu::layer_messages::unvalidated_line("SPIR-V capability 5116", "1.4.309");
+        let t = table(&[
+            row("matmul_bf16_cm2", Some(why.clone())),
+            row("matmul_f16_cm2", None),
+        ]);
+        assert!(t.contains("1 rows unvalidated"), "{t}");
+        assert!(
+            t.contains(&format!("UNVALIDATED matmul_bf16_cm2: {why}")),
+            "{t}"
+        );
+        assert!(!t.contains("UNVALIDATED matmul_f16_cm2"), "{t}");
+    }
 }
