@@ -35,7 +35,7 @@ pub fn exit_status(distinct: &[crate::findings::Distinct], reports: &[VariantRep
     let new = distinct.iter().filter(|d| d.known.is_none());
     let mut code = 0;
     for d in new {
-        code |= if d.signature.reach.reachable() { 1 } else { 4 };
+        code |= if d.reachable() { 1 } else { 4 };
     }
     // Groups past --max-findings were not shrunk: count them by their key's reachability.
     for r in reports {
@@ -623,6 +623,24 @@ fn write_html(json: &std::path::Path, html: &std::path::Path) {
     }
 }
 
+/// Whether a report is of a run of vkdiff's own shaders: every start line names a folder
+/// called `shaders` (ours, wherever the checkout was; upstream's is `vulkan-shaders` or a staged
+/// copy) and no ggml backend configuration.
+fn own_shaders_run(lines: &[Line]) -> bool {
+    let mut starts = lines.iter().filter_map(|l| match l {
+        Line::Start {
+            shaders, config, ..
+        } => Some((shaders, config)),
+        _ => None,
+    });
+    let mut any = false;
+    starts.all(|(shaders, config)| {
+        any = true;
+        std::path::Path::new(shaders).file_name() == Some(std::ffi::OsStr::new("shaders"))
+            && !config.starts_with("ggml")
+    }) && any
+}
+
 /// The known-findings list: `path`, else known-findings.txt of this checkout when it exists.
 fn load_known(path: Option<PathBuf>) -> Result<Vec<crate::findings::Known>, String> {
     let path = path.or_else(|| Some(crate::findings::default_known_file()).filter(|p| p.is_file()));
@@ -932,7 +950,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     _ => None,
                 })
                 .collect();
-            let known = load_known(known)?;
+            // As in `run`: the default known list is for upstream trees only.
+            let known = if known.is_none() && own_shaders_run(&lines) {
+                Vec::new()
+            } else {
+                load_known(known)?
+            };
             let distinct = crate::findings::distinct(&reports, &known);
             let stale = crate::findings::stale(&known, &distinct, &reports);
             print!("{}", campaign::findings_summary(&distinct, &stale));
