@@ -532,11 +532,7 @@ pub fn findings_summary(distinct: &[findings::Distinct], stale: &[&findings::Kno
         for e in d.evidence() {
             let _ = writeln!(s, "  {e}");
         }
-        let _ = writeln!(
-            s,
-            "  minimal: {}\n  its signature: {}",
-            f.case, f.signature
-        );
+        let _ = writeln!(s, "  minimal: {}\n  its signature: {}", f.case, f.signature);
         let first: Vec<&str> = f.explanation.lines().take(3).collect();
         s.push_str(&indent(&first.join("\n")));
         if let Some(k) = &d.known {

@@ -419,7 +419,7 @@ pub fn triggers(case: &Case) -> Vec<String> {
         Case::MulMm(c) if c.force_split_k.is_some_and(|s| s > 1) => t.push("split".into()),
         Case::FlashAttn(c) => {
             if has_fully_masked_rows(c) {
-                t.push("fully masked rows".into());
+                t.push(FULLY_MASKED.into());
             }
             if c.split_k.is_some_and(|s| s > 1) && c.n == 1 {
                 t.push("split".into());
@@ -563,14 +563,13 @@ pub fn cause(case: &Case) -> Vec<String> {
             }
         }
         Case::MulMmId(c) if repeated_expert(&c.ids(), c.n_used) => t.push(REPEATED_FACT.into()),
-        Case::MulMatVecId(c) if repeated_expert(&c.ids(), c.n_used) => {
-            t.push(REPEATED_FACT.into())
-        }
+        Case::MulMatVecId(c) if repeated_expert(&c.ids(), c.n_used) => t.push(REPEATED_FACT.into()),
         _ => {}
     }
     t
 }
 
+const FULLY_MASKED: &str = "fully masked rows";
 const RAGGED: &str = "split, K/split not a multiple of 32";
 const REPEATED_FACT: &str = "repeated experts in a token";
 
@@ -601,10 +600,16 @@ pub struct FindingKey {
 impl FindingKey {
     /// The key of a shrunk finding.
     pub fn of(f: &Finding) -> Self {
+        let symptom = symptom(&f.signature.kind);
+        let mut cause = cause(&f.case);
+        // A finite fully masked row says the row was fully masked, whichever mask made it so.
+        if symptom.contains("fully masked row") {
+            cause.retain(|c| c != FULLY_MASKED);
+        }
         FindingKey {
             path: f.signature.path.clone(),
-            symptom: symptom(&f.signature.kind),
-            cause: cause(&f.case),
+            symptom,
+            cause,
             reachable: f.signature.reach.reachable(),
         }
     }
@@ -678,10 +683,7 @@ impl Distinct {
     pub fn variants(&self) -> Vec<(String, String, u32)> {
         let mut out: Vec<(String, String, u32)> = Vec::new();
         for m in &self.members {
-            match out
-                .iter_mut()
-                .find(|v| v.0 == m.variant && v.1 == m.config)
-            {
+            match out.iter_mut().find(|v| v.0 == m.variant && v.1 == m.config) {
                 Some(v) => v.2 += m.cases,
                 None => out.push((m.variant.clone(), m.config.clone(), m.cases)),
             }
@@ -857,7 +859,15 @@ pub fn distinct(reports: &[VariantReport], known: &[Known]) -> Vec<Distinct> {
         if d.known.is_none() {
             d.partly_known = known
                 .iter()
-                .map(|k| (k, d.members.iter().filter(|m| k.matches_member(&d.key, m)).count()))
+                .map(|k| {
+                    (
+                        k,
+                        d.members
+                            .iter()
+                            .filter(|m| k.matches_member(&d.key, m))
+                            .count(),
+                    )
+                })
                 .filter(|(_, n)| *n > 0)
                 .max_by_key(|(_, n)| *n)
                 .map(|(k, n)| (k.clone(), n));

@@ -69,7 +69,8 @@ fn two_bugs_in_flash_attention_are_two_findings() {
     assert!(
         distinct
             .iter()
-            .any(|d| d.key.symptom == "wrong or unstable values" && d.key.path == "flash_attn/scalar"),
+            .any(|d| d.key.symptom == "wrong or unstable values"
+                && d.key.path == "flash_attn/scalar"),
         "and the dropped key its own: {keys:#?}"
     );
     // Every shrunk representative kept its group.
