@@ -535,6 +535,19 @@ pub fn findings_summary(distinct: &[findings::Distinct], stale: &[&findings::Kno
         let _ = writeln!(s, "  minimal: {}\n  its signature: {}", f.case, f.signature);
         let first: Vec<&str> = f.explanation.lines().take(3).collect();
         s.push_str(&indent(&first.join("\n")));
+        for m in d.other_kinds() {
+            let _ = writeln!(
+                s,
+                "  also {}: {} ({}){}",
+                m.signature.kind,
+                m.case,
+                m.variant,
+                m.repro
+                    .as_ref()
+                    .map(|p| format!(", replay: vkdiff replay {}", p.display()))
+                    .unwrap_or_default()
+            );
+        }
         if let Some(k) = &d.known {
             let _ = writeln!(s, "  known: {} (fix: {})", k.explanation, k.fix);
         } else if let Some((k, n)) = &d.partly_known {

@@ -16,7 +16,7 @@
 //!
 //! A campaign's shrunk failures are then grouped into distinct findings, one per root cause:
 //! [`FindingKey`] keeps the path, the symptom family, the cause facts (a split, a ragged split,
-//! repeated experts, fully masked rows) and reachability, and drops sizes, types, the outcome
+//! repeated experts) and reachability, and drops sizes, types, the outcome
 //! kind within its family and where in dst; those stay inside the finding as evidence.
 //!
 //! Before shrinking, a variant's failures are grouped by a coarse key (path, primary outcome
@@ -549,11 +549,15 @@ pub fn symptom(kind: &str) -> String {
     }
 }
 
-/// The configuration facts that name a cause apart from sizes: the shrink triggers, made
-/// sharper by the facts that decide which code runs: whether a split is whole BK steps, and
-/// whether a token repeats an expert.
+/// The configuration facts that name a cause apart from sizes: a split (and whether it is whole
+/// BK steps), a token repeating an expert. Fully masked rows are not one: a row the mask empties
+/// fails as its own symptom ([`symptom`]), and a value failure in a case that also has fully
+/// masked rows lies in the other rows, so the mask did not cause it.
 pub fn cause(case: &Case) -> Vec<String> {
-    let mut t = triggers(case);
+    let mut t: Vec<String> = triggers(case)
+        .into_iter()
+        .filter(|w| w != FULLY_MASKED)
+        .collect();
     match case {
         Case::MulMm(c) => {
             if let Some((_, true)) = split_of(c) {
@@ -600,16 +604,10 @@ pub struct FindingKey {
 impl FindingKey {
     /// The key of a shrunk finding.
     pub fn of(f: &Finding) -> Self {
-        let symptom = symptom(&f.signature.kind);
-        let mut cause = cause(&f.case);
-        // A finite fully masked row says the row was fully masked, whichever mask made it so.
-        if symptom.contains("fully masked row") {
-            cause.retain(|c| c != FULLY_MASKED);
-        }
         FindingKey {
             path: f.signature.path.clone(),
-            symptom,
-            cause,
+            symptom: symptom(&f.signature.kind),
+            cause: cause(&f.case),
             reachable: f.signature.reach.reachable(),
         }
     }
@@ -649,6 +647,9 @@ pub struct Member {
     pub signature: Signature,
     /// The group's shrunk case.
     pub case: Case,
+    /// Its reproducer, when written.
+    #[serde(default)]
+    pub repro: Option<std::path::PathBuf>,
 }
 
 /// One distinct finding of a campaign: every variant's shrunk failure group with its key, and
@@ -784,6 +785,28 @@ impl Distinct {
     }
 }
 
+impl Distinct {
+    /// The smallest member of every outcome kind other than the representative's: each
+    /// kind's own reproducer, so a second bug that shares the key still gets one.
+    pub fn other_kinds(&self) -> Vec<&Member> {
+        let mut out: Vec<&Member> = Vec::new();
+        for m in &self.members {
+            if m.signature.kind == self.representative.signature.kind {
+                continue;
+            }
+            match out
+                .iter_mut()
+                .find(|o| o.signature.kind == m.signature.kind)
+            {
+                Some(o) if size(&m.case) < size(&o.case) => *o = m,
+                Some(_) => {}
+                None => out.push(m),
+            }
+        }
+        out
+    }
+}
+
 /// The sizes of a case, named, for the evidence ranges of a finding.
 pub fn dims(case: &Case) -> Vec<(&'static str, usize)> {
     match case {
@@ -832,6 +855,7 @@ pub fn distinct(reports: &[VariantReport], known: &[Known]) -> Vec<Distinct> {
                 cases: f.cases,
                 signature: f.signature.clone(),
                 case: f.case.clone(),
+                repro: f.repro.clone(),
             };
             match by_key.get(&key) {
                 Some(&i) => {
