@@ -190,6 +190,29 @@ fn findings_html(distinct: &[Distinct], stale: &[Known]) -> String {
                     esc(&k.explanation),
                     esc(&k.fix)
                 );
+            } else if let Some((k, n)) = &d.partly_known {
+                let _ = write!(
+                    s,
+                    "<p class=\"bad\">Partly known: {n} of {} groups match <code>{}</code>; the others do not, so the finding is new.</p>",
+                    d.members.len(),
+                    esc(&k.patterns.join(" & "))
+                );
+            }
+            for m in d.other_kinds() {
+                let _ = write!(
+                    s,
+                    "<p>Also {}: <code>{}</code> ({}){}</p>",
+                    esc(&m.signature.kind),
+                    esc(&m.case.to_string()),
+                    esc(&m.variant),
+                    m.repro
+                        .as_ref()
+                        .map(|p| format!(
+                            ", replay: <code>vkdiff replay {}</code>",
+                            esc(&p.display().to_string())
+                        ))
+                        .unwrap_or_default()
+                );
             }
             if let Some(p) = &f.repro {
                 let _ = write!(
