@@ -497,31 +497,40 @@ pub fn table(reports: &[VariantReport]) -> String {
     s
 }
 
-/// The closing list: "N distinct findings", reachable ones first, each with its minimal
+/// The closing list: "N distinct findings", reachable ones first, each with the evidence it
+/// groups (outcome kinds, where in dst, the sizes of the shrunk cases), its smallest
 /// reproducer, the variants and case counts it covers, the first elements and a replay
 /// command; known findings apart; stale known entries flagged.
 pub fn findings_summary(distinct: &[findings::Distinct], stale: &[&findings::Known]) -> String {
     let mut s = String::new();
     let (new, known): (Vec<_>, Vec<_>) = distinct.iter().partition(|d| d.known.is_none());
-    let reachable = new.iter().filter(|d| d.signature.reach.reachable()).count();
+    let reachable = new.iter().filter(|d| d.reachable()).count();
+    let groups: usize = distinct.iter().map(|d| d.members.len()).sum();
     let _ = writeln!(
         s,
-        "\n{} distinct findings: {} new ({reachable} reachable, {} forced-only), {} known",
+        "\n{} distinct findings: {} new ({reachable} reachable, {} forced-only), {} known ({} reachable){}",
         distinct.len(),
         new.len(),
         new.len() - reachable,
-        known.len()
+        known.len(),
+        known.iter().filter(|d| d.reachable()).count(),
+        if groups > 0 {
+            format!(" — from {groups} shrunk failure groups")
+        } else {
+            String::new()
+        }
     );
     for (i, d) in new.iter().chain(known.iter()).enumerate() {
         let f = &d.representative;
-        let label = match (&d.known, d.signature.reach.reachable()) {
+        let label = match (&d.known, d.reachable()) {
             (Some(_), _) => "KNOWN",
             (None, true) => "REACHABLE",
             (None, false) => "FORCED-ONLY",
         };
-        let variants: Vec<String> = d
-            .variants
+        let all = d.variants();
+        let mut variants: Vec<String> = all
             .iter()
+            .take(10)
             .map(|(v, c, n)| {
                 if c.is_empty() {
                     format!("{v} ({n})")
@@ -530,21 +539,46 @@ pub fn findings_summary(distinct: &[findings::Distinct], stale: &[&findings::Kno
                 }
             })
             .collect();
+        if all.len() > 10 {
+            variants.push(format!("and {} more", all.len() - 10));
+        }
         let _ = writeln!(
             s,
-            "\n#{} {label}: {}\n  {} failing cases over {} variant runs: {}\n  minimal: {}\n  reach: {}",
+            "\n#{} {label}: {}\n  {} failing cases over {} variant runs: {}",
             i + 1,
-            d.signature,
+            d.key,
             d.cases(),
-            d.variants.len(),
+            all.len(),
             variants.join(", "),
-            f.case,
-            d.signature.reach
         );
+        for e in d.evidence() {
+            let _ = writeln!(s, "  {e}");
+        }
+        let _ = writeln!(s, "  minimal: {}\n  its signature: {}", f.case, f.signature);
         let first: Vec<&str> = f.explanation.lines().take(3).collect();
         s.push_str(&indent(&first.join("\n")));
+        for m in d.other_kinds() {
+            let _ = writeln!(
+                s,
+                "  also {}: {} ({}){}",
+                m.signature.kind,
+                m.case,
+                m.variant,
+                m.repro
+                    .as_ref()
+                    .map(|p| format!(", replay: vkdiff replay {}", p.display()))
+                    .unwrap_or_default()
+            );
+        }
         if let Some(k) = &d.known {
             let _ = writeln!(s, "  known: {} (fix: {})", k.explanation, k.fix);
+        } else if let Some((k, n)) = &d.partly_known {
+            let _ = writeln!(
+                s,
+                "  partly known: {n} of {} groups match `{}`; the others do not, so the finding is new",
+                d.members.len(),
+                k.patterns.join(" & ")
+            );
         }
         if let Some(p) = &f.repro {
             let _ = writeln!(s, "  replay: vkdiff replay {}", p.display());

@@ -35,7 +35,7 @@ pub fn exit_status(distinct: &[crate::findings::Distinct], reports: &[VariantRep
     let new = distinct.iter().filter(|d| d.known.is_none());
     let mut code = 0;
     for d in new {
-        code |= if d.signature.reach.reachable() { 1 } else { 4 };
+        code |= if d.reachable() { 1 } else { 4 };
     }
     // Groups past --max-findings were not shrunk: count them by their key's reachability.
     for r in reports {
@@ -84,12 +84,14 @@ pub struct Target {
 }
 
 impl Target {
-    /// Whether this run tests vkdiff's own shader tree (no --ggml, --shaders absent or ours).
+    /// Whether this run tests vkdiff's own shader tree or a copy of it (no --ggml, --shaders
+    /// absent, ours, or a copy of ours: [`is_vkdiff_tree`]).
     fn tests_own_shaders(&self) -> bool {
         let canon = |p: &std::path::Path| p.canonicalize().ok();
         self.ggml.is_none()
             && self.shaders.as_deref().is_none_or(|s| {
-                canon(s).is_some() && canon(s) == canon(&crate::default_shader_dir())
+                (canon(s).is_some() && canon(s) == canon(&crate::default_shader_dir()))
+                    || is_vkdiff_tree(s)
             })
     }
 
@@ -613,6 +615,32 @@ fn write_html(json: &std::path::Path, html: &std::path::Path) {
     }
 }
 
+/// Whether a shader folder is vkdiff's tree or a copy of it (the tests' mutants, a staged copy):
+/// it holds `bench_fma.comp`, a shader of vkdiff's bench that no upstream tree has. The known
+/// list describes upstream trees, so it must not excuse a bug planted in a copy of ours.
+fn is_vkdiff_tree(dir: &std::path::Path) -> bool {
+    dir.join("bench_fma.comp").is_file()
+}
+
+/// Whether a report is of a run of vkdiff's own shaders: every start line names a folder
+/// called `shaders` (ours, wherever the checkout was; upstream's is `vulkan-shaders` or a staged
+/// copy) or a copy of our tree still on this machine, and no ggml backend configuration.
+fn own_shaders_run(lines: &[Line]) -> bool {
+    let mut starts = lines.iter().filter_map(|l| match l {
+        Line::Start {
+            shaders, config, ..
+        } => Some((shaders, config)),
+        _ => None,
+    });
+    let mut any = false;
+    starts.all(|(shaders, config)| {
+        any = true;
+        let dir = std::path::Path::new(shaders);
+        (dir.file_name() == Some(std::ffi::OsStr::new("shaders")) || is_vkdiff_tree(dir))
+            && !config.starts_with("ggml")
+    }) && any
+}
+
 /// The known-findings list: `path`, else known-findings.txt of this checkout when it exists.
 fn load_known(path: Option<PathBuf>) -> Result<Vec<crate::findings::Known>, String> {
     let path = path.or_else(|| Some(crate::findings::default_known_file()).filter(|p| p.is_file()));
@@ -922,7 +950,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     _ => None,
                 })
                 .collect();
-            let known = load_known(known)?;
+            // As in `run`: the default known list is for upstream trees only.
+            let known = if known.is_none() && own_shaders_run(&lines) {
+                Vec::new()
+            } else {
+                load_known(known)?
+            };
             let distinct = crate::findings::distinct(&reports, &known);
             let stale = crate::findings::stale(&known, &distinct, &reports);
             print!("{}", campaign::findings_summary(&distinct, &stale));

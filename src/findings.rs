@@ -14,6 +14,11 @@
 //!   masks;
 //! - reachable, or forced-only with the reasons.
 //!
+//! A campaign's shrunk failures are then grouped into distinct findings, one per root cause:
+//! [`FindingKey`] keeps the path, the symptom family, the cause facts (a split, a ragged split,
+//! repeated experts) and reachability, and drops sizes, types, the outcome
+//! kind within its family and where in dst; those stay inside the finding as evidence.
+//!
 //! Before shrinking, a variant's failures are grouped by a coarse key (path, primary outcome
 //! kind, reachability and a few trigger facts); one representative of every group is shrunk,
 //! and a shrink step is kept only when the candidate keeps that key, so one bug cannot slide
@@ -414,7 +419,7 @@ pub fn triggers(case: &Case) -> Vec<String> {
         Case::MulMm(c) if c.force_split_k.is_some_and(|s| s > 1) => t.push("split".into()),
         Case::FlashAttn(c) => {
             if has_fully_masked_rows(c) {
-                t.push("fully masked rows".into());
+                t.push(FULLY_MASKED.into());
             }
             if c.split_k.is_some_and(|s| s > 1) && c.n == 1 {
                 t.push("split".into());
@@ -455,9 +460,7 @@ pub fn facts(case: &Case) -> Vec<String> {
             if c.b_row_pad > 0 {
                 f.push("padded B rows".into());
             }
-            if let Some(s) = c.force_split_k.filter(|&s| s > 1) {
-                let s = if s >= 4 { 4 } else { 2 };
-                let ragged = c.k.div_ceil(s) % 32 != 0;
+            if let Some((s, ragged)) = split_of(c) {
                 f.push(format!(
                     "split_k {s}{}",
                     if ragged {
@@ -523,7 +526,12 @@ pub fn facts(case: &Case) -> Vec<String> {
             }
         }
         Case::Wkv7(c) => {
-            f.push(format!("head size {}", c.head_size));
+            // Upstream's shader is written for one head size, 64 (its workgroup size).
+            f.push(format!(
+                "head size {}{}",
+                c.head_size,
+                if c.head_size == 64 { "" } else { " (not 64)" }
+            ));
             f.push(format!("tokens {}", bucket(c.tokens_per_seq)));
             if c.seqs > 1 {
                 f.push("several sequences".into());
@@ -533,59 +541,385 @@ pub fn facts(case: &Case) -> Vec<String> {
     f
 }
 
-/// One distinct finding of a campaign: a signature, every variant (and device configuration)
-/// whose shrunk failure has it, and the first of those as its representative.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Distinct {
-    /// The signature.
-    pub signature: Signature,
-    /// (variant, configuration, failing cases in its group) per variant it covers.
-    pub variants: Vec<(String, String, u32)>,
-    /// The first variant's shrunk finding.
-    pub representative: Finding,
-    /// The known-findings entry it matches, if any.
-    pub known: Option<Known>,
-}
-
-impl Distinct {
-    /// Failing cases over every variant it covers.
-    pub fn cases(&self) -> u32 {
-        self.variants.iter().map(|v| v.2).sum()
+/// The symptom family of an outcome kind, which names a distinct finding: wrong, NaN, ±inf and
+/// nondeterministic values are one family, because one root cause (a race, an unbounded read of
+/// whatever memory holds) shows as any of them from case to case (on the H100 the MUL_MAT_ID
+/// store race shrank to 39 fine signatures: 25 nondeterministic, 12 wrong, 1 NaN, 1 ±inf). Outputs
+/// never written, writes past dst, finite rows where ggml gives NaN, crashes, hangs and each
+/// validation message keep their own family: they point at different code.
+pub fn symptom(kind: &str) -> String {
+    match kind {
+        "wrong value" | "NaN" | "±inf" | "nondeterministic" => "wrong or unstable values".into(),
+        k => k.into(),
     }
 }
 
-/// Groups the shrunk findings of every variant report by signature (order: reachable first,
-/// then by first appearance) and matches each against the known list.
+/// The configuration facts that name a cause apart from sizes: a split (and whether it is whole
+/// BK steps), a token repeating an expert. Fully masked rows are not one: a row the mask empties
+/// fails as its own symptom ([`symptom`]), and a value failure in a case that also has fully
+/// masked rows lies in the other rows, so the mask did not cause it.
+pub fn cause(case: &Case) -> Vec<String> {
+    let mut t: Vec<String> = triggers(case)
+        .into_iter()
+        .filter(|w| w != FULLY_MASKED)
+        .collect();
+    match case {
+        Case::MulMm(c) => {
+            if let Some((_, true)) = split_of(c) {
+                for w in t.iter_mut().filter(|w| *w == "split") {
+                    *w = RAGGED.into();
+                }
+            }
+        }
+        Case::MulMmId(c) if repeated_expert(&c.ids(), c.n_used) => t.push(REPEATED_FACT.into()),
+        Case::MulMatVecId(c) if repeated_expert(&c.ids(), c.n_used) => t.push(REPEATED_FACT.into()),
+        _ => {}
+    }
+    t
+}
+
+const FULLY_MASKED: &str = "fully masked rows";
+const RAGGED: &str = "split, K/split not a multiple of 32";
+const REPEATED_FACT: &str = "repeated experts in a token";
+
+/// A forced split_k of a matmul case (2 or 4) and whether a split is not whole 32-key steps.
+fn split_of(c: &crate::cases::mul_mm::MulMmCase) -> Option<(usize, bool)> {
+    let s = c.force_split_k.filter(|&s| s > 1)?;
+    let s = if s >= 4 { 4 } else { 2 };
+    Some((s, c.k.div_ceil(s) % 32 != 0))
+}
+
+/// What one distinct finding is: one root cause. Its kernel path, its symptom family, the
+/// configuration facts of its cause and its reachability; sizes, types, the outcome kind within
+/// the family and where in dst are evidence listed inside it, not part of its identity. A
+/// reachable and a forced-only finding stay apart even with the same cause, so a known
+/// forced-only entry never excuses a reachable bug and the exit status keeps them apart.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FindingKey {
+    /// Kernel and path.
+    pub path: String,
+    /// The symptom family ([`symptom`]).
+    pub symptom: String,
+    /// The cause facts ([`cause`]), empty when none.
+    pub cause: Vec<String>,
+    /// Reachable from a real graph.
+    pub reachable: bool,
+}
+
+impl FindingKey {
+    /// The key of a shrunk finding.
+    pub fn of(f: &Finding) -> Self {
+        FindingKey {
+            path: f.signature.path.clone(),
+            symptom: symptom(&f.signature.kind),
+            cause: cause(&f.case),
+            reachable: f.signature.reach.reachable(),
+        }
+    }
+}
+
+impl fmt::Display for FindingKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} | {} | {} | {}",
+            self.path,
+            self.symptom,
+            if self.cause.is_empty() {
+                "no trigger".into()
+            } else {
+                self.cause.join("; ")
+            },
+            if self.reachable {
+                "reachable"
+            } else {
+                "forced-only"
+            }
+        )
+    }
+}
+
+/// One shrunk failure group of one variant run, inside a distinct finding.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Member {
+    /// Variant.
+    pub variant: String,
+    /// Device configuration.
+    pub config: String,
+    /// The variant's failing cases in the group.
+    pub cases: u32,
+    /// The fine signature of the group's shrunk case.
+    pub signature: Signature,
+    /// The group's shrunk case.
+    pub case: Case,
+    /// Its reproducer, when written.
+    #[serde(default)]
+    pub repro: Option<std::path::PathBuf>,
+}
+
+/// One distinct finding of a campaign: every variant's shrunk failure group with its key, and
+/// the smallest of those shrunk cases as its representative.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Distinct {
+    /// What the finding is.
+    pub key: FindingKey,
+    /// Each shrunk group it covers, in order of appearance.
+    pub members: Vec<Member>,
+    /// The smallest shrunk case among the members.
+    pub representative: Finding,
+    /// The known-findings entry that explains every member, if any.
+    pub known: Option<Known>,
+    /// A known entry that explains only some members (how many), when none explains all: the
+    /// rest is a bug the entry does not cover, so the finding counts as new.
+    pub partly_known: Option<(Known, usize)>,
+}
+
+impl Distinct {
+    /// Reachable from a real graph.
+    pub fn reachable(&self) -> bool {
+        self.key.reachable
+    }
+
+    /// Failing cases over every variant it covers.
+    pub fn cases(&self) -> u32 {
+        self.members.iter().map(|m| m.cases).sum()
+    }
+
+    /// (variant, configuration, failing cases) per variant run it covers.
+    pub fn variants(&self) -> Vec<(String, String, u32)> {
+        let mut out: Vec<(String, String, u32)> = Vec::new();
+        for m in &self.members {
+            match out.iter_mut().find(|v| v.0 == m.variant && v.1 == m.config) {
+                Some(v) => v.2 += m.cases,
+                None => out.push((m.variant.clone(), m.config.clone(), m.cases)),
+            }
+        }
+        out
+    }
+
+    /// The evidence behind the finding, one line each: outcome kinds, where in dst, the ranges
+    /// of the shrunk cases' sizes, and (forced-only) why the configurations are forced.
+    pub fn evidence(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let count = |items: Vec<String>| {
+            let mut c: Vec<(String, usize)> = Vec::new();
+            for i in items {
+                match c.iter_mut().find(|e| e.0 == i) {
+                    Some(e) => e.1 += 1,
+                    None => c.push((i, 1)),
+                }
+            }
+            c.sort_by_key(|e| std::cmp::Reverse(e.1));
+            c
+        };
+        let n = self.members.len();
+        let kinds = count(
+            self.members
+                .iter()
+                .map(|m| m.signature.kind.clone())
+                .collect(),
+        );
+        lines.push(format!(
+            "outcomes in {n} shrunk groups: {}",
+            kinds
+                .iter()
+                .map(|(k, c)| format!("{k} ×{c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        let places = count(
+            self.members
+                .iter()
+                .filter(|m| m.signature.location != "-")
+                .map(|m| m.signature.location.clone())
+                .collect(),
+        );
+        if !places.is_empty() {
+            let shown: Vec<String> = places.iter().take(3).map(|(p, _)| p.clone()).collect();
+            let more = places.len().saturating_sub(3);
+            lines.push(format!(
+                "where in dst: {}{}",
+                shown.join("; "),
+                if more > 0 {
+                    format!("; and {more} more")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        let mut ranges: Vec<(&'static str, usize, usize)> = Vec::new();
+        for m in &self.members {
+            for (name, v) in dims(&m.case) {
+                match ranges.iter_mut().find(|r| r.0 == name) {
+                    Some(r) => {
+                        r.1 = r.1.min(v);
+                        r.2 = r.2.max(v);
+                    }
+                    None => ranges.push((name, v, v)),
+                }
+            }
+        }
+        lines.push(format!(
+            "shrunk sizes: {}",
+            ranges
+                .iter()
+                .map(|(name, lo, hi)| if lo == hi {
+                    format!("{name} {lo}")
+                } else {
+                    format!("{name} {lo}–{hi}")
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        if !self.key.reachable {
+            let why = count(
+                self.members
+                    .iter()
+                    .flat_map(|m| m.signature.reach.forced.clone())
+                    .collect(),
+            );
+            lines.push(format!(
+                "forced because: {}",
+                why.iter()
+                    .map(|(w, _)| w.clone())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+        lines
+    }
+}
+
+impl Distinct {
+    /// The smallest member of every outcome kind other than the representative's: each
+    /// kind's own reproducer, so a second bug that shares the key still gets one.
+    pub fn other_kinds(&self) -> Vec<&Member> {
+        let mut out: Vec<&Member> = Vec::new();
+        for m in &self.members {
+            if m.signature.kind == self.representative.signature.kind {
+                continue;
+            }
+            match out
+                .iter_mut()
+                .find(|o| o.signature.kind == m.signature.kind)
+            {
+                Some(o) if size(&m.case) < size(&o.case) => *o = m,
+                Some(_) => {}
+                None => out.push(m),
+            }
+        }
+        out
+    }
+}
+
+/// The sizes of a case, named, for the evidence ranges of a finding.
+pub fn dims(case: &Case) -> Vec<(&'static str, usize)> {
+    match case {
+        Case::MulMm(c) => vec![("K", c.k), ("M", c.m), ("N", c.n)],
+        Case::MulMatVec(c) => vec![("K", c.k), ("M", c.m), ("N", c.n)],
+        Case::MulMmId(c) => vec![
+            ("K", c.k),
+            ("M", c.m),
+            ("experts", c.n_as),
+            ("slots", c.n_used),
+            ("tokens", c.n_tokens),
+        ],
+        Case::MulMatVecId(c) => vec![
+            ("K", c.k),
+            ("M", c.m),
+            ("experts", c.n_as),
+            ("slots", c.n_used),
+        ],
+        Case::FlashAttn(c) => vec![
+            ("D", c.d),
+            ("N", c.n),
+            ("KV", c.kv),
+            ("heads", c.kv_heads * c.gqa),
+        ],
+        Case::Wkv7(c) => vec![
+            ("head size", c.head_size),
+            ("heads", c.heads),
+            ("tokens", c.tokens_per_seq),
+            ("sequences", c.seqs),
+        ],
+    }
+}
+
+/// Groups the shrunk findings of every variant report into distinct findings by
+/// [`FindingKey`] (order: reachable first, then by first appearance), takes the smallest shrunk
+/// case of each as its representative, and matches each against the known list.
 pub fn distinct(reports: &[VariantReport], known: &[Known]) -> Vec<Distinct> {
-    let mut by_sig: BTreeMap<String, usize> = BTreeMap::new();
+    let mut by_key: BTreeMap<FindingKey, usize> = BTreeMap::new();
     let mut out: Vec<Distinct> = Vec::new();
     for r in reports {
         for f in &r.findings {
-            let key = f.signature.to_string();
-            let entry = (r.variant.clone(), r.config.clone(), f.cases);
-            match by_sig.get(&key) {
-                Some(&i) => out[i].variants.push(entry),
+            // The shape facts with today's rules, so an older report groups as a new run would.
+            let mut f = f.clone();
+            f.signature.shape = facts(&f.case).join(", ");
+            let f = &f;
+            let key = FindingKey::of(f);
+            let member = Member {
+                variant: r.variant.clone(),
+                config: r.config.clone(),
+                cases: f.cases,
+                signature: f.signature.clone(),
+                case: f.case.clone(),
+                repro: f.repro.clone(),
+            };
+            match by_key.get(&key) {
+                Some(&i) => {
+                    let d = &mut out[i];
+                    if size(&f.case) < size(&d.representative.case) {
+                        d.representative = f.clone();
+                    }
+                    d.members.push(member);
+                }
                 None => {
-                    by_sig.insert(key.clone(), out.len());
+                    by_key.insert(key.clone(), out.len());
                     out.push(Distinct {
-                        signature: f.signature.clone(),
-                        variants: vec![entry],
+                        key,
+                        members: vec![member],
                         representative: f.clone(),
-                        known: known.iter().find(|k| k.matches(&key)).cloned(),
+                        known: None,
+                        partly_known: None,
                     });
                 }
             }
         }
     }
-    out.sort_by_key(|d| !d.signature.reach.reachable());
+    for d in out.iter_mut() {
+        d.known = known.iter().find(|k| k.explains(d)).cloned();
+        if d.known.is_none() {
+            d.partly_known = known
+                .iter()
+                .map(|k| {
+                    (
+                        k,
+                        d.members
+                            .iter()
+                            .filter(|m| k.matches_member(&d.key, m))
+                            .count(),
+                    )
+                })
+                .filter(|(_, n)| *n > 0)
+                .max_by_key(|(_, n)| *n)
+                .map(|(k, n)| (k.clone(), n));
+        }
+    }
+    out.sort_by_key(|d| !d.reachable());
     out
 }
 
-/// An entry of the known-findings file: every pattern (a substring of the signature) must
-/// match.
+/// A case's size for picking the smallest representative: the sum of its sizes.
+fn size(case: &Case) -> usize {
+    dims(case).iter().map(|d| d.1).sum()
+}
+
+/// An entry of the known-findings file: every pattern must occur in the finding's key or in the
+/// fine signature of each of its members (the whole finding is explained, or it is new).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Known {
-    /// Substrings of the signature, all required.
+    /// Substrings of the key or of each member's signature, all required.
     pub patterns: Vec<String>,
     /// What the bug is.
     pub explanation: String,
@@ -594,14 +928,28 @@ pub struct Known {
 }
 
 impl Known {
-    /// True when every pattern occurs in the signature text.
-    pub fn matches(&self, signature: &str) -> bool {
-        self.patterns.iter().all(|p| signature.contains(p.as_str()))
+    /// True when every pattern occurs in the text.
+    pub fn matches(&self, text: &str) -> bool {
+        self.patterns.iter().all(|p| text.contains(p.as_str()))
     }
 
-    /// The kernel or kernel/path the entry is about: its first pattern.
+    /// True when every pattern occurs in the finding's key or in the member's fine signature.
+    pub fn matches_member(&self, key: &FindingKey, m: &Member) -> bool {
+        self.matches(&format!("{key} || {}", m.signature))
+    }
+
+    /// True when the entry explains the whole finding: it matches with every member.
+    pub fn explains(&self, d: &Distinct) -> bool {
+        !d.members.is_empty() && d.members.iter().all(|m| self.matches_member(&d.key, m))
+    }
+
+    /// The kernel or kernel/path the entry is about: its first pattern (up to a ` | `, when
+    /// the pattern is a whole key).
     pub fn kernel(&self) -> &str {
-        self.patterns.first().map(String::as_str).unwrap_or("")
+        self.patterns
+            .first()
+            .and_then(|p| p.split(" | ").next())
+            .unwrap_or("")
     }
 
     /// True when a case ran on `path` (kernel/path) of the entry's kernel or kernel/path.
@@ -644,8 +992,9 @@ pub fn parse_known(text: &str) -> Result<Vec<Known>, String> {
     Ok(out)
 }
 
-/// Known entries that matched no finding although cases ran on their kernel and path: the bug
-/// no longer reproduces (fixed, or the entry's signature drifted).
+/// Known entries that matched no shrunk group at all although cases ran on their kernel and
+/// path: the bug no longer reproduces (fixed, or the entry's signature drifted). An entry that
+/// explains part of a finding still reproduces: it is not stale.
 pub fn stale<'a>(
     known: &'a [Known],
     found: &[Distinct],
@@ -655,7 +1004,10 @@ pub fn stale<'a>(
         .iter()
         .filter(|k| {
             let covered = reports.iter().any(|r| r.paths.iter().any(|p| k.covers(p)));
-            covered && !found.iter().any(|d| d.known.as_ref() == Some(k))
+            covered
+                && !found
+                    .iter()
+                    .any(|d| d.members.iter().any(|m| k.matches_member(&d.key, m)))
         })
         .collect()
 }
@@ -718,16 +1070,19 @@ mod tests {
         assert!(repeated_expert(&[0, 1, 2, 2], 2));
     }
 
-    fn finding(kind: &str, reach: Reach) -> Finding {
-        let case = Case::Wkv7(crate::cases::wkv7::Wkv7Case {
-            head_size: 64,
+    fn wkv7(head_size: usize) -> Case {
+        Case::Wkv7(crate::cases::wkv7::Wkv7Case {
+            head_size,
             heads: 1,
             tokens_per_seq: 1,
             seqs: 1,
             dist: crate::cases::data::Dist::Normal,
             free_ab: false,
             seed: 0,
-        });
+        })
+    }
+
+    fn finding_of(case: Case, kind: &str, reach: Reach) -> Finding {
         Finding {
             signature: Signature {
                 path: "wkv7".into(),
@@ -746,6 +1101,10 @@ mod tests {
         }
     }
 
+    fn finding(kind: &str, reach: Reach) -> Finding {
+        finding_of(wkv7(64), kind, reach)
+    }
+
     fn report(variant: &str, findings: Vec<Finding>) -> VariantReport {
         VariantReport {
             kernel: "wkv7".into(),
@@ -760,7 +1119,7 @@ mod tests {
     }
 
     #[test]
-    fn same_signature_merges_across_variants_and_kinds_stay_apart() {
+    fn same_key_merges_across_variants_and_families_stay_apart() {
         let forced = Reach {
             forced: vec!["test".into()],
         };
@@ -778,8 +1137,8 @@ mod tests {
         let d = distinct(&reports, &known);
         assert_eq!(d.len(), 2, "{d:#?}");
         // Reachable first.
-        assert!(d[0].signature.reach.reachable() && d[0].known.is_some());
-        assert_eq!(d[1].variants.len(), 2);
+        assert!(d[0].reachable() && d[0].known.is_some());
+        assert_eq!(d[1].variants().len(), 2);
         assert_eq!(d[1].cases(), 6);
         assert!(d[1].known.is_none());
         // The NaN entry did not reproduce although wkv7 ran; mul_mm and the cm2 path did not
@@ -797,5 +1156,88 @@ mod tests {
             0,
             "known only"
         );
+    }
+
+    #[test]
+    fn one_cause_in_several_kinds_and_sizes_is_one_finding_with_evidence() {
+        // A race shows as nondeterministic, NaN or wrong values at whatever sizes shrinking
+        // stopped: one finding, the kinds and size ranges listed inside it, the smallest case
+        // its representative.
+        let reports = [
+            report(
+                "a",
+                vec![finding_of(wkv7(36), "nondeterministic", Reach::default())],
+            ),
+            report(
+                "b",
+                vec![
+                    finding_of(wkv7(2), "NaN", Reach::default()),
+                    finding_of(wkv7(76), "wrong value", Reach::default()),
+                ],
+            ),
+        ];
+        let d = distinct(&reports, &[]);
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert_eq!(d[0].members.len(), 3);
+        assert_eq!(d[0].cases(), 9);
+        assert_eq!(
+            d[0].key.to_string(),
+            "wkv7 | wrong or unstable values | no trigger | reachable"
+        );
+        let ev = d[0].evidence().join("\n");
+        assert!(
+            ev.contains("nondeterministic ×1") && ev.contains("NaN ×1"),
+            "{ev}"
+        );
+        assert!(ev.contains("head size 2–76"), "{ev}");
+        assert_eq!(d[0].representative.case, wkv7(2));
+    }
+
+    #[test]
+    fn a_known_entry_must_explain_every_member() {
+        let reports = [report(
+            "a",
+            vec![
+                finding_of(wkv7(64), "NaN", Reach::default()),
+                finding_of(wkv7(2), "wrong value", Reach::default()),
+            ],
+        )];
+        let known = parse_known("wkv7 & head size 64 :: the S = 64 bug :: -\n").unwrap();
+        let d = distinct(&reports, &known);
+        assert_eq!(d.len(), 1);
+        assert!(d[0].known.is_none(), "head size 2 is not explained");
+        assert_eq!(d[0].partly_known.as_ref().map(|p| p.1), Some(1));
+        // Its bug still reproduces in part: not stale.
+        assert!(stale(&known, &d, &reports).is_empty());
+        let whole = parse_known("wkv7 & | reachable :: any reachable wkv7 :: -\n").unwrap();
+        assert!(distinct(&reports, &whole)[0].known.is_some());
+    }
+
+    #[test]
+    fn a_ragged_split_is_its_own_cause() {
+        use vkdiff_gpu::runners::mul_mm::Prec;
+        let mm = |k: usize| {
+            Case::MulMm(crate::cases::mul_mm::MulMmCase {
+                a_type: vkdiff_reference::DType::Q4_0,
+                b_type: vkdiff_reference::DType::F32,
+                k,
+                m: 1,
+                n: 9,
+                ne02: 1,
+                r2: 1,
+                ne03: 1,
+                b_row_pad: 0,
+                prec: Prec::Default,
+                force_split_k: Some(2),
+                a_blocks: crate::cases::data::Blocks::Quantized(crate::cases::data::Dist::Normal),
+                b_dist: crate::cases::data::Dist::Normal,
+                seed: 0,
+                cm2: false,
+                cm1: false,
+                scale_log2: 0,
+            })
+        };
+        assert_eq!(cause(&mm(96)), vec![RAGGED.to_string()]);
+        assert_eq!(cause(&mm(64)), vec!["split".to_string()]);
     }
 }

@@ -76,6 +76,8 @@ pub fn read(path: &Path) -> Result<Vec<Line>, String> {
         match serde_json::from_str(&text) {
             Ok(l) => lines.push(l),
             Err(e) if text.trim().is_empty() || e.is_eof() => {}
+            // An older run's findings line: `vkdiff report` groups the variants again anyway.
+            Err(_) if is_findings_line(&text) => {}
             Err(e) => {
                 return Err(format!(
                     "{}:{}: not a report line: {e}",
@@ -86,6 +88,12 @@ pub fn read(path: &Path) -> Result<Vec<Line>, String> {
         }
     }
     Ok(lines)
+}
+
+/// Whether a line is a findings line (of any format).
+fn is_findings_line(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text)
+        .is_ok_and(|v| v.get("type").and_then(|t| t.as_str()) == Some("findings"))
 }
 
 fn esc(s: &str) -> String {
@@ -122,7 +130,7 @@ fn histogram_svg(ratios: &[f64]) -> String {
 fn findings_html(distinct: &[Distinct], stale: &[Known]) -> String {
     let mut s = String::new();
     let new: Vec<&Distinct> = distinct.iter().filter(|d| d.known.is_none()).collect();
-    let reachable = new.iter().filter(|d| d.signature.reach.reachable()).count();
+    let reachable = new.iter().filter(|d| d.reachable()).count();
     let _ = write!(
         s,
         "<h2>{} distinct findings</h2><p><span class=\"bad\">{reachable} new reachable</span>, {} new forced-only, {} known</p>",
@@ -134,11 +142,11 @@ fn findings_html(distinct: &[Distinct], stale: &[Known]) -> String {
     let groups: [(&str, Pick); 3] = [
         (
             "Reachable",
-            Box::new(|d: &Distinct| d.known.is_none() && d.signature.reach.reachable()),
+            Box::new(|d: &Distinct| d.known.is_none() && d.reachable()),
         ),
         (
             "Forced-only",
-            Box::new(|d: &Distinct| d.known.is_none() && !d.signature.reach.reachable()),
+            Box::new(|d: &Distinct| d.known.is_none() && !d.reachable()),
         ),
         ("Known", Box::new(|d: &Distinct| d.known.is_some())),
     ];
@@ -153,19 +161,27 @@ fn findings_html(distinct: &[Distinct], stale: &[Known]) -> String {
             n += 1;
             let f = &d.representative;
             let variants: Vec<String> = d
-                .variants
+                .variants()
                 .iter()
                 .map(|(v, c, k)| format!("<a href=\"#{}\">{}</a> {} ({k})", esc(v), esc(v), esc(c)))
                 .collect();
+            let members: String = d
+                .members
+                .iter()
+                .map(|m| format!("{} {}: {}\n", m.variant, m.config, m.signature))
+                .collect();
             let _ = write!(
                 s,
-                "<h4>#{n} {}</h4><p>{} failing cases in {}</p><p>{}</p><pre>{}\n\n{}</pre>",
-                esc(&d.signature.to_string()),
+                "<h4>#{n} {}</h4><p>{} failing cases in {}</p><p>{}</p><pre>{}\n\n{}\n\n{}</pre><details><summary>{} shrunk groups</summary><pre>{}</pre></details>",
+                esc(&d.key.to_string()),
                 d.cases(),
                 variants.join(", "),
-                esc(&d.signature.reach.to_string()),
+                esc(&f.signature.reach.to_string()),
+                esc(&d.evidence().join("\n")),
                 esc(&f.case.to_string()),
-                esc(&f.explanation)
+                esc(&f.explanation),
+                d.members.len(),
+                esc(&members)
             );
             if let Some(k) = &d.known {
                 let _ = write!(
@@ -173,6 +189,29 @@ fn findings_html(distinct: &[Distinct], stale: &[Known]) -> String {
                     "<p>Known: {} (fix: {})</p>",
                     esc(&k.explanation),
                     esc(&k.fix)
+                );
+            } else if let Some((k, n)) = &d.partly_known {
+                let _ = write!(
+                    s,
+                    "<p class=\"bad\">Partly known: {n} of {} groups match <code>{}</code>; the others do not, so the finding is new.</p>",
+                    d.members.len(),
+                    esc(&k.patterns.join(" & "))
+                );
+            }
+            for m in d.other_kinds() {
+                let _ = write!(
+                    s,
+                    "<p>Also {}: <code>{}</code> ({}){}</p>",
+                    esc(&m.signature.kind),
+                    esc(&m.case.to_string()),
+                    esc(&m.variant),
+                    m.repro
+                        .as_ref()
+                        .map(|p| format!(
+                            ", replay: <code>vkdiff replay {}</code>",
+                            esc(&p.display().to_string())
+                        ))
+                        .unwrap_or_default()
                 );
             }
             if let Some(p) = &f.repro {

@@ -59,16 +59,19 @@ fn two_bugs_in_flash_attention_are_two_findings() {
         )
     });
     let distinct = findings::distinct(std::slice::from_ref(&report), &[]);
-    let kinds: Vec<String> = distinct.iter().map(|d| d.signature.to_string()).collect();
+    let keys: Vec<String> = distinct.iter().map(|d| d.key.to_string()).collect();
     assert!(
-        kinds.iter().any(|k| k.contains("fully masked row")),
-        "the fully masked row bug has its own finding: {kinds:#?}"
+        distinct
+            .iter()
+            .any(|d| d.key.symptom.contains("fully masked row")),
+        "the fully masked row bug has its own finding: {keys:#?}"
     );
     assert!(
-        kinds
+        distinct
             .iter()
-            .any(|k| !k.contains("fully masked row") && k.contains("flash_attn/scalar")),
-        "and the dropped key its own: {kinds:#?}"
+            .any(|d| d.key.symptom == "wrong or unstable values"
+                && d.key.path == "flash_attn/scalar"),
+        "and the dropped key its own: {keys:#?}"
     );
     // Every shrunk representative kept its group.
     for f in &report.findings {
