@@ -571,7 +571,10 @@ pub fn distinct(reports: &[VariantReport], known: &[Known]) -> Vec<Distinct> {
                         signature: f.signature.clone(),
                         variants: vec![entry],
                         representative: f.clone(),
-                        known: known.iter().find(|k| k.matches(&key)).cloned(),
+                        known: known
+                            .iter()
+                            .find(|k| k.applies_to(&r.config) && k.matches(&key))
+                            .cloned(),
                     });
                 }
             }
@@ -587,13 +590,36 @@ pub fn distinct(reports: &[VariantReport], known: &[Known]) -> Vec<Distinct> {
 pub struct Known {
     /// Substrings of the signature, all required.
     pub patterns: Vec<String>,
+    /// Which runs the entry is about (`@…` patterns): each must name the run's target, one of
+    /// its comma-separated alternatives a substring of [`run_target`] (e.g. `@shaders`,
+    /// `@ggml`, `@shaders,0.1.109`). Empty: every run.
+    #[serde(default)]
+    pub scope: Vec<String>,
     /// What the bug is.
     pub explanation: String,
     /// The upstream change that fixed it, or "not fixed".
     pub fix: String,
 }
 
+/// What a known entry's scope is matched against: `ggml <tree> config <name>` for a backend
+/// run (its report config), `shaders <config>` for shader mode.
+pub fn run_target(config: &str) -> String {
+    if config.starts_with("ggml ") {
+        config.to_string()
+    } else {
+        format!("shaders {config}")
+    }
+}
+
 impl Known {
+    /// True when the entry is about runs like the one whose report config is `config`.
+    pub fn applies_to(&self, config: &str) -> bool {
+        let target = run_target(config);
+        self.scope
+            .iter()
+            .all(|s| s.split(',').any(|alt| target.contains(alt.trim())))
+    }
+
     /// True when every pattern occurs in the signature text.
     pub fn matches(&self, signature: &str) -> bool {
         self.patterns.iter().all(|p| signature.contains(p.as_str()))
@@ -627,15 +653,16 @@ pub fn parse_known(text: &str) -> Result<Vec<Known>, String> {
                 n + 1
             ));
         };
-        let patterns: Vec<String> = pat
+        let (scope, patterns): (Vec<String>, Vec<String>) = pat
             .split(" & ")
             .map(|p| p.trim().to_string())
             .filter(|p| !p.is_empty())
-            .collect();
+            .partition(|p| p.starts_with('@'));
         if patterns.is_empty() {
             return Err(format!("line {}: no pattern", n + 1));
         }
         out.push(Known {
+            scope: scope.iter().map(|s| s[1..].to_string()).collect(),
             patterns,
             explanation: explanation.trim().into(),
             fix: fix.trim().into(),
@@ -654,7 +681,9 @@ pub fn stale<'a>(
     known
         .iter()
         .filter(|k| {
-            let covered = reports.iter().any(|r| r.paths.iter().any(|p| k.covers(p)));
+            let covered = reports
+                .iter()
+                .any(|r| k.applies_to(&r.config) && r.paths.iter().any(|p| k.covers(p)));
             covered && !found.iter().any(|d| d.known.as_ref() == Some(k))
         })
         .collect()
