@@ -738,6 +738,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                         .collect::<Result<_, _>>()?
                 };
                 let build = crate::ggml::build::build(dir)?;
+                // Which build runs (ci/gpu.sh stage reads this line to carry the libraries).
+                eprintln!(
+                    "ggml: tree {} uses the libraries in {} (build {})",
+                    build.root.display(),
+                    build.lib_dir.display(),
+                    build.key
+                );
                 chosen
                     .into_iter()
                     .map(|c| crate::ggml::worker_env(&build, c))

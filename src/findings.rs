@@ -726,6 +726,33 @@ mod tests {
     }
 
     #[test]
+    fn scoped_entries_apply_only_to_their_runs() {
+        let k = parse_known(
+            "@shaders,0.1.109 & wkv7 & NaN :: pinned :: fixed\n@ggml & wkv7 :: backend :: -\n",
+        )
+        .unwrap();
+        assert_eq!(k[0].patterns, ["wkv7", "NaN"]);
+        let (shaders, lp, old, new) = (
+            "",
+            "LP_NATIVE_VECTOR_WIDTH=128",
+            "ggml /x/llama-cpp-sys-2-0.1.109/llama.cpp/ggml config cm2",
+            "ggml .devbin/ggml-0.1.161 config cm2",
+        );
+        assert!(k[0].applies_to(shaders) && k[0].applies_to(lp) && k[0].applies_to(old));
+        assert!(!k[0].applies_to(new));
+        assert!(!k[1].applies_to(shaders) && k[1].applies_to(old) && k[1].applies_to(new));
+        // A backend run over the recent tree: the pinned entry neither matches nor goes stale.
+        let mut r = report("a", vec![finding("NaN", Reach::default())]);
+        r.config = new.into();
+        let d = distinct(std::slice::from_ref(&r), &k);
+        assert_eq!(d[0].known.as_ref().map(|k| k.explanation.as_str()), Some("backend"));
+        r.findings.clear();
+        let s = stale(&k, &[], std::slice::from_ref(&r));
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].explanation, "backend");
+    }
+
+    #[test]
     fn a_forced_group_may_shrink_into_a_reachable_case_not_back() {
         let forced = Reach {
             forced: vec!["x".into()],

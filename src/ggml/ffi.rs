@@ -179,12 +179,30 @@ impl Ggml {
     /// GGML_VK_VISIBLE_DEVICES and the path switches before this, once per process).
     pub fn open(lib_dir: &Path) -> Result<Ggml, String> {
         // Its dependencies (libggml-base) come through the build's RUNPATH, and dlsym on this
-        // handle searches them too.
+        // handle searches them too. A flat folder of carried libraries (ci/gpu.sh stage) has no
+        // usable RUNPATH: its libggml-base is loaded first, which satisfies the dependency by
+        // its soname.
+        let mut libs = Vec::new();
+        let mut base: Vec<_> = std::fs::read_dir(lib_dir)
+            .map_err(|e| format!("{}: {e}", lib_dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("libggml-base.so"))
+            })
+            .collect();
+        base.sort();
+        if let Some(b) = base.first() {
+            libs.push(
+                unsafe { Library::open(Some(b), RTLD_NOW | RTLD_GLOBAL) }
+                    .map_err(|e| format!("cannot load {}: {e}", b.display()))?,
+            );
+        }
         let path = lib_dir.join("libggml-vulkan.so");
-        let libs = vec![
+        libs.push(
             unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) }
                 .map_err(|e| format!("cannot load {}: {e}", path.display()))?,
-        ];
+        );
         let api = Api::load(&libs)?;
         unsafe { (api.ggml_log_set)(log_callback, std::ptr::null_mut()) };
         let n = unsafe { (api.ggml_backend_vk_get_device_count)() };
