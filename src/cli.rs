@@ -852,7 +852,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             let (mut gpu, mut ggml) = match &target.ggml {
                 Some(dir) => {
                     if against.is_some() {
-                        return Err("--against and --ggml both name the other column: pick one".into());
+                        return Err(
+                            "--against and --ggml both name the other column: pick one".into()
+                        );
                     }
                     let config = match config {
                         Some(c) => crate::ggml::Config::parse(&c)?,
@@ -865,11 +867,14 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     let build = crate::ggml::build::build(dir)?;
                     let (gpu, mut driver) =
                         crate::ggml::open(target.device.as_deref(), &build.lib_dir, config)?;
-                    driver.timing = Some(crate::ggml::ffi::Timing {
-                        warmup,
-                        repeats,
-                    });
-                    (gpu, Some((driver, format!("ggml {} config {}", build.root.display(), config.name()))))
+                    driver.timing = Some(crate::ggml::ffi::Timing { warmup, repeats });
+                    (
+                        gpu,
+                        Some((
+                            driver,
+                            format!("ggml {} config {}", build.root.display(), config.name()),
+                        )),
+                    )
                 }
                 None if config.is_some() => return Err("--config needs --ggml".into()),
                 None => (
@@ -944,14 +949,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 );
                 rows.push((b, name, t, o));
             }
-            print!(
-                "{}",
-                bench::table(
-                    &rows,
-                    &ceilings,
-                    other_name.as_deref()
-                )
-            );
+            print!("{}", bench::table(&rows, &ceilings, other_name.as_deref()));
             Ok(if rows.iter().all(|r| r.2.status == "ok") {
                 ExitCode::SUCCESS
             } else {
@@ -1071,7 +1069,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             let outcome = if let Some(dir) = &target.ggml {
                 let config = config
                     .or_else(|| repro.ggml.as_ref().map(|g| g.config.clone()))
-                    .ok_or("this reproducer ran on vkdiff's runners: name the path with --config")?;
+                    .ok_or(
+                        "this reproducer ran on vkdiff's runners: name the path with --config",
+                    )?;
                 let config = crate::ggml::Config::parse(&config)?;
                 let build = crate::ggml::build::build(dir)?;
                 let env = crate::ggml::worker_env(&build, config);

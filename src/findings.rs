@@ -745,7 +745,10 @@ mod tests {
         let mut r = report("a", vec![finding("NaN", Reach::default())]);
         r.config = new.into();
         let d = distinct(std::slice::from_ref(&r), &k);
-        assert_eq!(d[0].known.as_ref().map(|k| k.explanation.as_str()), Some("backend"));
+        assert_eq!(
+            d[0].known.as_ref().map(|k| k.explanation.as_str()),
+            Some("backend")
+        );
         r.findings.clear();
         let s = stale(&k, &[], std::slice::from_ref(&r));
         assert_eq!(s.len(), 1);

@@ -306,10 +306,7 @@ pub fn serve(
         Err(e) => return write_frame(&mut output, &Response::Failed(e)),
     };
     let mut caps_named = gpu.caps().clone();
-    caps_named.name = format!(
-        "{} (ggml: {})",
-        caps_named.name, driver.ggml.description
-    );
+    caps_named.name = format!("{} (ggml: {})", caps_named.name, driver.ggml.description);
     write_frame(&mut output, &Response::Ready { caps: caps_named })?;
     let mut tree = ShaderTree::new(crate::default_shader_dir());
     loop {
