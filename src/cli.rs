@@ -151,7 +151,8 @@ pub enum Command {
         /// The known-findings file: findings already understood upstream, one per line as
         /// `PATTERN & PATTERN :: explanation :: fix` (default: known-findings.txt of this
         /// checkout, when it exists). Matching findings are reported apart and do not fail the
-        /// run; an entry that no longer reproduces is flagged stale.
+        /// run; an entry that no longer reproduces is flagged stale. `@TEXT` patterns scope an
+        /// entry to runs (`@shaders`, `@ggml`, `@0.1.109`: see the file's header).
         #[arg(long)]
         known: Option<PathBuf>,
         /// Run each kernel once instead of twice (the second run must give bitwise-identical
