@@ -9,6 +9,11 @@
 #
 # `UPSTREAM=0.1.109 bash ci/gpu.sh stage` also copies that upstream shader tree
 # (ci/upstream-tree.sh) to .devbin/upstream-shaders, for `bench OUT --against .devbin/upstream-shaders`.
+# `GGML="0.1.109 0.1.161" bash ci/gpu.sh stage` builds (or takes from the cache) ggml with its
+# Vulkan backend from those upstream trees and packs each build's libraries, stripped, as
+# .devbin/ggml-VERSION.tgz (about 8 and 14 MB; the device has no compiler), for
+#   bash ci/gpu.sh ggml OUT [vkdiff run args]   # there: backend mode over every staged tree,
+#                                               # side by side, GGML_SECONDS (520) each
 #
 # With the workplace's device tool: `run` with carry [".gl", ".devbin"] and the command
 #   bash ci/gpu.sh campaign $OUT
@@ -29,7 +34,73 @@ stage)
         cp -r "$tree/ggml/src/ggml-vulkan/vulkan-shaders" .devbin/upstream-shaders
         echo "ci/gpu.sh: staged upstream $UPSTREAM's shaders in .devbin/upstream-shaders"
     fi
-    echo "ci/gpu.sh: staged .devbin/vkdiff ($(du -h .devbin/vkdiff | cut -f1)); carry .gl and .devbin"
+    # Unpacked copies (from a local `ci/gpu.sh ggml`) would be carried twice.
+    [ -z "${GGML:-}" ] || rm -rf .devbin/ggml-*/ .devbin/ggml-*.tgz
+    for v in ${GGML:-}; do
+        tree=$(bash ci/upstream-tree.sh "$v")
+        # Builds once per tree (cached in ~/.cache/vkdiff-ggml); --cases 0 runs nothing.
+        lib=$("$CARGO_TARGET_DIR/release/vkdiff" run --ggml "$tree" -o wkv7 --cases 0 \
+            --config scalar-fp32 --out "$(mktemp -d)" 2>&1 >/dev/null |
+            sed -n 's/^ggml: tree .* uses the libraries in \(.*\) (build .*)$/\1/p')
+        [ -n "$lib" ] || { echo "ci/gpu.sh: no ggml build for $v" >&2; exit 1; }
+        pack=$(mktemp -d)/ggml-$v
+        mkdir -p "$pack"
+        # Flat, named by soname: vkdiff loads libggml-base from the folder before the backend.
+        cp -L "$lib/libggml-vulkan.so" "$pack/libggml-vulkan.so"
+        for b in "$lib"/../libggml-base.so*; do
+            soname=$(readelf -d "$b" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+            cp -L "$b" "$pack/${soname:-libggml-base.so}"
+            break
+        done
+        strip "$pack"/*.so*
+        tar czf ".devbin/ggml-$v.tgz" -C "$(dirname "$pack")" "ggml-$v"
+        rm -rf "$(dirname "$pack")"
+        echo "ci/gpu.sh: staged ggml $v from $lib as .devbin/ggml-$v.tgz ($(du -h ".devbin/ggml-$v.tgz" | cut -f1))"
+    done
+    echo "ci/gpu.sh: staged .devbin/vkdiff ($(du -h .devbin/vkdiff | cut -f1)); carry .gl and .devbin ($(du -sh .gl .devbin | awk '{print $1}' | paste -sd+) of 64 MiB)"
+    ;;
+ggml)
+    # Backend mode over every staged tree (.devbin/ggml-*.tgz), side by side (GPU machine: 16
+    # cores, one H100), each stopped after GGML_SECONDS (default 520: one device call is 600 s)
+    # with what it judged kept (the report is written as results arrive and rebuilt by `vkdiff
+    # report`), then the verdicts that differ between the first two trees:
+    # OUT/ggml-VERSION/{report.jsonl,repro/}, OUT/ggml-VERSION{.log,.findings.txt}, OUT/diff.txt.
+    out="${2:?usage: ci/gpu.sh ggml OUT [vkdiff run args]}"
+    shift 2
+    mkdir -p "$out"
+    export VKDIFF_SHADERS="${VKDIFF_SHADERS:-$PWD/shaders}"
+    # Unpack the loader once (on-device.sh), then start both runs with its environment: two
+    # on-device.sh side by side would unpack over each other.
+    bash .gl/on-device.sh true
+    export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+    export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+    versions=()
+    for t in .devbin/ggml-*.tgz; do
+        v=$(basename "$t" .tgz)
+        tar xzf "$t" -C .devbin
+        versions+=("$v")
+        # The checkout's known list (the binary's built-in path is not on this machine).
+        timeout "${GGML_SECONDS:-520}" .devbin/vkdiff run --ggml ".devbin/$v" \
+            --known known-findings.txt --out "$out/$v" "$@" > "$out/$v.log" 2>&1 &
+    done
+    # Exit statuses are collected, not fatal (1: new findings).
+    set +e
+    wait
+    status=0
+    for v in "${versions[@]}"; do
+        .devbin/vkdiff report "$out/$v/report.jsonl" --known known-findings.txt \
+            > "$out/$v.findings.txt" 2>&1
+        status=$((status | $?))
+        r="$out/$v/report.jsonl"
+        echo "== $v: $(grep -c '"type":"case"' "$r") cases judged, $(grep -c '"outcome":"pass"' "$r") passed, $(grep -c '"type":"variant"' "$r") variant runs finished"
+        grep -E "distinct findings|^#[0-9]+ |^  minimal|^STALE" "$out/$v.findings.txt" || true
+    done
+    if ((${#versions[@]} >= 2)); then
+        .devbin/vkdiff diff "$out/${versions[0]}/report.jsonl" "$out/${versions[1]}/report.jsonl" \
+            > "$out/diff.txt" 2>&1 || true
+        tail -n 3 "$out/diff.txt"
+    fi
+    exit "$status"
     ;;
 campaign)
     out="${2:?usage: ci/gpu.sh campaign OUT [vkdiff run args]}"
@@ -59,7 +130,7 @@ bench)
     exit "$status"
     ;;
 *)
-    sed -n '2,16p' "$0"
+    sed -n '2,20p' "$0"
     exit 2
     ;;
 esac

@@ -534,6 +534,21 @@ pub fn time(gpu: &mut Gpu, tree: &mut ShaderTree, case: &Case, mode: BenchMode) 
         graph: None,
     });
     gpu.set_bench(None);
+    timing_of(outcome)
+}
+
+/// [`time`] through a graph executor (ggml's backend, timing itself), judged the same way.
+pub fn time_graph(gpu: &mut Gpu, graph: &mut dyn crate::cases::GraphExec, case: &Case) -> Timing {
+    let mut tree = ShaderTree::new(crate::default_shader_dir());
+    timing_of(case.evaluate(&mut Ctx {
+        gpu,
+        tree: &mut tree,
+        repeat: false,
+        graph: Some(graph),
+    }))
+}
+
+fn timing_of(outcome: Outcome) -> Timing {
     match outcome {
         Outcome::Pass { gpu_ns, .. } => Timing {
             ns: gpu_ns,

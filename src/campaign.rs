@@ -314,6 +314,7 @@ pub fn run_variant_observed(
             variant: variant.name.clone(),
             device: report.device.clone(),
             shaders: eval.shaders(),
+            ggml: eval.ggml(),
             finding: format!("{}\n{}", f.signature, f.explanation),
             shrunk_from: format!("{} ({} shrink steps)", f.original, f.shrink_steps),
             case: f.case.clone(),

@@ -153,7 +153,8 @@ pub enum Command {
         /// The known-findings file: findings already understood upstream, one per line as
         /// `PATTERN & PATTERN :: explanation :: fix` (default: known-findings.txt of this
         /// checkout, when it exists). Matching findings are reported apart and do not fail the
-        /// run; an entry that no longer reproduces is flagged stale.
+        /// run; an entry that no longer reproduces is flagged stale. `@TEXT` patterns scope an
+        /// entry to runs (`@shaders`, `@ggml`, `@0.1.109`: see the file's header).
         #[arg(long)]
         known: Option<PathBuf>,
         /// Run each kernel once instead of twice (the second run must give bitwise-identical
@@ -172,12 +173,18 @@ pub enum Command {
         #[arg(long = "config", value_delimiter = ',')]
         configs: Vec<String>,
     },
-    /// Re-run a reproducer file and explain the result.
+    /// Re-run a reproducer file and explain the result: on the shader tree it records, or, for
+    /// a backend-mode reproducer, through the ggml tree and configuration it records
+    /// (--shaders, --ggml and --config choose others).
     Replay {
         /// The reproducer (JSON) written by a failing run.
         file: PathBuf,
         #[command(flatten)]
         target: Target,
+        /// With --ggml (or a backend-mode reproducer): the path configuration to replay under
+        /// (default: the recorded one).
+        #[arg(long)]
+        config: Option<String>,
     },
     /// Time kernels on realistic LLM shapes (GPU timestamps, median after warm-up, rotated
     /// inputs) against ceilings measured on the device; optionally against a second tree.
@@ -206,6 +213,10 @@ pub enum Command {
         /// Copies of each input, used in turn so caches do not flatter.
         #[arg(long, default_value_t = 4)]
         rotations: u32,
+        /// With --ggml: the one path configuration to time under (default: the best the device
+        /// offers, cm2 > cm1 > scalar-fp16 > scalar-fp32); vkdiff's own rows take the same path.
+        #[arg(long)]
+        config: Option<String>,
     },
     /// Mutation testing: how many small bugs planted in the shader tree (relational and
     /// arithmetic swaps, constants ± 1, dropped barriers, min ↔ max, swapped operands) the
@@ -460,6 +471,7 @@ impl RunPlan {
             )?;
             if let Some(c) = ggml_config {
                 w.variant_filter = Some(Box::new(move |v| c.variant_skip(v)));
+                w.real_graphs = true;
             }
             Ok::<_, String>(w)
         };
@@ -745,6 +757,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                         .collect::<Result<_, _>>()?
                 };
                 let build = crate::ggml::build::build(dir)?;
+                // Which build runs (ci/gpu.sh stage reads this line to carry the libraries).
+                eprintln!(
+                    "ggml: tree {} uses the libraries in {} (build {})",
+                    build.root.display(),
+                    build.lib_dir.display(),
+                    build.key
+                );
                 chosen
                     .into_iter()
                     .map(|c| crate::ggml::worker_env(&build, c))
@@ -843,22 +862,64 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             warmup,
             rotations,
             rounds,
+            config,
         } => {
             target.apply();
             kernels::select(&ops, None)?;
-            let mut gpu = Gpu::open(target.device.as_deref()).map_err(|e| e.to_string())?;
+            // --ggml: ggml in this process on the same device, timed per graph_compute, as the
+            // "against" column; vkdiff's rows run on the configuration's path too.
+            let (mut gpu, mut ggml) = match &target.ggml {
+                Some(dir) => {
+                    if against.is_some() {
+                        return Err(
+                            "--against and --ggml both name the other column: pick one".into()
+                        );
+                    }
+                    let config = match config {
+                        Some(c) => crate::ggml::Config::parse(&c)?,
+                        None => crate::ggml::best_config(
+                            Gpu::open(target.device.as_deref())
+                                .map_err(|e| e.to_string())?
+                                .caps(),
+                        ),
+                    };
+                    let build = crate::ggml::build::build(dir)?;
+                    let (gpu, mut driver) =
+                        crate::ggml::open(target.device.as_deref(), &build.lib_dir, config)?;
+                    driver.timing = Some(crate::ggml::ffi::Timing { warmup, repeats });
+                    (
+                        gpu,
+                        Some((
+                            driver,
+                            format!("ggml {} config {}", build.root.display(), config.name()),
+                        )),
+                    )
+                }
+                None if config.is_some() => return Err("--config needs --ggml".into()),
+                None => (
+                    Gpu::open(target.device.as_deref()).map_err(|e| e.to_string())?,
+                    None,
+                ),
+            };
             let mut tree = ShaderTree::new(shader_dir(&target)?);
             let mut other = against.map(ShaderTree::new);
+            let other_name = other
+                .as_ref()
+                .map(|o| o.dir().display().to_string())
+                .or_else(|| ggml.as_ref().map(|g| g.1.clone()));
             println!(
                 "device: {} ({}), shaders: {}{}",
                 gpu.caps().name,
                 gpu.caps().class(),
                 tree.dir().display(),
-                other
+                other_name
                     .as_ref()
-                    .map(|o| format!(", against {}", o.dir().display()))
+                    .map(|o| format!(", against {o}"))
                     .unwrap_or_default()
             );
+            if ggml.is_some() {
+                println!("(the ggml column is the median wall time of ggml_backend_graph_compute: command recording, submit and wait included; ours is GPU timestamps)");
+            }
             let ceilings =
                 bench::ceilings(&mut gpu, &mut ShaderTree::new(crate::default_shader_dir()));
             let mode = BenchMode {
@@ -881,6 +942,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     let mut theirs_now = |gpu: &mut Gpu| {
                         if let Some(o) = other.as_mut() {
                             theirs.push(bench::time(gpu, o, &b.case, mode));
+                        } else if let Some((driver, _)) = ggml.as_mut() {
+                            theirs.push(bench::time_graph(gpu, driver, &b.case));
                         }
                     };
                     if round % 2 == 1 {
@@ -895,7 +958,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     }
                 }
                 let t = bench::Timing::rounds(&ours);
-                let o = other.is_some().then(|| bench::Timing::rounds(&theirs));
+                let o = other_name.is_some().then(|| bench::Timing::rounds(&theirs));
                 eprintln!(
                     "{:<28} {:<28} {}",
                     name,
@@ -905,14 +968,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 );
                 rows.push((b, name, t, o));
             }
-            print!(
-                "{}",
-                bench::table(
-                    &rows,
-                    &ceilings,
-                    other.as_ref().map(|o| o.dir().to_str().unwrap_or("other"))
-                )
-            );
+            print!("{}", bench::table(&rows, &ceilings, other_name.as_deref()));
             Ok(if rows.iter().all(|r| r.2.status == "ok") {
                 ExitCode::SUCCESS
             } else {
@@ -1009,24 +1065,81 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 .map_err(|e| format!("worker: {e}"))?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Replay { file, target } => {
+        Command::Replay {
+            file,
+            mut target,
+            config,
+        } => {
             target.apply();
             let repro = Reproducer::read(&file)?;
-            let mut gpu = Gpu::open(target.device.as_deref()).map_err(|e| e.to_string())?;
-            let mut tree = ShaderTree::new(shader_dir(&target)?);
-            println!(
-                "replaying {} on {} with {}",
-                repro.variant,
-                gpu.caps().name,
-                tree.dir().display()
-            );
-            println!("case: {}", repro.case);
-            match repro.case.evaluate(&mut Ctx {
-                gpu: &mut gpu,
-                tree: &mut tree,
-                repeat: true,
-                graph: None,
-            }) {
+            // The recorded target unless the command line names another.
+            if target.shaders.is_none()
+                && !repro.shaders.is_empty()
+                && target.ggml.is_none()
+                && repro.ggml.is_none()
+            {
+                let recorded = PathBuf::from(&repro.shaders);
+                if !recorded.is_dir() {
+                    return Err(format!(
+                        "the reproducer ran on shader tree {}, which is not here: pass --shaders DIR",
+                        recorded.display()
+                    ));
+                }
+                target.shaders = Some(recorded);
+            }
+            if target.ggml.is_none() {
+                target.ggml = repro.ggml.as_ref().map(|g| PathBuf::from(&g.tree));
+            }
+            let outcome = if let Some(dir) = &target.ggml {
+                let config = config
+                    .or_else(|| repro.ggml.as_ref().map(|g| g.config.clone()))
+                    .ok_or(
+                        "this reproducer ran on vkdiff's runners: name the path with --config",
+                    )?;
+                let config = crate::ggml::Config::parse(&config)?;
+                let build = crate::ggml::build::build(dir)?;
+                let env = crate::ggml::worker_env(&build, config);
+                let mut args = Vec::new();
+                if let Some(d) = &target.device {
+                    args.extend(["--device".to_string(), d.clone()]);
+                }
+                // A worker process, as in the campaign: ggml reads its switches once per process
+                // and aborts on errors, which the worker turns into a crash outcome.
+                let mut w = Worker::new(
+                    crate::worker::own_executable()?,
+                    args,
+                    env.clone(),
+                    String::new(),
+                )?;
+                w.real_graphs = true;
+                println!(
+                    "replaying {} on {} through {}",
+                    repro.variant,
+                    w.caps().name,
+                    crate::ggml::label(&env).unwrap_or_default()
+                );
+                println!("case: {}", repro.case);
+                w.evaluate(&repro.case)
+            } else if config.is_some() {
+                return Err("--config needs --ggml (or a backend-mode reproducer)".into());
+            } else {
+                let mut gpu = Gpu::open(target.device.as_deref()).map_err(|e| e.to_string())?;
+                let mut tree = ShaderTree::new(shader_dir(&target)?);
+                println!(
+                    "replaying {} on {} with {}",
+                    repro.variant,
+                    gpu.caps().name,
+                    tree.dir().display()
+                );
+                println!("case: {}", repro.case);
+                repro.case.evaluate(&mut Ctx {
+                    gpu: &mut gpu,
+                    tree: &mut tree,
+                    repeat: true,
+                    graph: None,
+                })
+            };
+            match outcome {
                 Outcome::Pass { verdict, .. } => {
                     println!(
                         "PASS: {} elements, worst error/bound {:.3}",
@@ -1058,6 +1171,17 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             no_repeat,
             equivalent,
         } => {
+            if let Some(dir) = &target.ggml {
+                return Err(format!(
+                    "mutate does not take --ggml: ggml compiles its shaders into libggml-vulkan, so \
+every mutant would be a rebuild of the library (minutes to tens of minutes each, \
+docs/ggml-backend.md). Mutate the tree's shaders in shader mode instead: \
+vkdiff mutate --shaders {}/src/ggml-vulkan/vulkan-shaders",
+                    crate::ggml::build::ggml_root(dir)
+                        .unwrap_or_else(|_| dir.clone())
+                        .display()
+                ));
+            }
             target.apply();
             let shaders = shader_dir(&target)?;
             let equivalent = match equivalent {

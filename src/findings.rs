@@ -921,21 +921,45 @@ fn size(case: &Case) -> usize {
 pub struct Known {
     /// Substrings of the key or of each member's signature, all required.
     pub patterns: Vec<String>,
+    /// Which runs the entry is about (`@…` patterns): each must name the run's target, one of
+    /// its comma-separated alternatives a substring of [`run_target`] (e.g. `@shaders`,
+    /// `@ggml`, `@shaders,0.1.109`). Empty: every run.
+    #[serde(default)]
+    pub scope: Vec<String>,
     /// What the bug is.
     pub explanation: String,
     /// The upstream change that fixed it, or "not fixed".
     pub fix: String,
 }
 
+/// What a known entry's scope is matched against: `ggml <tree> config <name>` for a backend
+/// run (its report config), `shaders <config>` for shader mode.
+pub fn run_target(config: &str) -> String {
+    if config.starts_with("ggml ") {
+        config.to_string()
+    } else {
+        format!("shaders {config}")
+    }
+}
+
 impl Known {
+    /// True when the entry is about runs like the one whose report config is `config`.
+    pub fn applies_to(&self, config: &str) -> bool {
+        let target = run_target(config);
+        self.scope
+            .iter()
+            .all(|s| s.split(',').any(|alt| target.contains(alt.trim())))
+    }
+
     /// True when every pattern occurs in the text.
     pub fn matches(&self, text: &str) -> bool {
         self.patterns.iter().all(|p| text.contains(p.as_str()))
     }
 
-    /// True when every pattern occurs in the finding's key or in the member's fine signature.
+    /// True when the entry is about the member's run and every pattern occurs in the
+    /// finding's key or in the member's fine signature.
     pub fn matches_member(&self, key: &FindingKey, m: &Member) -> bool {
-        self.matches(&format!("{key} || {}", m.signature))
+        self.applies_to(&m.config) && self.matches(&format!("{key} || {}", m.signature))
     }
 
     /// True when the entry explains the whole finding: it matches with every member.
@@ -975,15 +999,16 @@ pub fn parse_known(text: &str) -> Result<Vec<Known>, String> {
                 n + 1
             ));
         };
-        let patterns: Vec<String> = pat
+        let (scope, patterns): (Vec<String>, Vec<String>) = pat
             .split(" & ")
             .map(|p| p.trim().to_string())
             .filter(|p| !p.is_empty())
-            .collect();
+            .partition(|p| p.starts_with('@'));
         if patterns.is_empty() {
             return Err(format!("line {}: no pattern", n + 1));
         }
         out.push(Known {
+            scope: scope.iter().map(|s| s[1..].to_string()).collect(),
             patterns,
             explanation: explanation.trim().into(),
             fix: fix.trim().into(),
@@ -1003,7 +1028,9 @@ pub fn stale<'a>(
     known
         .iter()
         .filter(|k| {
-            let covered = reports.iter().any(|r| r.paths.iter().any(|p| k.covers(p)));
+            let covered = reports
+                .iter()
+                .any(|r| k.applies_to(&r.config) && r.paths.iter().any(|p| k.covers(p)));
             covered
                 && !found
                     .iter()
@@ -1046,6 +1073,36 @@ mod tests {
         assert!(k[0].matches("mul_mm_id/scalar | never written | at x"));
         assert!(!k[0].matches("mul_mm_id/scalar | wrong value | at x"));
         assert!(parse_known("no separators").is_err());
+    }
+
+    #[test]
+    fn scoped_entries_apply_only_to_their_runs() {
+        let k = parse_known(
+            "@shaders,0.1.109 & wkv7 & NaN :: pinned :: fixed\n@ggml & wkv7 :: backend :: -\n",
+        )
+        .unwrap();
+        assert_eq!(k[0].patterns, ["wkv7", "NaN"]);
+        let (shaders, lp, old, new) = (
+            "",
+            "LP_NATIVE_VECTOR_WIDTH=128",
+            "ggml /x/llama-cpp-sys-2-0.1.109/llama.cpp/ggml config cm2",
+            "ggml .devbin/ggml-0.1.161 config cm2",
+        );
+        assert!(k[0].applies_to(shaders) && k[0].applies_to(lp) && k[0].applies_to(old));
+        assert!(!k[0].applies_to(new));
+        assert!(!k[1].applies_to(shaders) && k[1].applies_to(old) && k[1].applies_to(new));
+        // A backend run over the recent tree: the pinned entry neither matches nor goes stale.
+        let mut r = report("a", vec![finding("NaN", Reach::default())]);
+        r.config = new.into();
+        let d = distinct(std::slice::from_ref(&r), &k);
+        assert_eq!(
+            d[0].known.as_ref().map(|k| k.explanation.as_str()),
+            Some("backend")
+        );
+        r.findings.clear();
+        let s = stale(&k, &[], std::slice::from_ref(&r));
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].explanation, "backend");
     }
 
     #[test]

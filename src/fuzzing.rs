@@ -49,6 +49,7 @@ fn seed_of(bytes: &[u8]) -> [u8; 32] {
 /// A reproducer for `case`, found by fuzzing.
 pub fn reproducer(case: &Case, finding: String, device: &str, shaders: &str) -> Reproducer {
     Reproducer {
+        ggml: None,
         vkdiff_reproducer: crate::repro::FORMAT,
         kernel: case.kernel().into(),
         variant: case.variant(),

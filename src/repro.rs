@@ -21,14 +21,28 @@ pub struct Reproducer {
     pub variant: String,
     /// The device it failed on.
     pub device: String,
-    /// The shader tree it was compiled from.
+    /// The shader tree it was compiled from (empty: vkdiff's own).
     pub shaders: String,
+    /// Backend mode: the ggml tree and configuration it ran through (absent: vkdiff's own
+    /// runners over `shaders`). `vkdiff replay` reruns it through the same backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ggml: Option<GgmlTarget>,
     /// What failed, as reported (elements, got, want, bound, ratio).
     pub finding: String,
     /// How much shrinking reduced the case: "shrunk from …".
     pub shrunk_from: String,
     /// The case itself.
     pub case: Case,
+}
+
+/// Where a backend-mode case ran: the ggml tree (or prebuilt library folder) given to `--ggml`,
+/// and the named path configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GgmlTarget {
+    /// The ggml root that was built (or the folder of a prebuilt build).
+    pub tree: String,
+    /// The configuration (`scalar-fp32`, `scalar-fp16`, `cm1`, `cm2`).
+    pub config: String,
 }
 
 impl Reproducer {

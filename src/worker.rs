@@ -33,6 +33,10 @@ pub trait Evaluator {
     fn reach(&self, case: &Case) -> crate::findings::Reach {
         crate::findings::reach_of(case, self.caps())
     }
+    /// Backend mode: the ggml tree and configuration cases run through (None: vkdiff's runners).
+    fn ggml(&self) -> Option<crate::repro::GgmlTarget> {
+        None
+    }
     /// Why this evaluator does not run `variant` at all (backend mode: a path its
     /// configuration does not take), or None.
     fn variant_skip(&self, _variant: &crate::kernels::Variant) -> Option<String> {
@@ -218,6 +222,9 @@ pub struct Worker {
     pub starts: u32,
     /// Variants the worker does not run, with the reason (backend mode's configuration).
     pub variant_filter: Option<VariantFilter>,
+    /// The worker runs real ggml graphs (backend mode): whatever a case asks, ggml's own host
+    /// chose how to run it, so every case is reachable by construction.
+    pub real_graphs: bool,
 }
 
 /// Why a worker gave no outcome.
@@ -247,6 +254,7 @@ impl Worker {
             timeout: None,
             starts: 0,
             variant_filter: None,
+            real_graphs: false,
         };
         w.start()?;
         Ok(w)
@@ -383,6 +391,18 @@ impl Evaluator for Worker {
 
     fn variant_skip(&self, variant: &crate::kernels::Variant) -> Option<String> {
         self.variant_filter.as_ref().and_then(|f| f(variant))
+    }
+
+    fn ggml(&self) -> Option<crate::repro::GgmlTarget> {
+        crate::ggml::target(&self.env)
+    }
+
+    fn reach(&self, case: &Case) -> crate::findings::Reach {
+        if self.real_graphs {
+            crate::findings::Reach::default()
+        } else {
+            crate::findings::reach_of(case, self.caps())
+        }
     }
 }
 

@@ -78,6 +78,8 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
         match l {
             Line::Case(c) => {
                 assert!(c.config.starts_with("ggml "), "unlabelled result {c:?}");
+                // ggml's own host chose how to run it: reachable by construction.
+                assert!(c.reach.reachable(), "{c:?}");
                 configs.insert(c.config.clone());
                 if c.outcome == "pass" {
                     *passed.entry(c.kernel.clone()).or_default() += 1;
@@ -117,6 +119,18 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
             "no passing {op} case: {passed:?}\n{text}"
         );
     }
+    // A finding's reproducer records the tree and configuration, and replays through ggml.
+    let repro = std::fs::read_dir(dir.join("repro"))
+        .expect("the wkv7 finding's reproducer")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.to_string_lossy().contains("wkv7"))
+        .expect("a wkv7 reproducer");
+    let (code, text) = vkdiff(&["replay", repro.to_str().unwrap()], &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("through ggml ") && text.contains("FAIL"),
+        "{text}"
+    );
     // The same cases with one wrong element in ggml's MUL_MAT output: the run must fail.
     let bad = out.join("bad");
     let (code, text) = vkdiff(
@@ -187,4 +201,8 @@ fn bad_trees_are_clear_errors() {
         "{text}"
     );
     assert!(text.contains("what to do"), "{text}");
+    // Mutants would need a ggml rebuild each: a clear refusal.
+    let (code, text) = vkdiff(&["mutate", "--ggml", out.to_str().unwrap()], &[]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("mutate does not take --ggml"), "{text}");
 }

@@ -148,6 +148,17 @@ pub struct GraphRun {
     pub values: Vec<f32>,
     /// The guard tensor allocated right after dst was changed.
     pub overrun: bool,
+    /// With timing asked: the median wall time of one `ggml_backend_graph_compute` in ns.
+    pub compute_ns: Option<f64>,
+}
+
+/// Timing of a graph (`vkdiff bench --ggml`): untimed computes, then timed ones.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// Untimed computes after the judged one.
+    pub warmup: u32,
+    /// Timed computes; the median is kept.
+    pub repeats: u32,
 }
 
 /// Why a graph gave no result.
@@ -168,12 +179,30 @@ impl Ggml {
     /// GGML_VK_VISIBLE_DEVICES and the path switches before this, once per process).
     pub fn open(lib_dir: &Path) -> Result<Ggml, String> {
         // Its dependencies (libggml-base) come through the build's RUNPATH, and dlsym on this
-        // handle searches them too.
+        // handle searches them too. A flat folder of carried libraries (ci/gpu.sh stage) has no
+        // usable RUNPATH: its libggml-base is loaded first, which satisfies the dependency by
+        // its soname.
+        let mut libs = Vec::new();
+        let mut base: Vec<_> = std::fs::read_dir(lib_dir)
+            .map_err(|e| format!("{}: {e}", lib_dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("libggml-base.so"))
+            })
+            .collect();
+        base.sort();
+        if let Some(b) = base.first() {
+            libs.push(
+                unsafe { Library::open(Some(b), RTLD_NOW | RTLD_GLOBAL) }
+                    .map_err(|e| format!("cannot load {}: {e}", b.display()))?,
+            );
+        }
         let path = lib_dir.join("libggml-vulkan.so");
-        let libs = vec![
+        libs.push(
             unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) }
                 .map_err(|e| format!("cannot load {}: {e}", path.display()))?,
-        ];
+        );
         let api = Api::load(&libs)?;
         unsafe { (api.ggml_log_set)(log_callback, std::ptr::null_mut()) };
         let n = unsafe { (api.ggml_backend_vk_get_device_count)() };
@@ -204,9 +233,10 @@ impl Ggml {
         })
     }
 
-    /// Builds `op` as a one-op graph, checks supports_op, uploads, computes and reads dst.
-    /// Most failures inside ggml abort the process instead (the worker's parent records them).
-    pub fn run(&self, op: &GraphOp) -> Result<GraphRun, Refusal> {
+    /// Builds `op` as a one-op graph, checks supports_op, uploads, computes and reads dst
+    /// (with `timing`, then computes it again and times that). Most failures inside ggml abort
+    /// the process instead (the worker's parent records them).
+    pub fn run(&self, op: &GraphOp, timing: Option<Timing>) -> Result<GraphRun, Refusal> {
         let a = &self.api;
         unsafe {
             let mem_size = 32 * (a.ggml_tensor_overhead)() + (a.ggml_graph_overhead)() + 4096;
@@ -218,13 +248,18 @@ impl Ggml {
             if ctx.is_null() {
                 return Err(Refusal::Error("ggml_init failed".into()));
             }
-            let result = self.graph(ctx, op);
+            let result = self.graph(ctx, op, timing);
             (a.ggml_free)(ctx);
             result
         }
     }
 
-    unsafe fn graph<'t>(&self, ctx: P, op: &GraphOp<'t>) -> Result<GraphRun, Refusal> {
+    unsafe fn graph<'t>(
+        &self,
+        ctx: P,
+        op: &GraphOp<'t>,
+        timing: Option<Timing>,
+    ) -> Result<GraphRun, Refusal> {
         let a = &self.api;
         let mut uploads: Vec<(P, &'t [u8])> = Vec::new();
         let mut tensor = |t: &'t Tensor| -> P {
@@ -327,6 +362,22 @@ impl Ggml {
         (a.ggml_backend_tensor_get)(dst, values.as_mut_ptr().cast(), 0, dst_bytes);
         let mut after = vec![0u32; GUARD];
         (a.ggml_backend_tensor_get)(guard, after.as_mut_ptr().cast(), 0, GUARD * 4);
+        // The same graph again, inputs in place: graph_compute is synchronous, so its wall time
+        // is ggml's whole cost of the op (command recording, submit, GPU time, wait).
+        let compute_ns = timing.filter(|_| status == 0).map(|t| {
+            for _ in 0..t.warmup {
+                (a.ggml_backend_graph_compute)(self.backend, graph);
+            }
+            let mut ns: Vec<f64> = (0..t.repeats.max(1))
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    (a.ggml_backend_graph_compute)(self.backend, graph);
+                    start.elapsed().as_nanos() as f64
+                })
+                .collect();
+            ns.sort_by(f64::total_cmp);
+            ns[ns.len() / 2]
+        });
         (a.ggml_backend_buffer_free)(buf);
         if status != 0 {
             return Err(Refusal::Error(format!(
@@ -336,6 +387,7 @@ impl Ggml {
         Ok(GraphRun {
             values,
             overrun: after.iter().any(|&x| x != POISON),
+            compute_ns,
         })
     }
 }

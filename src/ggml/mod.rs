@@ -10,7 +10,7 @@
 pub mod build;
 pub mod ffi;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use vkdiff_gpu::device::Instance;
 use vkdiff_gpu::runners::flash_attn::Path as FaPath;
@@ -172,16 +172,25 @@ impl Config {
     }
 }
 
-/// The worker's executor: one loaded ggml build, one device, one configuration.
-struct Driver {
+/// The executor: one loaded ggml build, one device, one configuration.
+pub struct Driver {
     ggml: ffi::Ggml,
     config: Config,
+    /// `vkdiff bench --ggml`: time graph_compute (the reported time is its median).
+    pub timing: Option<ffi::Timing>,
+}
+
+impl Driver {
+    /// The configuration it runs under.
+    pub fn config(&self) -> Config {
+        self.config
+    }
 }
 
 impl GraphExec for Driver {
     fn run(&mut self, op: &GraphOp) -> Result<KernelRun, Outcome> {
         let start = std::time::Instant::now();
-        match self.ggml.run(op) {
+        match self.ggml.run(op, self.timing) {
             Ok(mut r) => Ok(KernelRun {
                 values: {
                     // VKDIFF_GGML_INJECT=<op name>: a wrong first element, the negative control
@@ -192,7 +201,10 @@ impl GraphExec for Driver {
                     r.values
                 },
                 overrun: r.overrun,
-                gpu_ns: Some(start.elapsed().as_nanos() as f64),
+                gpu_ns: Some(
+                    r.compute_ns
+                        .unwrap_or_else(|| start.elapsed().as_nanos() as f64),
+                ),
                 variant: format!("ggml {}", self.config.name()),
                 validation: Vec::new(),
             }),
@@ -217,15 +229,65 @@ pub fn worker_env(build: &build::Build, config: Config) -> Vec<(String, String)>
     ]
 }
 
-/// The report label of a worker environment: `ggml <tree> <config>`, or None when it is not
-/// a ggml worker's.
-pub fn label(env: &[(String, String)]) -> Option<String> {
+/// The tree and configuration of a ggml worker's environment, or None when it is not one.
+pub fn target(env: &[(String, String)]) -> Option<crate::repro::GgmlTarget> {
     let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    Some(format!(
-        "ggml {} config {}",
-        get("VKDIFF_GGML_TREE")?,
-        get("VKDIFF_GGML_CONFIG")?
+    Some(crate::repro::GgmlTarget {
+        tree: get("VKDIFF_GGML_TREE")?,
+        config: get("VKDIFF_GGML_CONFIG")?,
+    })
+}
+
+/// The report label of a worker environment: `ggml <tree> config <config>`, or None when it is
+/// not a ggml worker's.
+pub fn label(env: &[(String, String)]) -> Option<String> {
+    target(env).map(|t| format!("ggml {} config {}", t.tree, t.config))
+}
+
+/// Opens vkdiff's device and the ggml build in `lib_dir` on the same device under `config`,
+/// once per process (ggml reads its switches once). The device's capabilities are narrowed to
+/// what the configuration leaves, so vkdiff's error models (and runners) see the same path.
+/// Call it before the process starts threads (it sets environment variables).
+pub fn open(device: Option<&str>, lib_dir: &Path, config: Config) -> Result<(Gpu, Driver), String> {
+    // ggml lists CPU devices (lavapipe) only when named: name the one vkdiff selected, by its
+    // raw enumeration index, which becomes ggml's Vulkan0.
+    let index = Instance::new()
+        .and_then(|i| i.select(device))
+        .map_err(|e| e.to_string())?
+        .index;
+    std::env::set_var("GGML_VK_VISIBLE_DEVICES", index.to_string());
+    for (k, v) in config.env() {
+        std::env::set_var(k, v);
+    }
+    let mut gpu = Gpu::open(Some(&index.to_string())).map_err(|e| e.to_string())?;
+    let ggml = ffi::Ggml::open(lib_dir)?;
+    if let Some(reason) = config.unavailable(&ffi::logged()) {
+        return Err(format!("config {}: {reason}", config.name()));
+    }
+    let caps = config.caps(gpu.caps());
+    gpu.set_caps(caps);
+    Ok((
+        gpu,
+        Driver {
+            ggml,
+            config,
+            timing: None,
+        },
     ))
+}
+
+/// The best configuration the device offers (cm2 > cm1 > scalar fp16 > scalar fp32): what
+/// ggml picks by itself, less integer dot.
+pub fn best_config(caps: &DeviceCaps) -> Config {
+    if caps.coopmat2 {
+        Config::Cm2
+    } else if caps.coopmat {
+        Config::Cm1
+    } else if caps.fp16 {
+        Config::ScalarFp16
+    } else {
+        Config::ScalarFp32
+    }
 }
 
 /// The ggml worker: sets the configuration's switches, picks the device, loads the build,
@@ -237,36 +299,15 @@ pub fn serve(
     repeat: bool,
 ) -> std::io::Result<()> {
     let (mut input, mut output) = (std::io::stdin().lock(), std::io::stdout().lock());
-    let opened = (|| -> Result<(Gpu, ffi::Ggml, Config), String> {
-        let config = Config::parse(config)?;
-        // ggml lists CPU devices (lavapipe) only when named: name the one vkdiff selected,
-        // by its raw enumeration index, which becomes ggml's Vulkan0.
-        let index = Instance::new()
-            .and_then(|i| i.select(device))
-            .map_err(|e| e.to_string())?
-            .index;
-        // Set before ggml starts (it reads them once); this process has no other threads yet.
-        std::env::set_var("GGML_VK_VISIBLE_DEVICES", index.to_string());
-        for (k, v) in config.env() {
-            std::env::set_var(k, v);
-        }
-        let gpu = Gpu::open(Some(&index.to_string())).map_err(|e| e.to_string())?;
-        let ggml = ffi::Ggml::open(&lib_dir)?;
-        if let Some(reason) = config.unavailable(&ffi::logged()) {
-            return Err(format!("config {}: {reason}", config.name()));
-        }
-        Ok((gpu, ggml, config))
-    })();
-    let (mut gpu, ggml, config) = match opened {
+    // This process has no other threads yet.
+    let opened = Config::parse(config).and_then(|c| open(device, &lib_dir, c));
+    let (mut gpu, mut driver) = match opened {
         Ok(x) => x,
         Err(e) => return write_frame(&mut output, &Response::Failed(e)),
     };
-    let caps = config.caps(gpu.caps());
-    gpu.set_caps(caps.clone());
-    let mut caps_named = caps;
-    caps_named.name = format!("{} (ggml: {})", caps_named.name, ggml.description);
+    let mut caps_named = gpu.caps().clone();
+    caps_named.name = format!("{} (ggml: {})", caps_named.name, driver.ggml.description);
     write_frame(&mut output, &Response::Ready { caps: caps_named })?;
-    let mut driver = Driver { ggml, config };
     let mut tree = ShaderTree::new(crate::default_shader_dir());
     loop {
         let request: Request = match read_frame(&mut input) {
