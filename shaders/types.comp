@@ -343,13 +343,13 @@ void init_iq_shmem(uvec3 wgsize)
         if (i % n == t) {
             v = IQ_GRID_CONST[i];
         }
-        if (i % n == n - 1 || i == IQ_GRID_LEN - 1) {
-            // The round's first entry is i - i % n; a short last round has no entry for t.
-            const uint at = i - i % n + t;
-            if (at <= i) {
-                IQ_GRID[at] = v;
-            }
+        if (i % n == n - 1) {
+            IQ_GRID[i - i % n + t] = v;
         }
+    }
+    // A short last round (n does not divide the length): its first IQ_GRID_LEN % n invocations.
+    if (t < IQ_GRID_LEN % n) {
+        IQ_GRID[IQ_GRID_LEN - IQ_GRID_LEN % n + t] = v;
     }
     barrier();
 }
