@@ -46,7 +46,14 @@ for p in m["packages"]:
     grep -vE " (differential|faults)\$" <<<"$tests" || true
 } | while read -r _package target; do
     # --workspace, as the build above: `-p` would resolve features differently and rebuild.
-    echo "test-$target cargo test --release --workspace --test $target"
+    if [ "$target" = differential ]; then
+        # The longest job by far and one device's worth of serial work: two halves (MUL_MAT_ID's
+        # matrix-matrix rows, the slowest per case, and the rest) so the two cores share it.
+        echo "test-differential-mm_id cargo test --release --workspace --test $target -- mul_mm_id"
+        echo "test-$target cargo test --release --workspace --test $target -- --skip mul_mm_id"
+    else
+        echo "test-$target cargo test --release --workspace --test $target"
+    fi
 done >"$jobs_file"
 # Unit tests, the criterion benches once (`test = true`: cut-down shapes, results checked), doc tests.
 echo "unit cargo test --release --workspace --lib --bins --benches" >>"$jobs_file"
