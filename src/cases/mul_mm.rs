@@ -359,121 +359,145 @@ pub fn cm2_n_strategy() -> BoxedStrategy<usize> {
 }
 
 /// Cases for the family (a, b, acc16) on the path `mode` (cm1 cases are drawn as the scalar
-/// ones: same host logic, same tile edges).
+/// ones: same host logic, same tile edges). The shape is drawn before the data and by
+/// `prop_flat_map`, each size's range set by those drawn before it (nothing is rewritten
+/// after drawing), so shrinking the data never moves the shape and shrinking N never moves K.
 pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Value = MulMmCase> {
     let (cm1, cm2) = (mode == Mode::Cm1, mode == Mode::Cm2);
-    let inputs = inputs_for(a, b, false, cm2);
-    let typed = proptest::sample::select(inputs).prop_flat_map(move |(a_in, b_in, pad)| {
-        let k = if cm2 {
-            cm2_k_strategy(a_in)
-        } else {
-            k_strategy(a_in)
-        };
-        (Just(a_in), Just(b_in), pad_strategy(pad), k)
-    });
+    let budget = if cm2 { CM2_PRODUCTS } else { PRODUCTS };
     let n = if cm2 {
         cm2_n_strategy()
     } else {
         prop_oneof![6 => 9usize..=40, 1 => 2usize..=8, 2 => 41usize..=72, 1 => 120usize..=136]
             .boxed()
     };
-    let budget = if cm2 { CM2_PRODUCTS } else { PRODUCTS };
-    // bf16 magnitudes outside f16's range, both ways (cm2 rows; the scalar rows keep their
-    // case stream).
-    let scale = if cm2 && a == DType::Bf16 {
-        prop_oneof![3 => Just(0i32), 1 => Just(-40i32), 1 => Just(24i32)].boxed()
-    } else {
-        Just(0i32).boxed()
-    };
-    let batches =
-        prop_oneof![3 => Just((1usize, 1usize, 1usize)), 1 => (1usize..=2, 1usize..=3, 1usize..=2)];
-    let split = prop_oneof![4 => Just(None), 1 => (2u32..=4).prop_map(Some)];
     // cm2: a third of the cases are made fast-path friendly (K a multiple of 256, at least
-    // one full 128-row tile), so that N just past a multiple of BN reaches the reduced BN/4 and
-    // BN/2 accumulators; without it about 1% of cases did.
+    // one full 128-row tile, one matrix), so that N just past a multiple of BN reaches the
+    // reduced BN/4 and BN/2 accumulators; without it about 1% of cases did.
     let fast = if cm2 {
         prop_oneof![2 => Just(false), 1 => Just(true)].boxed()
     } else {
         Just(false).boxed()
     };
-    // Order matters for shrinking (proptest shrinks a tuple's members in order): the data
-    // distributions settle on their simplest arms first, the seed comes last.
-    (
-        Blocks::strategy(),
-        Dist::strategy(),
-        typed,
-        (edge_strategy(1), n, batches),
-        prec_strategy(a, acc16),
+    let split = prop_oneof![4 => Just(None), 1 => (2u32..=4).prop_map(Some)];
+    // bf16 magnitudes outside f16's range, both ways (cm2 rows).
+    let scale = if cm2 && a == DType::Bf16 {
+        prop_oneof![3 => Just(0i32), 1 => Just(-40i32), 1 => Just(24i32)].boxed()
+    } else {
+        Just(0i32).boxed()
+    };
+    let shape = (
+        proptest::sample::select(inputs_for(a, b, false, cm2)),
+        fast,
         split,
-        any::<u64>(),
-        (scale, fast),
+        n,
     )
-        .prop_map(
-            move |(
-                a_blocks,
-                b_dist,
-                (a_type, b_type, b_row_pad, k),
-                (m, n, batches),
-                prec,
-                force_split_k,
-                seed,
-                (scale_log2, fast),
-            )| {
-                // A fast-path case keeps its budget for one big matrix.
-                let (ne02, mut r2, ne03) = if fast { (1, 1, 1) } else { batches };
-                // 2..8 columns reach this kernel only with batches.
-                if n <= 8 && ne02 * r2 * ne03 == 1 {
-                    r2 = 2;
-                }
-                let batches = ne02 * r2 * ne03;
-                let block = a_type.block_len();
-                let (k, m) = if fast {
-                    (k.div_ceil(256) * 256, m.max(128))
-                } else {
-                    (k, m)
-                };
-                // Keep the product budget: K first (to whole blocks), then M.
-                // (Fast-path cases round down to whole 256s.)
-                let unit_k = if fast { 256 } else { block };
-                let mut k = if m * n * batches * k > budget {
-                    ((budget / (m * n * batches)) / unit_k * unit_k).max(unit_k)
-                } else {
-                    k
-                };
-                // cm2 halves a split until each split's K is a whole number of 256s (§8.3):
-                // make that hold for the split asked for, and for float A leave a remainder
-                // (K mod split_k) so that k_split = ⌈K/split_k⌉ is ragged.
-                if let (true, Some(s)) = (cm2, force_split_k) {
+        .prop_flat_map(move |((a_in, b_in, pad), fast, split, n)| {
+            // 2..8 columns reach this kernel only with batches; a fast-path case keeps its
+            // budget for one matrix.
+            let batches = match (n <= 8, fast) {
+                (true, true) => (Just(1usize), 2usize..=3, Just(1usize)).boxed(),
+                (true, false) => (1usize..=2, 2usize..=3, 1usize..=2).boxed(),
+                (false, true) => Just((1usize, 1usize, 1usize)).boxed(),
+                (false, false) => prop_oneof![
+                    3 => Just((1usize, 1usize, 1usize)),
+                    1 => (1usize..=2, 1usize..=3, 1usize..=2)
+                ]
+                .boxed(),
+            };
+            (
+                Just((a_in, b_in, fast, split, n)),
+                pad_strategy(pad),
+                batches,
+            )
+        })
+        .prop_flat_map(move |((a_in, b_in, fast, split, n), b_row_pad, (ne02, r2, ne03))| {
+            let columns = n * ne02 * r2 * ne03;
+            let block = a_in.block_len();
+            // K within the product budget at the smallest M (128 on the fast path), in whole
+            // blocks (whole 256s on the fast path).
+            let (unit, m_min) = if fast { (256, 128) } else { (block, 1) };
+            let k_cap = ((budget / (m_min * columns)) / unit * unit).max(unit);
+            let k = if cm2 {
+                cm2_k_strategy(a_in)
+            } else {
+                k_strategy(a_in)
+            };
+            let k = k.prop_map(move |k| {
+                let k = if fast { k.div_ceil(256) * 256 } else { k };
+                k.min(k_cap)
+            });
+            // cm2 halves a split until each split's K is a whole number of 256s (§8.3): make
+            // that hold for the split asked for, and for float A leave a remainder
+            // (K mod split_k, drawn) so that k_split = ⌈K/split_k⌉ is ragged.
+            let k = match (cm2, split) {
+                (true, Some(s)) => {
                     let s = match s.min(4) {
                         3 => 2,
                         s => s as usize,
                     };
                     let unit = 256 * s;
-                    k = k.min(4 * unit).div_ceil(unit) * unit;
-                    if block == 1 {
-                        k += (seed as usize) % s;
-                    }
+                    let rest = if block == 1 { s - 1 } else { 0 };
+                    (k, 0..=rest)
+                        .prop_map(move |(k, r)| k.min(4 * unit).div_ceil(unit) * unit + r)
+                        .boxed()
                 }
-                let m = m.min((budget / (n * batches * k)).max(1));
-                MulMmCase {
-                    a_type,
-                    b_type,
-                    k,
-                    m,
-                    n,
-                    ne02,
-                    r2,
-                    ne03,
-                    b_row_pad,
-                    prec,
-                    force_split_k,
-                    a_blocks,
-                    b_dist,
-                    seed,
-                    cm2,
-                    cm1,
-                    scale_log2,
-                }
+                _ => k.boxed(),
+            };
+            (
+                Just((a_in, b_in, split, n, b_row_pad, (ne02, r2, ne03), fast)),
+                k,
+            )
+        })
+        .prop_flat_map(move |(fixed, k)| {
+            let (.., (ne02, r2, ne03), fast) = fixed;
+            let n = fixed.3;
+            // M last, within what the budget leaves.
+            let m_cap = (budget / (n * ne02 * r2 * ne03 * k)).max(1);
+            let m = if fast {
+                prop_oneof![2 => 128usize..=136, 1 => 250usize..=260].boxed()
+            } else {
+                edge_strategy(1)
+            };
+            (Just((fixed, k)), m.prop_map(move |m| m.min(m_cap)))
+        });
+    // Order matters for shrinking (proptest shrinks a tuple's members in order): the data
+    // distributions settle on their simplest arms first, the shape apart from them, the seed
+    // last.
+    (
+        Blocks::strategy(),
+        Dist::strategy(),
+        shape,
+        prec_strategy(a, acc16),
+        any::<u64>(),
+        scale,
+    )
+        .prop_map(
+            move |(
+                a_blocks,
+                b_dist,
+                (((a_type, b_type, force_split_k, n, b_row_pad, (ne02, r2, ne03), _), k), m),
+                prec,
+                seed,
+                scale_log2,
+            )| MulMmCase {
+                a_type,
+                b_type,
+                k,
+                m,
+                n,
+                ne02,
+                r2,
+                ne03,
+                b_row_pad,
+                prec,
+                force_split_k,
+                a_blocks,
+                b_dist,
+                seed,
+                cm2,
+                cm1,
+                scale_log2,
             },
         )
 }
