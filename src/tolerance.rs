@@ -923,26 +923,179 @@ pub struct MulMmBounds {
 }
 
 impl MulMmBounds {
-    /// The expectations to judge `got` by: `want`, except NaN (not judged, see compare.rs)
-    /// where the computation may overflow and the kernel's value is indeed non-finite. A
-    /// finite value there is judged by the bound as usual: under round-to-nearest an overflow
-    /// to ±∞ never comes back to a finite value, so a finite result means no overflow
-    /// happened and the analysis holds (an operand that surely overflows has an infinite
-    /// bound: any finite value is then accepted, as Vulkan leaves arithmetic on ±∞ undefined).
-    pub fn judged_want(&self, got: &[f32], want: &[f64]) -> Vec<f64> {
-        want.iter()
+    /// The bounds to judge `got` by: the model's, except NaN (undefined, not judged, see
+    /// compare.rs) where the computation may overflow and the kernel's value is indeed
+    /// non-finite. A finite value there is judged by the bound as usual: under
+    /// round-to-nearest an overflow to ±∞ never comes back to a finite value, so a finite
+    /// result means no overflow happened and the analysis holds (an operand that surely
+    /// overflows has an infinite bound: any finite value is then accepted).
+    pub fn judged_bounds(&self, got: &[f32]) -> Vec<f64> {
+        self.bounds
+            .iter()
             .zip(got)
             .zip(&self.may_overflow)
-            .map(|((&w, &g), &ovf)| {
+            .map(|((&b, &g), &ovf)| {
                 // ±65504: later upstream clamps f16 accumulators (§12 L7); recent ggml trees
                 // in backend mode produce it where the pinned kernel produces ±∞.
                 if ovf && (!g.is_finite() || f64::from(g.abs()) == F16_MAX) {
                     f64::NAN
                 } else {
-                    w
+                    b
                 }
             })
             .collect()
+    }
+}
+
+/// What a dot product Σ a_k·b_k is beyond finite numbers, where every order, contraction and
+/// split of the sum gives the same IEEE answer (ggml's CPU result): the class the comparison
+/// judges NaN and ±∞ expectations by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Special {
+    /// No NaN or ±∞ operand: judged by the finite model (which handles overflow itself).
+    Finite,
+    /// NaN in every order: a NaN operand (NaN·x and NaN + x are NaN), ±∞·0, or infinite
+    /// products of both signs (∞ − ∞ in whatever order they meet).
+    Nan,
+    /// ±∞ in every order: infinite products of one sign only, no ∞·0, and finite terms too
+    /// small to overflow to the other infinity in any order.
+    Inf(f64),
+    /// Depends on the order or on flushing: left unjudged.
+    Undefined,
+}
+
+/// The [`Special`] class of Σ a_k·b_k computed with operands in the formats `fa`, `fb` and an
+/// accumulator `acc`, from the exact operand values `a`, `b`. `a_exact`: A's values are the
+/// kernel's operands (float types); block formats are not, as a kernel may factor a block's
+/// scale out of its sum (d·Σ q·b), so a non-finite scale's result depends on the kernel.
+///
+/// Rules (IEEE 754, which ggml's CPU path follows): a NaN operand makes every order NaN; an
+/// infinite operand times an exact zero is NaN, times a value that the device may flush
+/// (below its format's smallest normal) either NaN or ±∞ (undefined); infinite products of
+/// both signs meet somewhere in every order (NaN). With one sign only the result is that
+/// infinity unless the finite part may overflow to the other one: every partial sum of finite
+/// terms is at most Σ|â·b̂|·(1 + u)^(K+1) in magnitude (each product and add rounds by at most
+/// a factor 1 + u), â, b̂ the operands rounded to their formats. An operand that may itself
+/// round to ±∞ makes the answer undefined.
+pub fn dot_special(a: &[f64], b: &[f64], fa: Fp, fb: Fp, acc: Fp, a_exact: bool) -> Special {
+    // `undefined`: a term whose value depends on the kernel; `overflowing`: a finite operand
+    // that may round to ±∞ (the finite model flags that itself when nothing else is special).
+    let (mut pos, mut neg, mut undefined, mut overflowing) = (false, false, false, false);
+    let mut finite = 0.0f64;
+    for (&x, &y) in a.iter().zip(b) {
+        if y.is_nan() || (a_exact && x.is_nan()) {
+            return Special::Nan;
+        }
+        if !a_exact && !x.is_finite() {
+            undefined = true;
+            continue;
+        }
+        match (x.is_infinite(), y.is_infinite()) {
+            (false, false) => {
+                if x.abs() >= fa.overflow() || y.abs() >= fb.overflow() {
+                    overflowing = true;
+                }
+                finite += x.abs() * (1.0 + fa.unit()) * y.abs() * (1.0 + fb.unit());
+            }
+            (xi, yi) => {
+                let (other, fmt) = if xi { (y, fb) } else { (x, fa) };
+                if other == 0.0 {
+                    return Special::Nan;
+                }
+                // A flushed partner gives NaN, an unflushed one ±∞; a block value's scale may
+                // be flushed on its own (d subnormal, d·q not).
+                if !(xi && yi) && (other.abs() < fmt.min_normal() || !a_exact) {
+                    undefined = true;
+                    continue;
+                }
+                if x.signum() * y.signum() > 0.0 {
+                    pos = true;
+                } else {
+                    neg = true;
+                }
+            }
+        }
+    }
+    if pos && neg {
+        return Special::Nan;
+    }
+    if !(pos || neg) && !undefined {
+        return Special::Finite;
+    }
+    let growth = ((a.len() + 1) as f64 * acc.unit().ln_1p()).exp();
+    if undefined || overflowing || finite * growth >= acc.overflow() {
+        return Special::Undefined;
+    }
+    Special::Inf(if pos { f64::INFINITY } else { f64::NEG_INFINITY })
+}
+
+/// [`dot_special`] per dst element of a matrix product laid out as in [`mul_mm_bounds`]
+/// (column c multiplies A rows `columns[c].0 ..` by B row `columns[c].1`, M fastest).
+#[allow(clippy::too_many_arguments)]
+pub fn mul_mat_specials(
+    a_rows: &[f64],
+    b_rows: &[f64],
+    k: usize,
+    m: usize,
+    columns: &[(usize, usize)],
+    (fa, fb, acc): (Fp, Fp, Fp),
+    a_exact: bool,
+) -> Vec<Special> {
+    use rayon::prelude::*;
+    columns
+        .par_iter()
+        .flat_map_iter(|&(a_first, b_row)| {
+            let b = &b_rows[b_row * k..][..k];
+            (0..m).map(move |i| {
+                dot_special(&a_rows[(a_first + i) * k..][..k], b, fa, fb, acc, a_exact)
+            })
+        })
+        .collect()
+}
+
+/// Per dst element (laid out as in [`mul_mat_specials`]), Σ|a_k·b_k| over the finite terms
+/// with an operand below its format's smallest normal: Vulkan lets a device flush such inputs
+/// to zero, which drops the whole term (an error of 100% of it, which no γ·Σ|a·b| covers).
+pub fn mul_mat_flushable(
+    a_rows: &[f64],
+    b_rows: &[f64],
+    k: usize,
+    m: usize,
+    columns: &[(usize, usize)],
+    (fa, fb): (Fp, Fp),
+) -> Vec<f64> {
+    use rayon::prelude::*;
+    let (ta, tb) = (fa.min_normal(), fb.min_normal());
+    columns
+        .par_iter()
+        .flat_map_iter(|&(a_first, b_row)| {
+            let b = &b_rows[b_row * k..][..k];
+            (0..m).map(move |i| {
+                let a = &a_rows[(a_first + i) * k..][..k];
+                a.iter()
+                    .zip(b)
+                    .filter(|(x, y)| x.abs() < ta || y.abs() < tb)
+                    .map(|(x, y)| (x * y).abs())
+                    .filter(|p| p.is_finite())
+                    .sum::<f64>()
+            })
+        })
+        .collect()
+}
+
+/// Sets the expectation and bound of each element by its [`Special`] class: NaN or ±∞ judged
+/// exactly (bound 0), undefined ones unjudged (NaN bound); finite ones keep their model's
+/// bound, except that an expectation which is not finite there (beyond the model) is
+/// undefined too.
+pub fn apply_specials(specials: &[Special], want: &mut [f64], bounds: &mut [f64]) {
+    for ((s, w), b) in specials.iter().zip(want.iter_mut()).zip(bounds.iter_mut()) {
+        match *s {
+            Special::Nan => (*w, *b) = (f64::NAN, 0.0),
+            Special::Inf(x) => (*w, *b) = (x, 0.0),
+            Special::Undefined => *b = f64::NAN,
+            Special::Finite if !w.is_finite() => *b = f64::NAN,
+            Special::Finite => {}
+        }
     }
 }
 
@@ -1162,8 +1315,35 @@ mod mul_mm_tests {
         let b = mul_mm_bounds(&arith(Fp::F16), 1, 1, &[300.0], &[300.0], &[(0, 0)]);
         assert!(b.may_overflow[0]);
         let got = [f32::INFINITY];
-        assert!(b.judged_want(&got, &[90000.0])[0].is_nan());
-        assert_eq!(b.judged_want(&[1.0], &[90000.0])[0], 90000.0);
+        assert!(b.judged_bounds(&got)[0].is_nan());
+        assert_eq!(b.judged_bounds(&[1.0])[0], b.bounds[0]);
+    }
+
+    #[test]
+    fn specials_are_judged_where_every_order_agrees() {
+        let (f16, f32) = (Fp::F16, Fp::F32);
+        let sp = |a: &[f64], b: &[f64], acc| dot_special(a, b, f16, f32, acc, true);
+        let (inf, nan) = (f64::INFINITY, f64::NAN);
+        assert_eq!(sp(&[1.0, 2.0], &[3.0, 4.0], f32), Special::Finite);
+        assert_eq!(sp(&[1.0, nan], &[3.0, 4.0], f32), Special::Nan);
+        assert_eq!(sp(&[1.0, 2.0], &[nan, 4.0], f32), Special::Nan);
+        assert_eq!(sp(&[inf, 2.0], &[0.0, 4.0], f32), Special::Nan, "∞·0");
+        assert_eq!(sp(&[inf, -inf], &[1.0, 1.0], f32), Special::Nan, "∞ − ∞");
+        assert_eq!(sp(&[inf, 2.0], &[1.0, -4.0], f32), Special::Inf(inf));
+        assert_eq!(sp(&[inf, 2.0], &[-1.0, 4.0], f32), Special::Inf(-inf));
+        // A partner that may be flushed (f32 subnormal) gives NaN or ∞.
+        assert_eq!(sp(&[inf], &[1e-40], f32), Special::Undefined);
+        // In f16 the finite part −300·300 may overflow to −∞ before +∞ arrives.
+        assert_eq!(sp(&[inf, 300.0], &[1.0, -300.0], f16), Special::Undefined);
+        assert_eq!(sp(&[inf, 30.0], &[1.0, -30.0], f16), Special::Inf(inf));
+        // An operand that may round to ±∞ in its format.
+        assert_eq!(sp(&[inf, 70000.0], &[1.0, -1.0], f16), Special::Undefined);
+        // Block formats: a non-finite decoded value depends on the kernel, unless B is NaN.
+        let q = |a: &[f64], b: &[f64]| dot_special(a, b, f16, f32, f32, false);
+        assert_eq!(q(&[nan, 1.0], &[1.0, 1.0]), Special::Undefined);
+        assert_eq!(q(&[inf, 1.0], &[1.0, nan]), Special::Nan);
+        assert_eq!(q(&[2.0], &[inf]), Special::Undefined);
+        assert_eq!(q(&[0.0], &[inf]), Special::Nan);
     }
 
     #[test]

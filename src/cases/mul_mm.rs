@@ -465,8 +465,8 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
     // distributions settle on their simplest arms first, the shape apart from them, the seed
     // last.
     (
-        Blocks::strategy(),
-        Dist::strategy(),
+        Blocks::ieee_strategy(),
+        Dist::ieee_strategy(),
         shape,
         prec_strategy(a, acc16),
         any::<u64>(),
@@ -692,18 +692,27 @@ pub fn cm1_bounds(
     tolerance::mul_mm_cm2_bounds(&steps, k, m, a_rows, &ea, b_rows, &eb, columns)
 }
 
-/// Judges a kernel's output: the reference, the bounds, and overflow (see
-/// [`tolerance::MulMmBounds::judged_want`]).
+/// Judges a kernel's output: the reference, the bounds, overflow (see
+/// [`tolerance::MulMmBounds::judged_bounds`]), and per element the class of a NaN or ±∞
+/// result ([`tolerance::Special`]; None: every non-finite expectation is undefined).
 pub fn judge(
     run: &vkdiff_gpu::runners::KernelRun,
     want: &vkdiff_reference::ops::Output,
     bounds: &tolerance::MulMmBounds,
+    specials: Option<&[tolerance::Special]>,
 ) -> Outcome {
-    let judged = bounds.judged_want(&run.values, &want.values);
+    let mut judged = bounds.judged_bounds(&run.values);
+    let mut expected = want.values.clone();
+    match specials {
+        Some(s) => tolerance::apply_specials(s, &mut expected, &mut judged),
+        None => {
+            crate::compare::undefined_where_non_finite(&expected, &mut judged);
+        }
+    }
     let mut verdict = match compare(
         &run.values,
+        &expected,
         &judged,
-        &bounds.bounds,
         |i| want.index_of(i),
         |_| "",
     ) {
@@ -884,6 +893,18 @@ impl MulMmCase {
             });
         }
         let bounds = tolerance::loosest_mm(candidates);
+        // NaN and ±∞: IEEE propagation through the operands as staged (block formats: see
+        // `dot_special`).
+        let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
+        let specials = tolerance::mul_mat_specials(
+            &a_rows,
+            &b_rows,
+            self.k,
+            self.m,
+            &columns,
+            (arith.a_operand, arith.b_operand, arith.acc),
+            !self.a_type.is_quantized(),
+        );
         let op = GraphOp::MulMat {
             a: &a,
             b: &b,
@@ -905,7 +926,7 @@ impl MulMmCase {
             Ok(r) => r,
             Err(outcome) => return outcome,
         };
-        judge(&run, &want, &bounds)
+        judge(&run, &want, &bounds, Some(&specials))
     }
 }
 
