@@ -183,3 +183,106 @@ proptest! {
         prop_assert!(err <= bound, "K={} BLOCK_SIZE={}: |{} - {}| = {:e} > {:e}", k, block_size, got, exact, err, bound);
     }
 }
+
+/// Rounds `x` to the format `f` (round to nearest even, as the device's conversions do), or
+/// to zero where `flush` and the result is below the format's smallest normal (Vulkan lets a
+/// device flush subnormal inputs and results).
+fn round_to(x: f32, f: vkdiff::tolerance::Fp, flush: bool) -> f32 {
+    use vkdiff::tolerance::Fp;
+    let r = match f {
+        Fp::F16 => half::f16::from_f32(x).to_f32(),
+        Fp::Bf16 => half::bf16::from_f32(x).to_f32(),
+        Fp::F32 => x,
+    };
+    if flush && (r.abs() as f64) < f.min_normal() {
+        0.0
+    } else {
+        r
+    }
+}
+
+/// The scalar mul_mm chain of one output (§6.6), emulated: operands staged to their formats
+/// (flushed or not), then per split σ ← σ + â·b̂ over k ascending in ACC_TYPE, either fused
+/// (one f32 fma, then rounded to ACC_TYPE: an f16 fma computed through f32, as CPU drivers
+/// do) or as a product rounded to ACC_TYPE and a rounded add; splits widened to f32 and added
+/// in split order by the reduce.
+fn mul_mm_emulated(
+    a: &[f32],
+    b: &[f32],
+    arith: &vkdiff::tolerance::MulMmArith,
+    fused: bool,
+    flush: bool,
+) -> f32 {
+    let acc = arith.acc;
+    let k = a.len();
+    let k_split = if arith.split_k > 1 { arith.k_split } else { k };
+    let mut total = 0.0f32;
+    for s in 0..arith.split_k.max(1) {
+        let (from, to) = ((s * k_split).min(k), ((s + 1) * k_split).min(k));
+        let mut sigma = 0.0f32;
+        for kk in from..to {
+            let x = round_to(a[kk], arith.a_operand, flush);
+            let y = round_to(b[kk], arith.b_operand, flush);
+            sigma = if fused {
+                round_to(x.mul_add(y, sigma), acc, flush)
+            } else {
+                let p = round_to(x * y, acc, flush);
+                round_to(sigma + p, acc, flush)
+            };
+        }
+        total = if s == 0 { sigma } else { total + sigma };
+    }
+    total
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// mul_mm scalar path: the running bound covers f16/bf16/f32 staging, f16 or f32
+    /// accumulators, fused or unfused, flushed or kept subnormals and any forced split (k_split
+    /// not a multiple of anything), wherever the emulated result is finite; where it is not,
+    /// the model must have flagged a possible overflow.
+    #[test]
+    fn mul_mm_bound_covers_emulated_scalar_chain(
+        (a, b, ops, fused, flush, split_k, extra) in (1usize..=600).prop_flat_map(|k| {
+            use vkdiff::tolerance::Fp;
+            let val = prop_oneof![
+                4 => -4.0f32..4.0,
+                1 => -300.0f32..300.0,
+                1 => -1e-5f32..1e-5,
+                1 => (-2048i32..2048).prop_map(|i| i as f32 / 64.0),
+            ];
+            let fmt = prop_oneof![Just(Fp::F16), Just(Fp::F32), Just(Fp::Bf16)];
+            (
+                prop::collection::vec(val.clone(), k),
+                prop::collection::vec(val, k),
+                (fmt.clone(), fmt, prop_oneof![Just(Fp::F16), Just(Fp::F32)]),
+                any::<bool>(),
+                any::<bool>(),
+                1usize..=4,
+                0usize..=3,
+            )
+        })
+    ) {
+        use vkdiff::tolerance::{mul_mm_bounds, MulMmArith};
+        let k = a.len();
+        let arith = MulMmArith {
+            a_min_rounding: false,
+            a_operand: ops.0,
+            b_operand: ops.1,
+            acc: ops.2,
+            split_k,
+            k_split: k.div_ceil(split_k) + extra,
+        };
+        let got = mul_mm_emulated(&a, &b, &arith, fused, flush);
+        let (a64, b64): (Vec<f64>, Vec<f64>) = (a.iter().map(|&x| x as f64).collect(), b.iter().map(|&x| x as f64).collect());
+        let exact: f64 = a64.iter().zip(&b64).map(|(x, y)| x * y).sum();
+        let m = mul_mm_bounds(&arith, k, 1, &a64, &b64, &[(0, 0)]);
+        if !got.is_finite() {
+            prop_assert!(m.may_overflow[0], "{:?} fused {} flush {}: {} not flagged (exact {})", arith, fused, flush, got, exact);
+        } else {
+            let err = (got as f64 - exact).abs();
+            prop_assert!(err <= m.bounds[0], "{:?} fused {} flush {}: |{} - {}| = {:e} > {:e}", arith, fused, flush, got, exact, err, m.bounds[0]);
+        }
+    }
+}
