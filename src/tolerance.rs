@@ -671,15 +671,26 @@ pub fn flash_attn_bounds(
             let mut v_over = false;
             let mut a_cap = 0.0f64;
             let mut v_err_max = 0.0f64;
+            // |v_jd − O_d| as f64 numbers: the reference's O (a KV-term f64 sum) and the
+            // difference carry f64 roundings, γ₆₄(KV + 3)·(|v| + max|v|). When one key
+            // dominates, v_t − O is below f64's resolution and rounds to 0 while e^λ_t may be
+            // 10⁵¹ (a softcap argument past 88, where tanh is only known to lie in [−1, 1]):
+            // the exact product is not 0 (the emulation in tests/bounds_soundness.rs found it).
+            let g64 = (kv as f64 + 3.0) * 2f64.powi(-53);
+            let vmax_all = (0..kv)
+                .filter(live)
+                .map(|j| v_values[v_at(j) + i].abs())
+                .fold(0.0, f64::max);
             for j in (0..kv).filter(live) {
                 let v = v_values[v_at(j) + i];
                 let p = row.weights[j];
-                a_cap = a_cap.max((v - o).abs());
-                a += p * lambda[j].exp_m1() * (v - o).abs();
+                let diff = (v - o).abs() + g64 * (v.abs() + vmax_all);
+                a_cap = a_cap.max(diff);
+                a += p * lambda[j].exp_m1() * diff;
                 s1 += p * lambda[j].exp() * v.abs();
                 if j != top {
                     let rel = (lambda[j] + l_top).min(700.0);
-                    a_top += p * rel.exp_m1() * (v - o).abs();
+                    a_top += p * rel.exp_m1() * diff;
                     s1_top += p * rel.exp() * v.abs() / p_top;
                 }
                 vmax = vmax.max(v.abs());

@@ -286,3 +286,199 @@ proptest! {
         }
     }
 }
+
+/// A deterministic stream of numbers in [−1, 1] (which way each rounding of the emulated
+/// transcendental functions errs).
+struct Signs(u64);
+
+impl Signs {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    }
+
+    /// exp(x) in f32 anywhere within Vulkan's 3 + 2|x| ULP (an ULP at most 2⁻²³ relative).
+    fn exp(&mut self, x: f32) -> f32 {
+        if x == f32::NEG_INFINITY {
+            return 0.0;
+        }
+        let ulps = (3.0 + 2.0 * (x as f64).abs()) * 2f64.powi(-23);
+        ((x as f64).exp() * (1.0 + 0.99 * ulps * self.next())) as f32
+    }
+}
+
+/// One scalar flash-attention row (§9.8 scalar column), emulated in f32: q·s' in f32; each
+/// logit a D_split-lane dot product (lane l takes d ≡ l mod D_split in the order `perm`, with
+/// fmas) reduced by a butterfly; softcap·tanh (tanh anywhere within its bound); + slope·mask;
+/// then per split the online softmax over tiles of Bc keys (running max from −FLT_MAX/2,
+/// rescale by exp(M_old − M_new), f32 sums of P and P·v, keys of weight 0 skipped), the
+/// split-k reduce, and O·(1/L).
+#[allow(clippy::too_many_arguments)]
+fn fa_row_emulated(
+    q: &[f64],
+    keys: &[&[f64]],
+    values: &[&[f64]],
+    mask: Option<&[f64]>,
+    (scale, softcap, slope): (f32, f32, f32),
+    (d_split, bc, split_k): (usize, usize, usize),
+    perm: &[usize],
+    signs: &mut Signs,
+) -> Vec<f32> {
+    let kv = keys.len();
+    let dv = values[0].len();
+    let qs: Vec<f32> = q.iter().map(|&x| x as f32 * scale).collect();
+    let logits: Vec<f32> = (0..kv)
+        .map(|j| {
+            // A masked key is skipped (as ggml's CPU path and our shader do): weight 0.
+            if mask.is_some_and(|m| m[j] == f64::NEG_INFINITY) {
+                return f32::NEG_INFINITY;
+            }
+            let mut lanes = vec![0.0f32; d_split];
+            for &d in perm {
+                lanes[d % d_split] = qs[d].mul_add(keys[j][d] as f32, lanes[d % d_split]);
+            }
+            let mut step = 1;
+            while step < d_split {
+                lanes = (0..d_split).map(|l| lanes[l] + lanes[l ^ step]).collect();
+                step *= 2;
+            }
+            let mut s = lanes[0];
+            if softcap != 0.0 {
+                let ax = (s as f64).abs();
+                let t = (s as f64).tanh() + 0.99 * vkdiff::tolerance::tanh_error(ax) * signs.next();
+                s = softcap * (t.clamp(-1.0, 1.0) as f32);
+            }
+            if let Some(m) = mask {
+                s += slope * m[j] as f32;
+            }
+            s
+        })
+        .collect();
+    // The host's split: whole tiles per split.
+    let split_kv = kv.div_ceil(split_k).div_ceil(bc) * bc;
+    let mut parts = vec![];
+    for s in 0..kv.div_ceil(split_kv) {
+        let (mut m, mut l, mut o) = (-f32::MAX / 2.0, 0.0f32, vec![0.0f32; dv]);
+        let end = ((s + 1) * split_kv).min(kv);
+        for tile in (s * split_kv..end).step_by(bc) {
+            let keys = tile..(tile + bc).min(end);
+            let m_new = keys.clone().map(|j| logits[j]).fold(m, f32::max);
+            let alpha = signs.exp(m - m_new);
+            l *= alpha;
+            for x in o.iter_mut() {
+                *x *= alpha;
+            }
+            for j in keys {
+                let p = signs.exp(logits[j] - m_new);
+                l += p;
+                if p == 0.0 {
+                    continue;
+                }
+                for (x, v) in o.iter_mut().zip(values[j]) {
+                    *x = p.mul_add(*v as f32, *x);
+                }
+            }
+            m = m_new;
+        }
+        parts.push((m, l, o));
+    }
+    let top = parts.iter().map(|p| p.0).fold(f32::NEG_INFINITY, f32::max);
+    let (mut l, mut o) = (0.0f32, vec![0.0f32; dv]);
+    for (m, ls, os) in &parts {
+        let w = if parts.len() > 1 { signs.exp(m - top) } else { 1.0 };
+        l = w.mul_add(*ls, l);
+        for (x, y) in o.iter_mut().zip(os) {
+            *x = w.mul_add(*y, *x);
+        }
+    }
+    let inv = 1.0 / l;
+    o.iter().map(|x| x * inv).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Flash attention, scalar path: the bound covers the emulated f32 kernel for any lane
+    /// order, D_split, tile width, split count and errors of exp and tanh within Vulkan's
+    /// limits, over the suite's own case strategy (masks, ALiBi, softcap, quantized K/V).
+    #[test]
+    fn flash_attn_scalar_bound_covers_emulated_f32(
+        (c, d_split, bc, split_k, perm, signs) in prop_oneof![
+            Just(vkdiff_reference::DType::F16),
+            Just(vkdiff_reference::DType::Q8_0),
+            Just(vkdiff_reference::DType::Q4_0)
+        ]
+        .prop_flat_map(|t| vkdiff::cases::flash_attn::strategy(vkdiff_gpu::runners::flash_attn::Path::Scalar, t))
+        .prop_filter("in the pinned host's domain, one batch", |c| {
+            c.named_precondition().is_none() && c.dv.is_none() && c.ne3 == 1 && c.kv <= 200
+                && vkdiff_gpu::runners::flash_attn::HEAD_SIZES.contains(&c.d)
+        })
+        .prop_flat_map(|c| {
+            let lsb = 1usize << c.d.trailing_zeros();
+            let d = c.d;
+            (
+                Just(c),
+                prop_oneof![Just(1usize), Just(2), Just(4), Just(8)].prop_filter("D_split ≤ lsb(D)/4", move |&s| s <= lsb / 4),
+                prop_oneof![Just(32usize), Just(64)],
+                1usize..=4,
+                Just((0..d).collect::<Vec<_>>()).prop_shuffle(),
+                any::<u64>(),
+            )
+        })
+    ) {
+        use vkdiff_reference::ops::flash_attn::{flash_attn_ext, FlashAttnInputs};
+        use vkdiff::tolerance::{flash_attn_bounds, FaArith, FlashAttnShape};
+        let (q, k, v, m) = c.inputs().unwrap();
+        let p = FlashAttnInputs { q: &q, k: &k, v: &v, mask: m.as_ref(), params: c.params() };
+        let want = flash_attn_ext(&p).unwrap();
+        let shape = FlashAttnShape {
+            d: c.d,
+            kv: c.kv,
+            bc: bc as u32,
+            wg: 128,
+            d_split: d_split as u32,
+            split_k: c.kv.div_ceil(c.kv.div_ceil(split_k).div_ceil(bc) * bc) as u32,
+            softcap: c.softcap,
+            alibi: vkdiff_reference::ops::flash_attn::Alibi::new(c.max_bias, c.heads()),
+            arith: FaArith::Scalar,
+        };
+        let (qr, kr, vr) = (q.rows().unwrap(), k.rows().unwrap(), v.rows().unwrap());
+        let mr = m.as_ref().map(|m| m.rows().unwrap());
+        let bounds = flash_attn_bounds(&shape, &want, &vr, v.ne(), None);
+        let (d, dv, n, kv) = (c.d, c.dv(), c.n, c.kv);
+        let mut signs = Signs(signs);
+        for (r, row) in want.rows.iter().enumerate() {
+            if row.fully_masked || row.non_finite {
+                continue;
+            }
+            let q_row = &qr[(row.h * n + row.q) * d..][..d];
+            let ik = row.h / c.gqa;
+            let keys: Vec<&[f64]> = (0..kv).map(|j| &kr[(ik * kv + j) * d..][..d]).collect();
+            let iv = row.v_index.0;
+            let values: Vec<&[f64]> = (0..kv).map(|j| &vr[(iv * kv + j) * dv..][..dv]).collect();
+            let mask = mr.as_ref().map(|m| &m[row.q * kv..][..kv]);
+            let slope = if c.max_bias > 0.0 {
+                let (base, e) = shape.alibi.slope_parts(row.h);
+                base.powf(e as f32)
+            } else {
+                1.0
+            };
+            let got = fa_row_emulated(
+                q_row, &keys, &values, mask,
+                (c.params().dot_scale(), c.softcap, slope),
+                (d_split, bc, split_k), &perm, &mut signs,
+            );
+            for (i, g) in got.iter().enumerate() {
+                let (w, b) = (want.out.values[r * dv + i], bounds[r * dv + i]);
+                if !w.is_finite() {
+                    continue; // a NaN or ±∞ in V (fuzzed block scales): left undefined
+                }
+                let err = (*g as f64 - w).abs();
+                prop_assert!(err <= b, "{} row {} d {}: got {} want {} |err| {:e} > {:e} (D_split {} Bc {} split {})", c, r, i, g, w, err, b, d_split, bc, split_k);
+            }
+        }
+    }
+}
