@@ -73,8 +73,11 @@ pub fn subnormal_floor(terms: usize) -> f64 {
 
 /// Mat-vec (§5.7) with float A (see [`mul_mat_vec_depth_of`] for the block formats, whose
 /// bodies take the K dimension in 8- or 16-element pieces): each of BLOCK_SIZE invocations
-/// accumulates a strided share of the K terms sequentially (⌈K/BLOCK_SIZE⌉ additions, plus 3 for reading B in vec4 chunks and the scale
-/// multiplication), then the partial sums are combined by a tree of depth ⌈log₂ BLOCK_SIZE⌉.
+/// accumulates a strided share of the K terms sequentially, then the partial sums are
+/// combined by a tree of depth ⌈log₂ BLOCK_SIZE⌉. The share costs ⌈K/BLOCK_SIZE⌉ roundings
+/// per term with one fma per element (ours), and at most that + 3 for a body that reads A and
+/// B in vec4s (upstream): a term is rounded by its product, up to three adds inside the vec4
+/// dot and one add per later step, I + 3 with I = ⌈K/(4·BLOCK_SIZE)⌉ ≤ ⌈K/BLOCK_SIZE⌉ steps.
 /// Formats with a minimum round d·q + m once more. Bound = γ(depth)·Σ_k|a_mk·b_nk| + floor.
 pub fn mul_mat_vec_depth(k: usize, block_size: u32, has_min: bool) -> f64 {
     let per_invocation = k.div_ceil(block_size.max(1) as usize) as f64;
@@ -305,8 +308,11 @@ pub enum FaArith {
     },
 }
 
-/// Unit roundoff of f16.
-pub const U16: f64 = 1.0 / 2048.0;
+/// The relative error of one rounding to f16, for every kernel's model ([`Fp::unit`] too):
+/// 2⁻¹¹, plus 2⁻²⁴ because an f16 result may be computed through f32 and rounded twice (CPU
+/// drivers do: an f16 fma becomes an f32 fma and a conversion), which can miss the nearest
+/// f16 by one f32 half-ulp.
+pub const U16: f64 = 1.0 / 2048.0 + U32;
 /// The smallest normal f16: devices may flush f16 values below it to zero (no denorm mode is
 /// requested), an absolute error of up to this much per rounding.
 pub const F16_MIN_NORMAL: f64 = 1.0 / 16384.0;
@@ -335,14 +341,14 @@ pub struct FaRowData {
 
 /// How a K/V block format decodes to f16 on the coopmat paths: the relative error bound of the
 /// decoded element in units of U16 times its magnitude (|d·q| + |m|): 0 for f16 data (exact);
-/// 1 for d·q rounded once (both cm1's f32 d·q rounded to f16 and cm2's f16 product); 2.01 for
-/// cm2's d·q + m with two roundings (|fl(fl(d·q) + m) − (d·q + m)| ≤ u|d·q|(1 + u) + u·|k̂|
-/// ≤ (2 + u)u·mag).
+/// 1 for d·q rounded once (both cm1's f32 d·q rounded to f16 and cm2's f16 product); 2 + U16
+/// for cm2's d·q + m with two roundings (|fl(fl(d·q) + m) − (d·q + m)| ≤ u|d·q|(1 + u) + u·|k̂|
+/// ≤ (2 + u)u·mag with u = U16).
 pub fn f16_decode_units(t: vkdiff_reference::DType) -> f64 {
     use vkdiff_reference::DType;
     match t {
         DType::F16 => 0.0,
-        DType::Q4_1 | DType::Q5_1 => 2.01,
+        DType::Q4_1 | DType::Q5_1 => 2.0 + U16,
         _ => 1.0,
     }
 }
@@ -575,9 +581,13 @@ pub fn flash_attn_bounds(
                 x.q_max * s_abs > F16_MAX
             };
             let k_over = (0..kv).filter(live).any(|j| x.k_max[j] > F16_MAX);
+            // Every partial sum of the f16 logit is at most its terms' Σ|q̂·k̂| grown by the
+            // roundings on its way, (1 + g_dot)·(|s'|Σ|q·k| + K's decode error), and the
+            // bias sum adds at most |S_j|.
             let s_over = f16acc
                 && (0..kv).filter(live).any(|j| {
-                    (row.dot_magnitude[j] + x.k_err[j]) * 1.01 + row.logits[j].abs() > F16_MAX
+                    (row.dot_magnitude[j] + x.k_err[j]) * (1.0 + g_dot) + row.logits[j].abs()
+                        > F16_MAX
                 });
             if q_over || k_over || s_over {
                 out.fill(f64::NAN);
@@ -600,7 +610,10 @@ pub fn flash_attn_bounds(
                         let c_q = if cm2 { 1.0 + s_abs } else { 1.0 };
                         g_dot * row.dot_magnitude[j]
                             + (1.0 + g_dot) * x.k_err[j]
-                            + 1.01 * F16_MIN_NORMAL * (c_q * x.k_abs[j] + x.q_abs)
+                            // A flushed q̂ or k̂ (< 2⁻¹⁴) drops its product with a partner
+                            // that is rounded ((1 + ρq)) and then carried through the
+                            // sum's roundings: (1 + g_dot) in all.
+                            + (1.0 + g_dot) * F16_MIN_NORMAL * (c_q * x.k_abs[j] + x.q_abs)
                             + if f16acc {
                                 (d as f64 + 1.0) * F16_MIN_NORMAL
                             } else {
@@ -642,11 +655,17 @@ pub fn flash_attn_bounds(
                 let mut l = sigma[j] + rescale + 10.0 * ex * dj;
                 if coop {
                     l += U16;
-                    if dj >= 9.6 {
+                    // P_j ≥ e^(S_j − M)·e^(−l) (the running maximum is never above M): it
+                    // can fall below 2⁻¹⁴ only if M − S_j + l ≥ 14·ln 2 (= 9.704).
+                    if max - row.logits[j] + l >= 14.0 * std::f64::consts::LN_2 {
                         l += std::f64::consts::LN_2;
                     }
                 }
-                l.min(700.0)
+                // Unclamped: e^λ may be ∞ below. A candidate that becomes ∞ loses every
+                // `min`, and one that becomes NaN (0·∞: a weight that underflowed f64) is
+                // dropped by f64::min, so the caps decide; clamping λ would shrink a
+                // candidate below what the derivation gives.
+                l
             })
             .collect();
         let den: f64 = (0..kv)
@@ -689,7 +708,7 @@ pub fn flash_attn_bounds(
                 a += p * lambda[j].exp_m1() * diff;
                 s1 += p * lambda[j].exp() * v.abs();
                 if j != top {
-                    let rel = (lambda[j] + l_top).min(700.0);
+                    let rel = lambda[j] + l_top;
                     a_top += p * rel.exp_m1() * diff;
                     s1_top += p * rel.exp() * v.abs() / p_top;
                 }
@@ -703,8 +722,11 @@ pub fn flash_attn_bounds(
                     let w = p / p_top * lambda[j].exp() * v.abs();
                     flush_prod += w.min(F16_MIN_NORMAL);
                     tile_sums[t] += w;
-                    tile_abs[t] += v.abs();
-                    v_sum += v.abs();
+                    // For the f16 range of O: P̂_j = exp(Ŝ_j − M̂) ≤ 1 + 6·ε_x (its argument
+                    // is ≤ 0; exp(0) within 3 ULP), times |v̂_j| ≤ |v_jd| + its decode error.
+                    let v_hat = v.abs() + extra.map_or(0.0, |(_, e)| e[v_at(j) + i]);
+                    tile_abs[t] += v_hat;
+                    v_sum += v_hat;
                 }
             }
             // cm2 decodes every key of a tile, masked ones too, and multiplies their zero
@@ -718,9 +740,15 @@ pub fn flash_attn_bounds(
                 });
             }
             if coop {
+                // O's partial sums are at most (1 + 6ε_x)·Σ|v̂_j| grown by their roundings
+                // (1 + g_pv); cm2's per-tile f16 P·V by γ_h(Bc + 1).
+                let p_max = 1.0 + 6.0 * ex;
                 let over = v_over
-                    || (f16acc && v_sum * 1.01 > F16_MAX)
-                    || (cm2 && tile_abs.iter().any(|&t| t * 1.01 > F16_MAX));
+                    || (f16acc && p_max * v_sum * (1.0 + g_pv) > F16_MAX)
+                    || (cm2
+                        && tile_abs
+                            .iter()
+                            .any(|&t| p_max * t * (1.0 + gamma_h(bc as f64 + 1.0)) > F16_MAX));
                 if over {
                     *b = f64::NAN;
                     continue;
@@ -834,7 +862,7 @@ impl Fp {
     /// which can miss the nearest f16 by one f32 half-ulp: u16 + u32 with u16 = 2⁻¹¹.
     pub fn unit(self) -> f64 {
         match self {
-            Fp::F16 => 2f64.powi(-11) + U32,
+            Fp::F16 => U16,
             Fp::Bf16 => 2f64.powi(-8),
             Fp::F32 => U32,
         }
