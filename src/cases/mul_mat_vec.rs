@@ -333,3 +333,49 @@ impl MulMatVecCase {
         Outcome::from_verdict(verdict, run.gpu_ns)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    use tolerance::Special;
+
+    #[test]
+    fn the_strategy_draws_nan_and_infinities_that_are_judged() {
+        // Over the suite's 200 cases of a float row: outputs whose NaN or ±∞ every order of
+        // the kernel's arithmetic shares (judged exactly), and ones left undefined.
+        let mut runner = TestRunner::deterministic();
+        let s = strategy(DType::F32, DType::F32);
+        let (mut nan, mut inf, mut undefined, mut subnormal) = (0, 0, 0, 0);
+        for _ in 0..200 {
+            let c = s.new_tree(&mut runner).unwrap().current();
+            let (a, b) = c.inputs().unwrap();
+            let (ar, br) = (a.rows().unwrap(), b.rows().unwrap());
+            subnormal += ar
+                .iter()
+                .chain(&br)
+                .filter(|x| **x != 0.0 && x.abs() < f32::MIN_POSITIVE as f64)
+                .count();
+            let ne12 = c.ne02 * c.r2;
+            let columns: Vec<(usize, usize)> = (0..c.n * ne12 * c.ne03)
+                .map(|col| {
+                    let (i2, i3) = ((col / c.n) % ne12, col / (c.n * ne12));
+                    ((i3 * c.ne02 + i2 / c.r2) * c.m, col)
+                })
+                .collect();
+            let f = (Fp::F32, Fp::F32, Fp::F32);
+            for sp in tolerance::mul_mat_specials(&ar, &br, c.k, c.m, &columns, f, true) {
+                match sp {
+                    Special::Nan => nan += 1,
+                    Special::Inf(_) => inf += 1,
+                    Special::Undefined => undefined += 1,
+                    Special::Finite => {}
+                }
+            }
+        }
+        let counts = format!("{nan} NaN, {inf} ±∞, {undefined} undefined, {subnormal} subnormal inputs");
+        println!("{counts}");
+        assert!(nan > 0 && inf > 0 && subnormal > 0, "{counts}");
+    }
+}
