@@ -300,7 +300,10 @@ mod tests {
         assert_eq!(v.failures[1].kind, Mismatch::OutOfBound);
         assert!((v.failures[1].ratio - 2.0).abs() < 1e-12);
         assert!((v.worst_ratio - 0.5).abs() < 1e-12);
-        assert_eq!(v.unjudged, 1, "only the NaN bound leaves an element unjudged");
+        assert_eq!(
+            v.unjudged, 1,
+            "only the NaN bound leaves an element unjudged"
+        );
         assert!(!v.passed());
     }
 
@@ -317,8 +320,14 @@ mod tests {
         assert_eq!(v.failed, 1);
         let v = compare(&[3.0], &[f64::NAN], &[1e9], flat, |_| "").unwrap();
         assert_eq!(v.failed, 1);
-        let v = compare(&[f32::NAN, f32::NEG_INFINITY], &[f64::NAN, f64::NEG_INFINITY], &[0.0; 2], flat, |_| "")
-            .unwrap();
+        let v = compare(
+            &[f32::NAN, f32::NEG_INFINITY],
+            &[f64::NAN, f64::NEG_INFINITY],
+            &[0.0; 2],
+            flat,
+            |_| "",
+        )
+        .unwrap();
         assert!(v.passed() && v.unjudged == 0);
         // Any value, even a finite one, is acceptable where the model leaves it undefined.
         let mut b = [1.0];

@@ -1058,14 +1058,18 @@ pub fn dot_special(a: &[f64], b: &[f64], fa: Fp, fb: Fp, acc: Fp, a_exact: bool)
     if pos && neg {
         return Special::Nan;
     }
-    if !(pos || neg) && !undefined {
+    if !(pos || neg || undefined) {
         return Special::Finite;
     }
     let growth = ((a.len() + 1) as f64 * acc.unit().ln_1p()).exp();
     if undefined || overflowing || finite * growth >= acc.overflow() {
         return Special::Undefined;
     }
-    Special::Inf(if pos { f64::INFINITY } else { f64::NEG_INFINITY })
+    Special::Inf(if pos {
+        f64::INFINITY
+    } else {
+        f64::NEG_INFINITY
+    })
 }
 
 /// [`dot_special`] per dst element of a matrix product laid out as in [`mul_mm_bounds`]

@@ -388,7 +388,11 @@ fn fa_row_emulated(
     let top = parts.iter().map(|p| p.0).fold(f32::NEG_INFINITY, f32::max);
     let (mut l, mut o) = (0.0f32, vec![0.0f32; dv]);
     for (m, ls, os) in &parts {
-        let w = if parts.len() > 1 { signs.exp(m - top) } else { 1.0 };
+        let w = if parts.len() > 1 {
+            signs.exp(m - top)
+        } else {
+            1.0
+        };
         l = w.mul_add(*ls, l);
         for (x, y) in o.iter_mut().zip(os) {
             *x = w.mul_add(*y, *x);
@@ -497,17 +501,29 @@ fn round_dir(x: f64, f: vkdiff::tolerance::Fp, toward_zero: bool, flush: bool) -
     let r = match f {
         Fp::F16 => {
             let h = half::f16::from_f64(x);
-            let h = if h.to_f64().abs() > x.abs() { half::f16::from_bits(down(h.to_bits() as u32) as u16) } else { h };
+            let h = if h.to_f64().abs() > x.abs() {
+                half::f16::from_bits(down(h.to_bits() as u32) as u16)
+            } else {
+                h
+            };
             h.to_f64()
         }
         Fp::Bf16 => {
             let h = half::bf16::from_f64(x);
-            let h = if h.to_f64().abs() > x.abs() { half::bf16::from_bits(down(h.to_bits() as u32) as u16) } else { h };
+            let h = if h.to_f64().abs() > x.abs() {
+                half::bf16::from_bits(down(h.to_bits() as u32) as u16)
+            } else {
+                h
+            };
             h.to_f64()
         }
         Fp::F32 => {
             let s = x as f32;
-            let s = if (s as f64).abs() > x.abs() { f32::from_bits(down(s.to_bits())) } else { s };
+            let s = if (s as f64).abs() > x.abs() {
+                f32::from_bits(down(s.to_bits()))
+            } else {
+                s
+            };
             s as f64
         }
     };

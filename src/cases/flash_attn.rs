@@ -275,8 +275,8 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
         .collect();
     let listed = prop_oneof![3 => Just(sizes[0]), 2 => select(sizes[1..].to_vec())];
     // DK, then DV: equal but for 1 case in 41.
-    let head_sizes = prop_oneof![40 => listed.clone(), 1 => other_head_size(block)]
-        .prop_flat_map(move |dk| {
+    let head_sizes =
+        prop_oneof![40 => listed.clone(), 1 => other_head_size(block)].prop_flat_map(move |dk| {
             let dv = prop_oneof![
                 40 => Just(dk),
                 1 => prop_oneof![listed.clone(), other_head_size(block)]
@@ -807,10 +807,10 @@ impl FlashAttnCase {
             mask: mask.as_ref(),
             params: self.params(),
         };
-        if let Err(reason) = self
-            .named_precondition()
-            .map_or_else(|| runners::flash_attn::precondition(self.path, &inputs), Err)
-        {
+        if let Err(reason) = self.named_precondition().map_or_else(
+            || runners::flash_attn::precondition(self.path, &inputs),
+            Err,
+        ) {
             return Outcome::Skip(format!("precondition: {reason}"));
         }
         let want = match flash_attn_ext(&inputs) {
@@ -1238,7 +1238,11 @@ mod tests {
         }
         // The out-of-domain arms stay a small share of the suite's cases; scales are drawn
         // from a continuum, not a list.
-        assert!(skipped.len() * 6 < 400, "{} skipped: {skipped:?}", skipped.len());
+        assert!(
+            skipped.len() * 6 < 400,
+            "{} skipped: {skipped:?}",
+            skipped.len()
+        );
         assert!(scales.len() > 100, "{} distinct scales", scales.len());
     }
 

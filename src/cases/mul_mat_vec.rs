@@ -374,7 +374,8 @@ mod tests {
                 }
             }
         }
-        let counts = format!("{nan} NaN, {inf} ±∞, {undefined} undefined, {subnormal} subnormal inputs");
+        let counts =
+            format!("{nan} NaN, {inf} ±∞, {undefined} undefined, {subnormal} subnormal inputs");
         println!("{counts}");
         assert!(nan > 0 && inf > 0 && subnormal > 0, "{counts}");
     }

@@ -411,39 +411,41 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
                 batches,
             )
         })
-        .prop_flat_map(move |((a_in, b_in, fast, split, n), b_row_pad, (ne02, r2, ne03))| {
-            let columns = n * ne02 * r2 * ne03;
-            let block = a_in.block_len();
-            // cm2 rounds a forced split's K to whole 256·split_k (below).
-            let cm2_split = match (cm2, split) {
-                (true, Some(s)) => Some(if s.min(4) == 3 { 2 } else { s.min(4) as usize }),
-                _ => None,
-            };
-            let unit = match cm2_split {
-                Some(s) => 256 * s,
-                None if fast => 256,
-                None => block,
-            };
-            // M first, leaving room for at least one unit of K within the product budget
-            // (M, not K, shrinks first: a tile mostly empty in M would cost the GPU far more
-            // than the products it computes).
-            // A float K of a cm2 split keeps a remainder of up to split_k − 1 (below).
-            let rest = match cm2_split {
-                Some(s) if block == 1 => s - 1,
-                _ => 0,
-            };
-            let m_cap = (budget / (columns * (unit + rest))).max(1);
-            let m = if fast {
-                prop_oneof![2 => 128usize..=136, 1 => 250usize..=260].boxed()
-            } else {
-                edge_strategy(1)
-            };
-            (
-                Just((a_in, b_in, split, n, b_row_pad, (ne02, r2, ne03), fast)),
-                Just((columns, unit, cm2_split, rest)),
-                m.prop_map(move |m| m.min(m_cap)),
-            )
-        })
+        .prop_flat_map(
+            move |((a_in, b_in, fast, split, n), b_row_pad, (ne02, r2, ne03))| {
+                let columns = n * ne02 * r2 * ne03;
+                let block = a_in.block_len();
+                // cm2 rounds a forced split's K to whole 256·split_k (below).
+                let cm2_split = match (cm2, split) {
+                    (true, Some(s)) => Some(if s.min(4) == 3 { 2 } else { s.min(4) as usize }),
+                    _ => None,
+                };
+                let unit = match cm2_split {
+                    Some(s) => 256 * s,
+                    None if fast => 256,
+                    None => block,
+                };
+                // M first, leaving room for at least one unit of K within the product budget
+                // (M, not K, shrinks first: a tile mostly empty in M would cost the GPU far more
+                // than the products it computes).
+                // A float K of a cm2 split keeps a remainder of up to split_k − 1 (below).
+                let rest = match cm2_split {
+                    Some(s) if block == 1 => s - 1,
+                    _ => 0,
+                };
+                let m_cap = (budget / (columns * (unit + rest))).max(1);
+                let m = if fast {
+                    prop_oneof![2 => 128usize..=136, 1 => 250usize..=260].boxed()
+                } else {
+                    edge_strategy(1)
+                };
+                (
+                    Just((a_in, b_in, split, n, b_row_pad, (ne02, r2, ne03), fast)),
+                    Just((columns, unit, cm2_split, rest)),
+                    m.prop_map(move |m| m.min(m_cap)),
+                )
+            },
+        )
         .prop_flat_map(move |(fixed, (columns, unit, cm2_split, rest), m)| {
             let (a_in, fast) = (fixed.0, fixed.6);
             // K within what the budget leaves, in whole units.
@@ -457,14 +459,12 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
                 // cm2 halves a split until each split's K is a whole number of 256s (§8.3):
                 // make that hold for the split asked for, and for float A leave a remainder
                 // (K mod split_k, drawn) so that k_split = ⌈K/split_k⌉ is ragged.
-                Some(_) => {
-                    (k, 0..=rest)
-                        .prop_map(move |(k, r)| {
-                            k.min(4 * unit).min(k_cap).div_ceil(unit) * unit + r
-                        })
-                        .boxed()
-                }
-                None if fast => k.prop_map(move |k| (k.div_ceil(256) * 256).min(k_cap)).boxed(),
+                Some(_) => (k, 0..=rest)
+                    .prop_map(move |(k, r)| k.min(4 * unit).min(k_cap).div_ceil(unit) * unit + r)
+                    .boxed(),
+                None if fast => k
+                    .prop_map(move |k| (k.div_ceil(256) * 256).min(k_cap))
+                    .boxed(),
                 None => k.prop_map(move |k| k.min(k_cap)).boxed(),
             };
             (Just((fixed, m)), k)
@@ -1009,7 +1009,10 @@ pub(crate) mod tests {
                     .unwrap_or_else(|e| panic!("{c}: {e}"));
                 assert_eq!(p.staging.selection.name(false), name, "{c}");
                 let budget = if cm2 { CM2_PRODUCTS } else { PRODUCTS };
-                assert!(c.m * c.n * c.k * c.ne02 * c.r2 * c.ne03 <= budget.max(c.k * c.n * 4), "{c}");
+                assert!(
+                    c.m * c.n * c.k * c.ne02 * c.r2 * c.ne03 <= budget.max(c.k * c.n * 4),
+                    "{c}"
+                );
                 if cm2 {
                     // The fast path's reduced accumulators: a last column tile whose valid
                     // columns fit in BN/4 or BN/2 (spec constant 4 set, B staged).
