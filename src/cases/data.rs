@@ -34,6 +34,10 @@ pub enum Dist {
     /// subnormals (2⁻²⁴…2⁻¹⁴, normal in f32), a quarter normal. Only in
     /// [`Dist::ieee_strategy`] (models that charge a flushed operand in full).
     Subnormal,
+    /// Normal × 2^e with e uniform in [10, 60]: magnitudes up to f32's range for products,
+    /// past f16's (an f16 tensor holds ±∞ there) and past what an f16 staging can hold. Only
+    /// in [`Dist::ieee_strategy`] (models that flag possible overflow).
+    Huge,
 }
 
 impl Dist {
@@ -54,7 +58,8 @@ impl Dist {
         prop_oneof![
             10 => Dist::strategy(),
             1 => Just(Dist::Specials),
-            1 => Just(Dist::Subnormal)
+            1 => Just(Dist::Subnormal),
+            1 => Just(Dist::Huge)
         ]
     }
 
@@ -78,6 +83,7 @@ impl Dist {
                 2 => f32::NEG_INFINITY,
                 _ => normal(rng),
             },
+            Dist::Huge => normal(rng) * rng.gen_range(10.0f32..60.0).exp2(),
             Dist::Subnormal => {
                 let sign = if rng.gen_bool(0.5) { -1.0 } else { 1.0 };
                 let e: f64 = match rng.gen_range(0..4) {
@@ -155,7 +161,8 @@ impl Blocks {
         prop_oneof![
             10 => Blocks::strategy(),
             1 => Just(Blocks::Quantized(Dist::Specials)),
-            1 => Just(Blocks::Quantized(Dist::Subnormal))
+            1 => Just(Blocks::Quantized(Dist::Subnormal)),
+            1 => Just(Blocks::Quantized(Dist::Huge))
         ]
     }
 
