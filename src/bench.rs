@@ -242,11 +242,13 @@ pub fn cases() -> Vec<BenchCase> {
                 prec_f32: false,
                 kv_type: DType::F16,
                 d,
+                dv: None,
                 n,
                 kv,
                 kv_heads: 8,
                 gqa: 4,
                 v_heads: VHeads::SameAsK,
+                ne3: 1,
                 q_layout: QLayout::Contiguous,
                 kv_layout: KvLayout::Contiguous,
                 mask: if n > 1 {

@@ -2,12 +2,15 @@
 //!
 //! Rules, per element:
 //! - still holding the poison pattern: never written, a failure;
+//! - a NaN bound says the error model leaves the element undefined (a NaN or ±∞ input that
+//!   reaches it in an order-dependent way, e.g. a fuzzed block scale that a kernel factors out
+//!   of its sum, or an intermediate that may overflow): it is not judged, and counted as
+//!   unjudged. Each kernel's model decides where; see [`undefined_where_non_finite`];
+//! - a NaN expectation must be NaN, a ±∞ expectation that same infinity (ggml's IEEE result,
+//!   which the model found to be the same in every order the kernel may take);
 //! - a finite expectation passes when |got − want| ≤ bound (a NaN or ±∞ got fails). The ratio
 //!   |got − want| / bound (0 when equal) is the headroom figure: ≤ 1 passes, and the worst ratio
-//!   of a passing run says how close it came;
-//! - a non-finite expectation (from a NaN or ±∞ input, e.g. a fuzzed block scale) is not judged:
-//!   without SignedZeroInfNanPreserve, Vulkan leaves the result of an operation on NaN or ±∞
-//!   undefined, so any value is correct there. Such elements are counted as unjudged.
+//!   of a passing run says how close it came.
 
 use std::fmt;
 
@@ -24,7 +27,8 @@ pub enum Mismatch {
     Unwritten,
     /// Finite expectation, error above the bound.
     OutOfBound,
-    /// NaN or ±∞ where a finite value (or another non-finite value) was expected.
+    /// NaN or ±∞ where a finite value (or another non-finite value) was expected, or a value
+    /// other than the NaN or ±∞ expected.
     NonFinite,
 }
 
@@ -82,7 +86,8 @@ pub struct Verdict {
     pub worst: Option<ElementFailure>,
     /// Number of failing elements.
     pub failed: usize,
-    /// Elements not judged because their exact value is NaN or ±∞ (see the module rules).
+    /// Elements not judged because the model leaves their value undefined (a NaN bound, see
+    /// the module rules).
     pub unjudged: usize,
     /// The first few failing elements, in order.
     pub failures: Vec<ElementFailure>,
@@ -177,6 +182,21 @@ impl Verdict {
     }
 }
 
+/// Marks every element whose expectation is NaN or ±∞ as undefined (a NaN bound): for kernels
+/// whose model does not say which non-finite results every order of their arithmetic shares
+/// (Vulkan without SignedZeroInfNanPreserve, a factored block scale, GLSL's max of a NaN).
+/// Returns how many it marked.
+pub fn undefined_where_non_finite(want: &[f64], bounds: &mut [f64]) -> usize {
+    let mut n = 0;
+    for (w, b) in want.iter().zip(bounds.iter_mut()) {
+        if !w.is_finite() {
+            *b = f64::NAN;
+            n += 1;
+        }
+    }
+    n
+}
+
 /// Compares `got` with `want` under `bounds`; `index_of` maps a flat position to the ggml index
 /// and `region_of` names the part of dst it belongs to. The three must have the same length:
 /// anything else is a harness error (an element without a bound would go unjudged).
@@ -205,9 +225,13 @@ pub fn compare(
     for (i, ((&g, &w), &b)) in got.iter().zip(want).zip(bounds).enumerate() {
         let kind = if g.to_bits() == POISON_F32 {
             Some(Mismatch::Unwritten)
-        } else if !w.is_finite() {
+        } else if b.is_nan() {
             v.unjudged += 1;
             None
+        } else if w.is_nan() {
+            (!g.is_nan()).then_some(Mismatch::NonFinite)
+        } else if w.is_infinite() {
+            (g as f64 != w).then_some(Mismatch::NonFinite)
         } else if !g.is_finite() {
             Some(Mismatch::NonFinite)
         } else {
@@ -266,9 +290,9 @@ mod tests {
     #[test]
     fn judges_each_element() {
         let poison = f32::from_bits(POISON_F32);
-        let got = [1.0, 2.5, poison, f32::NAN, f32::INFINITY, 7.0];
-        let want = [1.0, 2.0, 3.0, f64::NAN, f64::INFINITY, 6.0];
-        let bounds = [0.1, 1.0, 1.0, 1.0, 1.0, 0.5];
+        let got = [1.0, 2.5, poison, f32::NAN, f32::INFINITY, 7.0, 5.0];
+        let want = [1.0, 2.0, 3.0, f64::NAN, f64::INFINITY, 6.0, f64::NAN];
+        let bounds = [0.1, 1.0, 1.0, 0.0, 0.0, 0.5, f64::NAN];
         let v = compare(&got, &want, &bounds, flat, |_| "").unwrap();
         assert_eq!(v.failed, 2);
         assert_eq!(v.failures[0].kind, Mismatch::Unwritten);
@@ -276,7 +300,10 @@ mod tests {
         assert_eq!(v.failures[1].kind, Mismatch::OutOfBound);
         assert!((v.failures[1].ratio - 2.0).abs() < 1e-12);
         assert!((v.worst_ratio - 0.5).abs() < 1e-12);
-        assert_eq!(v.unjudged, 2, "NaN and ∞ expectations are not judged");
+        assert_eq!(
+            v.unjudged, 1,
+            "only the NaN bound leaves an element unjudged"
+        );
         assert!(!v.passed());
     }
 
@@ -286,8 +313,26 @@ mod tests {
         assert_eq!(v.failures[0].kind, Mismatch::NonFinite);
         let v = compare(&[f32::INFINITY], &[1.0], &[1e9], flat, |_| "").unwrap();
         assert_eq!(v.failed, 1);
-        // Any value, even a finite one, is acceptable where Vulkan leaves the result undefined.
+        // Non-finite expectations are judged: NaN must be NaN, ±∞ that infinity.
         let v = compare(&[3.0], &[f64::NEG_INFINITY], &[1.0], flat, |_| "").unwrap();
+        assert_eq!(v.failures[0].kind, Mismatch::NonFinite);
+        let v = compare(&[f32::INFINITY], &[f64::NEG_INFINITY], &[1.0], flat, |_| "").unwrap();
+        assert_eq!(v.failed, 1);
+        let v = compare(&[3.0], &[f64::NAN], &[1e9], flat, |_| "").unwrap();
+        assert_eq!(v.failed, 1);
+        let v = compare(
+            &[f32::NAN, f32::NEG_INFINITY],
+            &[f64::NAN, f64::NEG_INFINITY],
+            &[0.0; 2],
+            flat,
+            |_| "",
+        )
+        .unwrap();
+        assert!(v.passed() && v.unjudged == 0);
+        // Any value, even a finite one, is acceptable where the model leaves it undefined.
+        let mut b = [1.0];
+        assert_eq!(undefined_where_non_finite(&[f64::NEG_INFINITY], &mut b), 1);
+        let v = compare(&[3.0], &[f64::NEG_INFINITY], &b, flat, |_| "").unwrap();
         assert!(v.passed() && v.unjudged == 1);
     }
 

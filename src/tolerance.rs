@@ -73,8 +73,11 @@ pub fn subnormal_floor(terms: usize) -> f64 {
 
 /// Mat-vec (§5.7) with float A (see [`mul_mat_vec_depth_of`] for the block formats, whose
 /// bodies take the K dimension in 8- or 16-element pieces): each of BLOCK_SIZE invocations
-/// accumulates a strided share of the K terms sequentially (⌈K/BLOCK_SIZE⌉ additions, plus 3 for reading B in vec4 chunks and the scale
-/// multiplication), then the partial sums are combined by a tree of depth ⌈log₂ BLOCK_SIZE⌉.
+/// accumulates a strided share of the K terms sequentially, then the partial sums are
+/// combined by a tree of depth ⌈log₂ BLOCK_SIZE⌉. The share costs ⌈K/BLOCK_SIZE⌉ roundings
+/// per term with one fma per element (ours), and at most that + 3 for a body that reads A and
+/// B in vec4s (upstream): a term is rounded by its product, up to three adds inside the vec4
+/// dot and one add per later step, I + 3 with I = ⌈K/(4·BLOCK_SIZE)⌉ ≤ ⌈K/BLOCK_SIZE⌉ steps.
 /// Formats with a minimum round d·q + m once more. Bound = γ(depth)·Σ_k|a_mk·b_nk| + floor.
 pub fn mul_mat_vec_depth(k: usize, block_size: u32, has_min: bool) -> f64 {
     let per_invocation = k.div_ceil(block_size.max(1) as usize) as f64;
@@ -305,8 +308,11 @@ pub enum FaArith {
     },
 }
 
-/// Unit roundoff of f16.
-pub const U16: f64 = 1.0 / 2048.0;
+/// The relative error of one rounding to f16, for every kernel's model ([`Fp::unit`] too):
+/// 2⁻¹¹, plus 2⁻²⁴ because an f16 result may be computed through f32 and rounded twice (CPU
+/// drivers do: an f16 fma becomes an f32 fma and a conversion), which can miss the nearest
+/// f16 by one f32 half-ulp.
+pub const U16: f64 = 1.0 / 2048.0 + U32;
 /// The smallest normal f16: devices may flush f16 values below it to zero (no denorm mode is
 /// requested), an absolute error of up to this much per rounding.
 pub const F16_MIN_NORMAL: f64 = 1.0 / 16384.0;
@@ -335,14 +341,14 @@ pub struct FaRowData {
 
 /// How a K/V block format decodes to f16 on the coopmat paths: the relative error bound of the
 /// decoded element in units of U16 times its magnitude (|d·q| + |m|): 0 for f16 data (exact);
-/// 1 for d·q rounded once (both cm1's f32 d·q rounded to f16 and cm2's f16 product); 2.01 for
-/// cm2's d·q + m with two roundings (|fl(fl(d·q) + m) − (d·q + m)| ≤ u|d·q|(1 + u) + u·|k̂|
-/// ≤ (2 + u)u·mag).
+/// 1 for d·q rounded once (both cm1's f32 d·q rounded to f16 and cm2's f16 product); 2 + U16
+/// for cm2's d·q + m with two roundings (|fl(fl(d·q) + m) − (d·q + m)| ≤ u|d·q|(1 + u) + u·|k̂|
+/// ≤ (2 + u)u·mag with u = U16).
 pub fn f16_decode_units(t: vkdiff_reference::DType) -> f64 {
     use vkdiff_reference::DType;
     match t {
         DType::F16 => 0.0,
-        DType::Q4_1 | DType::Q5_1 => 2.01,
+        DType::Q4_1 | DType::Q5_1 => 2.0 + U16,
         _ => 1.0,
     }
 }
@@ -575,9 +581,13 @@ pub fn flash_attn_bounds(
                 x.q_max * s_abs > F16_MAX
             };
             let k_over = (0..kv).filter(live).any(|j| x.k_max[j] > F16_MAX);
+            // Every partial sum of the f16 logit is at most its terms' Σ|q̂·k̂| grown by the
+            // roundings on its way, (1 + g_dot)·(|s'|Σ|q·k| + K's decode error), and the
+            // bias sum adds at most |S_j|.
             let s_over = f16acc
                 && (0..kv).filter(live).any(|j| {
-                    (row.dot_magnitude[j] + x.k_err[j]) * 1.01 + row.logits[j].abs() > F16_MAX
+                    (row.dot_magnitude[j] + x.k_err[j]) * (1.0 + g_dot) + row.logits[j].abs()
+                        > F16_MAX
                 });
             if q_over || k_over || s_over {
                 out.fill(f64::NAN);
@@ -600,7 +610,10 @@ pub fn flash_attn_bounds(
                         let c_q = if cm2 { 1.0 + s_abs } else { 1.0 };
                         g_dot * row.dot_magnitude[j]
                             + (1.0 + g_dot) * x.k_err[j]
-                            + 1.01 * F16_MIN_NORMAL * (c_q * x.k_abs[j] + x.q_abs)
+                            // A flushed q̂ or k̂ (< 2⁻¹⁴) drops its product with a partner
+                            // that is rounded ((1 + ρq)) and then carried through the
+                            // sum's roundings: (1 + g_dot) in all.
+                            + (1.0 + g_dot) * F16_MIN_NORMAL * (c_q * x.k_abs[j] + x.q_abs)
                             + if f16acc {
                                 (d as f64 + 1.0) * F16_MIN_NORMAL
                             } else {
@@ -642,11 +655,17 @@ pub fn flash_attn_bounds(
                 let mut l = sigma[j] + rescale + 10.0 * ex * dj;
                 if coop {
                     l += U16;
-                    if dj >= 9.6 {
+                    // P_j ≥ e^(S_j − M)·e^(−l) (the running maximum is never above M): it
+                    // can fall below 2⁻¹⁴ only if M − S_j + l ≥ 14·ln 2 (= 9.704).
+                    if max - row.logits[j] + l >= 14.0 * std::f64::consts::LN_2 {
                         l += std::f64::consts::LN_2;
                     }
                 }
-                l.min(700.0)
+                // Unclamped: e^λ may be ∞ below. A candidate that becomes ∞ loses every
+                // `min`, and one that becomes NaN (0·∞: a weight that underflowed f64) is
+                // dropped by f64::min, so the caps decide; clamping λ would shrink a
+                // candidate below what the derivation gives.
+                l
             })
             .collect();
         let den: f64 = (0..kv)
@@ -671,15 +690,26 @@ pub fn flash_attn_bounds(
             let mut v_over = false;
             let mut a_cap = 0.0f64;
             let mut v_err_max = 0.0f64;
+            // |v_jd − O_d| as f64 numbers: the reference's O (a KV-term f64 sum) and the
+            // difference carry f64 roundings, γ₆₄(KV + 3)·(|v| + max|v|). When one key
+            // dominates, v_t − O is below f64's resolution and rounds to 0 while e^λ_t may be
+            // 10⁵¹ (a softcap argument past 88, where tanh is only known to lie in [−1, 1]):
+            // the exact product is not 0 (the emulation in tests/bounds_soundness.rs found it).
+            let g64 = (kv as f64 + 3.0) * 2f64.powi(-53);
+            let vmax_all = (0..kv)
+                .filter(live)
+                .map(|j| v_values[v_at(j) + i].abs())
+                .fold(0.0, f64::max);
             for j in (0..kv).filter(live) {
                 let v = v_values[v_at(j) + i];
                 let p = row.weights[j];
-                a_cap = a_cap.max((v - o).abs());
-                a += p * lambda[j].exp_m1() * (v - o).abs();
+                let diff = (v - o).abs() + g64 * (v.abs() + vmax_all);
+                a_cap = a_cap.max(diff);
+                a += p * lambda[j].exp_m1() * diff;
                 s1 += p * lambda[j].exp() * v.abs();
                 if j != top {
-                    let rel = (lambda[j] + l_top).min(700.0);
-                    a_top += p * rel.exp_m1() * (v - o).abs();
+                    let rel = lambda[j] + l_top;
+                    a_top += p * rel.exp_m1() * diff;
                     s1_top += p * rel.exp() * v.abs() / p_top;
                 }
                 vmax = vmax.max(v.abs());
@@ -692,8 +722,11 @@ pub fn flash_attn_bounds(
                     let w = p / p_top * lambda[j].exp() * v.abs();
                     flush_prod += w.min(F16_MIN_NORMAL);
                     tile_sums[t] += w;
-                    tile_abs[t] += v.abs();
-                    v_sum += v.abs();
+                    // For the f16 range of O: P̂_j = exp(Ŝ_j − M̂) ≤ 1 + 6·ε_x (its argument
+                    // is ≤ 0; exp(0) within 3 ULP), times |v̂_j| ≤ |v_jd| + its decode error.
+                    let v_hat = v.abs() + extra.map_or(0.0, |(_, e)| e[v_at(j) + i]);
+                    tile_abs[t] += v_hat;
+                    v_sum += v_hat;
                 }
             }
             // cm2 decodes every key of a tile, masked ones too, and multiplies their zero
@@ -707,9 +740,15 @@ pub fn flash_attn_bounds(
                 });
             }
             if coop {
+                // O's partial sums are at most (1 + 6ε_x)·Σ|v̂_j| grown by their roundings
+                // (1 + g_pv); cm2's per-tile f16 P·V by γ_h(Bc + 1).
+                let p_max = 1.0 + 6.0 * ex;
                 let over = v_over
-                    || (f16acc && v_sum * 1.01 > F16_MAX)
-                    || (cm2 && tile_abs.iter().any(|&t| t * 1.01 > F16_MAX));
+                    || (f16acc && p_max * v_sum * (1.0 + g_pv) > F16_MAX)
+                    || (cm2
+                        && tile_abs
+                            .iter()
+                            .any(|&t| p_max * t * (1.0 + gamma_h(bc as f64 + 1.0)) > F16_MAX));
                 if over {
                     *b = f64::NAN;
                     continue;
@@ -823,7 +862,7 @@ impl Fp {
     /// which can miss the nearest f16 by one f32 half-ulp: u16 + u32 with u16 = 2⁻¹¹.
     pub fn unit(self) -> f64 {
         match self {
-            Fp::F16 => 2f64.powi(-11) + U32,
+            Fp::F16 => U16,
             Fp::Bf16 => 2f64.powi(-8),
             Fp::F32 => U32,
         }
@@ -923,26 +962,183 @@ pub struct MulMmBounds {
 }
 
 impl MulMmBounds {
-    /// The expectations to judge `got` by: `want`, except NaN (not judged, see compare.rs)
-    /// where the computation may overflow and the kernel's value is indeed non-finite. A
-    /// finite value there is judged by the bound as usual: under round-to-nearest an overflow
-    /// to ±∞ never comes back to a finite value, so a finite result means no overflow
-    /// happened and the analysis holds (an operand that surely overflows has an infinite
-    /// bound: any finite value is then accepted, as Vulkan leaves arithmetic on ±∞ undefined).
-    pub fn judged_want(&self, got: &[f32], want: &[f64]) -> Vec<f64> {
-        want.iter()
+    /// The bounds to judge `got` by: the model's, except NaN (undefined, not judged, see
+    /// compare.rs) where the computation may overflow and the kernel's value is indeed
+    /// non-finite. A finite value there is judged by the bound as usual: under
+    /// round-to-nearest an overflow to ±∞ never comes back to a finite value, so a finite
+    /// result means no overflow happened and the analysis holds (an operand that surely
+    /// overflows has an infinite bound: any finite value is then accepted).
+    pub fn judged_bounds(&self, got: &[f32]) -> Vec<f64> {
+        self.bounds
+            .iter()
             .zip(got)
             .zip(&self.may_overflow)
-            .map(|((&w, &g), &ovf)| {
+            .map(|((&b, &g), &ovf)| {
                 // ±65504: later upstream clamps f16 accumulators (§12 L7); recent ggml trees
                 // in backend mode produce it where the pinned kernel produces ±∞.
                 if ovf && (!g.is_finite() || f64::from(g.abs()) == F16_MAX) {
                     f64::NAN
                 } else {
-                    w
+                    b
                 }
             })
             .collect()
+    }
+}
+
+/// What a dot product Σ a_k·b_k is beyond finite numbers, where every order, contraction and
+/// split of the sum gives the same IEEE answer (ggml's CPU result): the class the comparison
+/// judges NaN and ±∞ expectations by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Special {
+    /// No NaN or ±∞ operand: judged by the finite model (which handles overflow itself).
+    Finite,
+    /// NaN in every order: a NaN operand (NaN·x and NaN + x are NaN), ±∞·0, or infinite
+    /// products of both signs (∞ − ∞ in whatever order they meet).
+    Nan,
+    /// ±∞ in every order: infinite products of one sign only, no ∞·0, and finite terms too
+    /// small to overflow to the other infinity in any order.
+    Inf(f64),
+    /// Depends on the order or on flushing: left unjudged.
+    Undefined,
+}
+
+/// The [`Special`] class of Σ a_k·b_k computed with operands in the formats `fa`, `fb` and an
+/// accumulator `acc`, from the exact operand values `a`, `b`. `a_exact`: A's values are the
+/// kernel's operands (float types); block formats are not, as a kernel may factor a block's
+/// scale out of its sum (d·Σ q·b), so a non-finite scale's result depends on the kernel.
+///
+/// Rules (IEEE 754, which ggml's CPU path follows): a NaN operand makes every order NaN; an
+/// infinite operand times an exact zero is NaN, times a value that the device may flush
+/// (below its format's smallest normal) either NaN or ±∞ (undefined); infinite products of
+/// both signs meet somewhere in every order (NaN). With one sign only the result is that
+/// infinity unless the finite part may overflow to the other one: every partial sum of finite
+/// terms is at most Σ|â·b̂|·(1 + u)^(K+1) in magnitude (each product and add rounds by at most
+/// a factor 1 + u), â, b̂ the operands rounded to their formats. An operand that may itself
+/// round to ±∞ makes the answer undefined.
+pub fn dot_special(a: &[f64], b: &[f64], fa: Fp, fb: Fp, acc: Fp, a_exact: bool) -> Special {
+    // `undefined`: a term whose value depends on the kernel; `overflowing`: a finite operand
+    // that may round to ±∞ (the finite model flags that itself when nothing else is special).
+    let (mut pos, mut neg, mut undefined, mut overflowing) = (false, false, false, false);
+    let mut finite = 0.0f64;
+    for (&x, &y) in a.iter().zip(b) {
+        if y.is_nan() || (a_exact && x.is_nan()) {
+            return Special::Nan;
+        }
+        if !a_exact && !x.is_finite() {
+            undefined = true;
+            continue;
+        }
+        match (x.is_infinite(), y.is_infinite()) {
+            (false, false) => {
+                if x.abs() >= fa.overflow() || y.abs() >= fb.overflow() {
+                    overflowing = true;
+                }
+                finite += x.abs() * (1.0 + fa.unit()) * y.abs() * (1.0 + fb.unit());
+            }
+            (xi, yi) => {
+                let (other, fmt) = if xi { (y, fb) } else { (x, fa) };
+                if other == 0.0 {
+                    return Special::Nan;
+                }
+                // A flushed partner gives NaN, an unflushed one ±∞; a block value's scale may
+                // be flushed on its own (d subnormal, d·q not).
+                if !(xi && yi) && (other.abs() < fmt.min_normal() || !a_exact) {
+                    undefined = true;
+                    continue;
+                }
+                if x.signum() * y.signum() > 0.0 {
+                    pos = true;
+                } else {
+                    neg = true;
+                }
+            }
+        }
+    }
+    if pos && neg {
+        return Special::Nan;
+    }
+    if !(pos || neg || undefined) {
+        return Special::Finite;
+    }
+    let growth = ((a.len() + 1) as f64 * acc.unit().ln_1p()).exp();
+    if undefined || overflowing || finite * growth >= acc.overflow() {
+        return Special::Undefined;
+    }
+    Special::Inf(if pos {
+        f64::INFINITY
+    } else {
+        f64::NEG_INFINITY
+    })
+}
+
+/// [`dot_special`] per dst element of a matrix product laid out as in [`mul_mm_bounds`]
+/// (column c multiplies A rows `columns[c].0 ..` by B row `columns[c].1`, M fastest).
+#[allow(clippy::too_many_arguments)]
+pub fn mul_mat_specials(
+    a_rows: &[f64],
+    b_rows: &[f64],
+    k: usize,
+    m: usize,
+    columns: &[(usize, usize)],
+    (fa, fb, acc): (Fp, Fp, Fp),
+    a_exact: bool,
+) -> Vec<Special> {
+    use rayon::prelude::*;
+    columns
+        .par_iter()
+        .flat_map_iter(|&(a_first, b_row)| {
+            let b = &b_rows[b_row * k..][..k];
+            (0..m).map(move |i| {
+                dot_special(&a_rows[(a_first + i) * k..][..k], b, fa, fb, acc, a_exact)
+            })
+        })
+        .collect()
+}
+
+/// Per dst element (laid out as in [`mul_mat_specials`]), Σ|a_k·b_k| over the finite terms
+/// with an operand below its format's smallest normal: Vulkan lets a device flush such inputs
+/// to zero, which drops the whole term (an error of 100% of it, which no γ·Σ|a·b| covers).
+pub fn mul_mat_flushable(
+    a_rows: &[f64],
+    b_rows: &[f64],
+    k: usize,
+    m: usize,
+    columns: &[(usize, usize)],
+    (fa, fb): (Fp, Fp),
+) -> Vec<f64> {
+    use rayon::prelude::*;
+    let (ta, tb) = (fa.min_normal(), fb.min_normal());
+    columns
+        .par_iter()
+        .flat_map_iter(|&(a_first, b_row)| {
+            let b = &b_rows[b_row * k..][..k];
+            (0..m).map(move |i| {
+                let a = &a_rows[(a_first + i) * k..][..k];
+                a.iter()
+                    .zip(b)
+                    .filter(|(x, y)| x.abs() < ta || y.abs() < tb)
+                    .map(|(x, y)| (x * y).abs())
+                    .filter(|p| p.is_finite())
+                    .sum::<f64>()
+            })
+        })
+        .collect()
+}
+
+/// Sets the expectation and bound of each element by its [`Special`] class: NaN or ±∞ judged
+/// exactly (bound 0), undefined ones unjudged (NaN bound); finite ones keep their model's
+/// bound, except that an expectation which is not finite there (beyond the model) is
+/// undefined too.
+pub fn apply_specials(specials: &[Special], want: &mut [f64], bounds: &mut [f64]) {
+    for ((s, w), b) in specials.iter().zip(want.iter_mut()).zip(bounds.iter_mut()) {
+        match *s {
+            Special::Nan => (*w, *b) = (f64::NAN, 0.0),
+            Special::Inf(x) => (*w, *b) = (x, 0.0),
+            Special::Undefined => *b = f64::NAN,
+            Special::Finite if !w.is_finite() => *b = f64::NAN,
+            Special::Finite => {}
+        }
     }
 }
 
@@ -1162,8 +1358,35 @@ mod mul_mm_tests {
         let b = mul_mm_bounds(&arith(Fp::F16), 1, 1, &[300.0], &[300.0], &[(0, 0)]);
         assert!(b.may_overflow[0]);
         let got = [f32::INFINITY];
-        assert!(b.judged_want(&got, &[90000.0])[0].is_nan());
-        assert_eq!(b.judged_want(&[1.0], &[90000.0])[0], 90000.0);
+        assert!(b.judged_bounds(&got)[0].is_nan());
+        assert_eq!(b.judged_bounds(&[1.0])[0], b.bounds[0]);
+    }
+
+    #[test]
+    fn specials_are_judged_where_every_order_agrees() {
+        let (f16, f32) = (Fp::F16, Fp::F32);
+        let sp = |a: &[f64], b: &[f64], acc| dot_special(a, b, f16, f32, acc, true);
+        let (inf, nan) = (f64::INFINITY, f64::NAN);
+        assert_eq!(sp(&[1.0, 2.0], &[3.0, 4.0], f32), Special::Finite);
+        assert_eq!(sp(&[1.0, nan], &[3.0, 4.0], f32), Special::Nan);
+        assert_eq!(sp(&[1.0, 2.0], &[nan, 4.0], f32), Special::Nan);
+        assert_eq!(sp(&[inf, 2.0], &[0.0, 4.0], f32), Special::Nan, "∞·0");
+        assert_eq!(sp(&[inf, -inf], &[1.0, 1.0], f32), Special::Nan, "∞ − ∞");
+        assert_eq!(sp(&[inf, 2.0], &[1.0, -4.0], f32), Special::Inf(inf));
+        assert_eq!(sp(&[inf, 2.0], &[-1.0, 4.0], f32), Special::Inf(-inf));
+        // A partner that may be flushed (f32 subnormal) gives NaN or ∞.
+        assert_eq!(sp(&[inf], &[1e-40], f32), Special::Undefined);
+        // In f16 the finite part −300·300 may overflow to −∞ before +∞ arrives.
+        assert_eq!(sp(&[inf, 300.0], &[1.0, -300.0], f16), Special::Undefined);
+        assert_eq!(sp(&[inf, 30.0], &[1.0, -30.0], f16), Special::Inf(inf));
+        // An operand that may round to ±∞ in its format.
+        assert_eq!(sp(&[inf, 70000.0], &[1.0, -1.0], f16), Special::Undefined);
+        // Block formats: a non-finite decoded value depends on the kernel, unless B is NaN.
+        let q = |a: &[f64], b: &[f64]| dot_special(a, b, f16, f32, f32, false);
+        assert_eq!(q(&[nan, 1.0], &[1.0, 1.0]), Special::Undefined);
+        assert_eq!(q(&[inf, 1.0], &[1.0, nan]), Special::Nan);
+        assert_eq!(q(&[2.0], &[inf]), Special::Undefined);
+        assert_eq!(q(&[0.0], &[inf]), Special::Nan);
     }
 
     #[test]

@@ -183,3 +183,423 @@ proptest! {
         prop_assert!(err <= bound, "K={} BLOCK_SIZE={}: |{} - {}| = {:e} > {:e}", k, block_size, got, exact, err, bound);
     }
 }
+
+/// Rounds `x` to the format `f` (round to nearest even, as the device's conversions do), or
+/// to zero where `flush` and the result is below the format's smallest normal (Vulkan lets a
+/// device flush subnormal inputs and results).
+fn round_to(x: f32, f: vkdiff::tolerance::Fp, flush: bool) -> f32 {
+    use vkdiff::tolerance::Fp;
+    let r = match f {
+        Fp::F16 => half::f16::from_f32(x).to_f32(),
+        Fp::Bf16 => half::bf16::from_f32(x).to_f32(),
+        Fp::F32 => x,
+    };
+    if flush && (r.abs() as f64) < f.min_normal() {
+        0.0
+    } else {
+        r
+    }
+}
+
+/// The scalar mul_mm chain of one output (§6.6), emulated: operands staged to their formats
+/// (flushed or not), then per split σ ← σ + â·b̂ over k ascending in ACC_TYPE, either fused
+/// (one f32 fma, then rounded to ACC_TYPE: an f16 fma computed through f32, as CPU drivers
+/// do) or as a product rounded to ACC_TYPE and a rounded add; splits widened to f32 and added
+/// in split order by the reduce.
+fn mul_mm_emulated(
+    a: &[f32],
+    b: &[f32],
+    arith: &vkdiff::tolerance::MulMmArith,
+    fused: bool,
+    flush: bool,
+) -> f32 {
+    let acc = arith.acc;
+    let k = a.len();
+    let k_split = if arith.split_k > 1 { arith.k_split } else { k };
+    let mut total = 0.0f32;
+    for s in 0..arith.split_k.max(1) {
+        let (from, to) = ((s * k_split).min(k), ((s + 1) * k_split).min(k));
+        let mut sigma = 0.0f32;
+        for kk in from..to {
+            let x = round_to(a[kk], arith.a_operand, flush);
+            let y = round_to(b[kk], arith.b_operand, flush);
+            sigma = if fused {
+                round_to(x.mul_add(y, sigma), acc, flush)
+            } else {
+                let p = round_to(x * y, acc, flush);
+                round_to(sigma + p, acc, flush)
+            };
+        }
+        total = if s == 0 { sigma } else { total + sigma };
+    }
+    total
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// mul_mm scalar path: the running bound covers f16/bf16/f32 staging, f16 or f32
+    /// accumulators, fused or unfused, flushed or kept subnormals and any forced split (k_split
+    /// not a multiple of anything), wherever the emulated result is finite; where it is not,
+    /// the model must have flagged a possible overflow.
+    #[test]
+    fn mul_mm_bound_covers_emulated_scalar_chain(
+        (a, b, ops, fused, flush, split_k, extra) in (1usize..=600).prop_flat_map(|k| {
+            use vkdiff::tolerance::Fp;
+            let val = prop_oneof![
+                4 => -4.0f32..4.0,
+                1 => -300.0f32..300.0,
+                1 => -1e-5f32..1e-5,
+                1 => (-2048i32..2048).prop_map(|i| i as f32 / 64.0),
+            ];
+            let fmt = prop_oneof![Just(Fp::F16), Just(Fp::F32), Just(Fp::Bf16)];
+            (
+                prop::collection::vec(val.clone(), k),
+                prop::collection::vec(val, k),
+                (fmt.clone(), fmt, prop_oneof![Just(Fp::F16), Just(Fp::F32)]),
+                any::<bool>(),
+                any::<bool>(),
+                1usize..=4,
+                0usize..=3,
+            )
+        })
+    ) {
+        use vkdiff::tolerance::{mul_mm_bounds, MulMmArith};
+        let k = a.len();
+        let arith = MulMmArith {
+            a_min_rounding: false,
+            a_operand: ops.0,
+            b_operand: ops.1,
+            acc: ops.2,
+            split_k,
+            k_split: k.div_ceil(split_k) + extra,
+        };
+        let got = mul_mm_emulated(&a, &b, &arith, fused, flush);
+        let (a64, b64): (Vec<f64>, Vec<f64>) = (a.iter().map(|&x| x as f64).collect(), b.iter().map(|&x| x as f64).collect());
+        let exact: f64 = a64.iter().zip(&b64).map(|(x, y)| x * y).sum();
+        let m = mul_mm_bounds(&arith, k, 1, &a64, &b64, &[(0, 0)]);
+        if !got.is_finite() {
+            prop_assert!(m.may_overflow[0], "{:?} fused {} flush {}: {} not flagged (exact {})", arith, fused, flush, got, exact);
+        } else {
+            let err = (got as f64 - exact).abs();
+            prop_assert!(err <= m.bounds[0], "{:?} fused {} flush {}: |{} - {}| = {:e} > {:e}", arith, fused, flush, got, exact, err, m.bounds[0]);
+        }
+    }
+}
+
+/// A deterministic stream of numbers in [−1, 1] (which way each rounding of the emulated
+/// transcendental functions errs).
+struct Signs(u64);
+
+impl Signs {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    }
+
+    /// exp(x) in f32 anywhere within Vulkan's 3 + 2|x| ULP (an ULP at most 2⁻²³ relative).
+    fn exp(&mut self, x: f32) -> f32 {
+        if x == f32::NEG_INFINITY {
+            return 0.0;
+        }
+        let ulps = (3.0 + 2.0 * (x as f64).abs()) * 2f64.powi(-23);
+        ((x as f64).exp() * (1.0 + 0.99 * ulps * self.next())) as f32
+    }
+}
+
+/// One scalar flash-attention row (§9.8 scalar column), emulated in f32: q·s' in f32; each
+/// logit a D_split-lane dot product (lane l takes d ≡ l mod D_split in the order `perm`, with
+/// fmas) reduced by a butterfly; softcap·tanh (tanh anywhere within its bound); + slope·mask;
+/// then per split the online softmax over tiles of Bc keys (running max from −FLT_MAX/2,
+/// rescale by exp(M_old − M_new), f32 sums of P and P·v, keys of weight 0 skipped), the
+/// split-k reduce, and O·(1/L).
+#[allow(clippy::too_many_arguments)]
+fn fa_row_emulated(
+    q: &[f64],
+    keys: &[&[f64]],
+    values: &[&[f64]],
+    mask: Option<&[f64]>,
+    (scale, softcap, slope): (f32, f32, f32),
+    (d_split, bc, split_k): (usize, usize, usize),
+    perm: &[usize],
+    signs: &mut Signs,
+) -> Vec<f32> {
+    let kv = keys.len();
+    let dv = values[0].len();
+    let qs: Vec<f32> = q.iter().map(|&x| x as f32 * scale).collect();
+    let logits: Vec<f32> = (0..kv)
+        .map(|j| {
+            // A masked key is skipped (as ggml's CPU path and our shader do): weight 0.
+            if mask.is_some_and(|m| m[j] == f64::NEG_INFINITY) {
+                return f32::NEG_INFINITY;
+            }
+            let mut lanes = vec![0.0f32; d_split];
+            for &d in perm {
+                lanes[d % d_split] = qs[d].mul_add(keys[j][d] as f32, lanes[d % d_split]);
+            }
+            let mut step = 1;
+            while step < d_split {
+                lanes = (0..d_split).map(|l| lanes[l] + lanes[l ^ step]).collect();
+                step *= 2;
+            }
+            let mut s = lanes[0];
+            if softcap != 0.0 {
+                let ax = (s as f64).abs();
+                let t = (s as f64).tanh() + 0.99 * vkdiff::tolerance::tanh_error(ax) * signs.next();
+                s = softcap * (t.clamp(-1.0, 1.0) as f32);
+            }
+            if let Some(m) = mask {
+                s += slope * m[j] as f32;
+            }
+            s
+        })
+        .collect();
+    // The host's split: whole tiles per split.
+    let split_kv = kv.div_ceil(split_k).div_ceil(bc) * bc;
+    let mut parts = vec![];
+    for s in 0..kv.div_ceil(split_kv) {
+        let (mut m, mut l, mut o) = (-f32::MAX / 2.0, 0.0f32, vec![0.0f32; dv]);
+        let end = ((s + 1) * split_kv).min(kv);
+        for tile in (s * split_kv..end).step_by(bc) {
+            let keys = tile..(tile + bc).min(end);
+            let m_new = keys.clone().map(|j| logits[j]).fold(m, f32::max);
+            let alpha = signs.exp(m - m_new);
+            l *= alpha;
+            for x in o.iter_mut() {
+                *x *= alpha;
+            }
+            for j in keys {
+                let p = signs.exp(logits[j] - m_new);
+                l += p;
+                if p == 0.0 {
+                    continue;
+                }
+                for (x, v) in o.iter_mut().zip(values[j]) {
+                    *x = p.mul_add(*v as f32, *x);
+                }
+            }
+            m = m_new;
+        }
+        parts.push((m, l, o));
+    }
+    let top = parts.iter().map(|p| p.0).fold(f32::NEG_INFINITY, f32::max);
+    let (mut l, mut o) = (0.0f32, vec![0.0f32; dv]);
+    for (m, ls, os) in &parts {
+        let w = if parts.len() > 1 {
+            signs.exp(m - top)
+        } else {
+            1.0
+        };
+        l = w.mul_add(*ls, l);
+        for (x, y) in o.iter_mut().zip(os) {
+            *x = w.mul_add(*y, *x);
+        }
+    }
+    let inv = 1.0 / l;
+    o.iter().map(|x| x * inv).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Flash attention, scalar path: the bound covers the emulated f32 kernel for any lane
+    /// order, D_split, tile width, split count and errors of exp and tanh within Vulkan's
+    /// limits, over the suite's own case strategy (masks, ALiBi, softcap, quantized K/V).
+    #[test]
+    fn flash_attn_scalar_bound_covers_emulated_f32(
+        (c, d_split, bc, split_k, perm, signs) in prop_oneof![
+            Just(vkdiff_reference::DType::F16),
+            Just(vkdiff_reference::DType::Q8_0),
+            Just(vkdiff_reference::DType::Q4_0)
+        ]
+        .prop_flat_map(|t| vkdiff::cases::flash_attn::strategy(vkdiff_gpu::runners::flash_attn::Path::Scalar, t))
+        .prop_filter("in the pinned host's domain, one batch", |c| {
+            c.named_precondition().is_none() && c.dv.is_none() && c.ne3 == 1 && c.kv <= 200
+                && vkdiff_gpu::runners::flash_attn::HEAD_SIZES.contains(&c.d)
+        })
+        .prop_flat_map(|c| {
+            let lsb = 1usize << c.d.trailing_zeros();
+            let d = c.d;
+            (
+                Just(c),
+                prop_oneof![Just(1usize), Just(2), Just(4), Just(8)].prop_filter("D_split ≤ lsb(D)/4", move |&s| s <= lsb / 4),
+                prop_oneof![Just(32usize), Just(64)],
+                1usize..=4,
+                Just((0..d).collect::<Vec<_>>()).prop_shuffle(),
+                any::<u64>(),
+            )
+        })
+    ) {
+        use vkdiff_reference::ops::flash_attn::{flash_attn_ext, FlashAttnInputs};
+        use vkdiff::tolerance::{flash_attn_bounds, FaArith, FlashAttnShape};
+        let (q, k, v, m) = c.inputs().unwrap();
+        let p = FlashAttnInputs { q: &q, k: &k, v: &v, mask: m.as_ref(), params: c.params() };
+        let want = flash_attn_ext(&p).unwrap();
+        let shape = FlashAttnShape {
+            d: c.d,
+            kv: c.kv,
+            bc: bc as u32,
+            wg: 128,
+            d_split: d_split as u32,
+            split_k: c.kv.div_ceil(c.kv.div_ceil(split_k).div_ceil(bc) * bc) as u32,
+            softcap: c.softcap,
+            alibi: vkdiff_reference::ops::flash_attn::Alibi::new(c.max_bias, c.heads()),
+            arith: FaArith::Scalar,
+        };
+        let (qr, kr, vr) = (q.rows().unwrap(), k.rows().unwrap(), v.rows().unwrap());
+        let mr = m.as_ref().map(|m| m.rows().unwrap());
+        let bounds = flash_attn_bounds(&shape, &want, &vr, v.ne(), None);
+        let (d, dv, n, kv) = (c.d, c.dv(), c.n, c.kv);
+        let mut signs = Signs(signs);
+        for (r, row) in want.rows.iter().enumerate() {
+            if row.fully_masked || row.non_finite {
+                continue;
+            }
+            let q_row = &qr[(row.h * n + row.q) * d..][..d];
+            let ik = row.h / c.gqa;
+            let keys: Vec<&[f64]> = (0..kv).map(|j| &kr[(ik * kv + j) * d..][..d]).collect();
+            let iv = row.v_index.0;
+            let values: Vec<&[f64]> = (0..kv).map(|j| &vr[(iv * kv + j) * dv..][..dv]).collect();
+            let mask = mr.as_ref().map(|m| &m[row.q * kv..][..kv]);
+            let slope = if c.max_bias > 0.0 {
+                let (base, e) = shape.alibi.slope_parts(row.h);
+                base.powf(e as f32)
+            } else {
+                1.0
+            };
+            let got = fa_row_emulated(
+                q_row, &keys, &values, mask,
+                (c.params().dot_scale(), c.softcap, slope),
+                (d_split, bc, split_k), &perm, &mut signs,
+            );
+            for (i, g) in got.iter().enumerate() {
+                let (w, b) = (want.out.values[r * dv + i], bounds[r * dv + i]);
+                if !w.is_finite() {
+                    continue; // a NaN or ±∞ in V (fuzzed block scales): left undefined
+                }
+                let err = (*g as f64 - w).abs();
+                prop_assert!(err <= b, "{} row {} d {}: got {} want {} |err| {:e} > {:e} (D_split {} Bc {} split {})", c, r, i, g, w, err, b, d_split, bc, split_k);
+            }
+        }
+    }
+}
+
+/// `x` rounded to the format `f`: to nearest, or toward zero (a directed rounding, as tensor
+/// cores truncate), and flushed to zero below the smallest normal where `flush`. Past the
+/// largest finite value the result is ±∞ either way, as the H100's f16 accumulators gave (a
+/// device that saturated at ±65504 and went on would produce values the suite's judge does
+/// not excuse: `MulMmBounds::judged_bounds` excuses only ±∞ and ±65504 themselves).
+fn round_dir(x: f64, f: vkdiff::tolerance::Fp, toward_zero: bool, flush: bool) -> f64 {
+    use vkdiff::tolerance::Fp;
+    if x.abs() >= f.overflow() {
+        return x.signum() * f64::INFINITY;
+    }
+    let down = |bits: u32| if toward_zero { bits - 1 } else { bits };
+    let r = match f {
+        Fp::F16 => {
+            let h = half::f16::from_f64(x);
+            let h = if h.to_f64().abs() > x.abs() {
+                half::f16::from_bits(down(h.to_bits() as u32) as u16)
+            } else {
+                h
+            };
+            h.to_f64()
+        }
+        Fp::Bf16 => {
+            let h = half::bf16::from_f64(x);
+            let h = if h.to_f64().abs() > x.abs() {
+                half::bf16::from_bits(down(h.to_bits() as u32) as u16)
+            } else {
+                h
+            };
+            h.to_f64()
+        }
+        Fp::F32 => {
+            let s = x as f32;
+            let s = if (s as f64).abs() > x.abs() {
+                f32::from_bits(down(s.to_bits()))
+            } else {
+                s
+            };
+            s as f64
+        }
+    };
+    if flush && r.abs() < f.min_normal() {
+        0.0
+    } else {
+        r
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// The coopmat step model (cm2 steps of BK, cm1 steps of TK = 16): each coopMatMulAdd sums
+    /// its BK products and the accumulator in any order, rounding each add (and, in an f16
+    /// accumulator, each product) to nearest or toward zero; splits add in f32. The bound
+    /// covers it wherever the result is finite, and flags the others.
+    #[test]
+    fn coopmat_step_bound_covers_any_order_and_directed_rounding(
+        (a, b, fmt, acc, bk, split_k, order_seed, toward_zero, flush) in (1usize..=700).prop_flat_map(|k| {
+            use vkdiff::tolerance::Fp;
+            let val = prop_oneof![
+                4 => -4.0f32..4.0,
+                1 => -200.0f32..200.0,
+                1 => -1e-5f32..1e-5,
+            ];
+            (
+                prop::collection::vec(val.clone(), k),
+                prop::collection::vec(val, k),
+                prop_oneof![Just(Fp::F16), Just(Fp::Bf16)],
+                prop_oneof![Just(Fp::F16), Just(Fp::F32)],
+                prop_oneof![Just(16usize), Just(32), Just(64)],
+                1usize..=4,
+                any::<u64>(),
+                any::<bool>(),
+                any::<bool>(),
+            )
+        })
+    ) {
+        use vkdiff::tolerance::{mul_mm_cm2_bounds, staged_operand_errors, Cm2Arith, Fp};
+        let k = a.len();
+        let a64: Vec<f64> = a.iter().map(|&x| x as f64).collect();
+        let b64: Vec<f64> = b.iter().map(|&x| x as f64).collect();
+        let ah: Vec<f64> = a64.iter().map(|&x| round_dir(x, fmt, false, false)).collect();
+        let bh: Vec<f64> = b64.iter().map(|&x| round_dir(x, fmt, false, false)).collect();
+        let k_split = k.div_ceil(split_k);
+        let mut signs = Signs(order_seed);
+        let mut total = 0.0f64;
+        for s in 0..split_k {
+            let (from, to) = ((s * k_split).min(k), ((s + 1) * k_split).min(k));
+            let mut c = 0.0f64;
+            for step in (from..to).step_by(bk) {
+                let mut terms: Vec<f64> = (step..(step + bk).min(to))
+                    .map(|kk| {
+                        let p = ah[kk] * bh[kk];
+                        if acc == Fp::F32 { p } else { round_dir(p, acc, toward_zero, flush) }
+                    })
+                    .collect();
+                terms.push(c);
+                // Any order: a shuffle drawn from the seed.
+                for i in (1..terms.len()).rev() {
+                    let j = ((signs.next() + 1.0) / 2.0 * (i + 1) as f64) as usize % (i + 1);
+                    terms.swap(i, j);
+                }
+                c = terms.iter().skip(1).fold(terms[0], |x, &y| round_dir(x + y, acc, toward_zero, flush));
+            }
+            total = if s == 0 { c } else { round_dir(total + c, Fp::F32, false, false) };
+        }
+        let exact: f64 = a64.iter().zip(&b64).map(|(x, y)| x * y).sum();
+        let arith = Cm2Arith { acc, bk, split_k, k_split };
+        let (ea, eb) = (staged_operand_errors(&a64, false, fmt), staged_operand_errors(&b64, false, fmt));
+        let m = mul_mm_cm2_bounds(&arith, k, 1, &a64, &ea, &b64, &eb, &[(0, 0)]);
+        // As the suite judges it: where an overflow is possible, ±∞ (round to nearest) or
+        // ±65504 (toward zero, or a clamping kernel) is excused; anything else is bounded.
+        let bound = m.judged_bounds(&[total as f32])[0];
+        let err = (total - exact).abs();
+        prop_assert!(bound.is_nan() || err <= bound, "{:?} {:?} toward_zero {} flush {}: |{} - {}| = {:e} > {:e}", arith, fmt, toward_zero, flush, total, exact, err, bound);
+    }
+}

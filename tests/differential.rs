@@ -47,8 +47,19 @@ fn check_variant(kernel: &'static Kernel, variant: &Variant) -> Result<(), Faile
     if report.missing.is_some() {
         return Err(format!("{name}: shader missing:\n{summary}").into());
     }
-    if report.passed != CASES {
+    // Cases outside the domain of ggml or of the pinned host are drawn (the strategies cover
+    // what ggml accepts) and end as named preconditions: counted and shown, never passed.
+    let named: u32 = report
+        .skipped
+        .iter()
+        .filter(|(reason, _)| reason.starts_with("precondition:"))
+        .map(|(_, &n)| n)
+        .sum();
+    if report.passed + named != CASES {
         return Err(format!("{name}: not every case ran and passed:\n{summary}").into());
+    }
+    if named > 0 {
+        println!("{name}: {named} of {CASES} cases drawn outside the host's domain, not run (named preconditions above)");
     }
     Ok(())
 }

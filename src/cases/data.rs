@@ -26,6 +26,18 @@ pub enum Dist {
     /// Every value an exact zero (a zero-filled cache slice). Not in [`Dist::strategy`]: a
     /// kernel's strategy draws it where an all-zero operand means something (flash_attn's V).
     Zeros,
+    /// Normal, with each value NaN, +∞ or −∞ with probability 1/256 each. Only in
+    /// [`Dist::ieee_strategy`], for kernels whose model says which NaN and ±∞ results every
+    /// order of their arithmetic shares (`tolerance::dot_special`).
+    Specials,
+    /// Subnormal magnitudes, random signs: half f32 subnormals (2⁻¹⁴⁹…2⁻¹²⁶), a quarter f16
+    /// subnormals (2⁻²⁴…2⁻¹⁴, normal in f32), a quarter normal. Only in
+    /// [`Dist::ieee_strategy`] (models that charge a flushed operand in full).
+    Subnormal,
+    /// Normal × 2^e with e uniform in [10, 60]: magnitudes up to f32's range for products,
+    /// past f16's (an f16 tensor holds ±∞ there) and past what an f16 staging can hold. Only
+    /// in [`Dist::ieee_strategy`] (models that flag possible overflow).
+    Huge,
 }
 
 impl Dist {
@@ -37,6 +49,17 @@ impl Dist {
             Just(Dist::Positive),
             Just(Dist::Large),
             Just(Dist::SparseZeros)
+        ]
+    }
+
+    /// [`Dist::strategy`] and the distributions with NaN, ±∞ and subnormals, for kernels
+    /// whose error model covers them (mat-vec and mul_mm).
+    pub fn ieee_strategy() -> impl Strategy<Value = Dist> {
+        prop_oneof![
+            10 => Dist::strategy(),
+            1 => Just(Dist::Specials),
+            1 => Just(Dist::Subnormal),
+            1 => Just(Dist::Huge)
         ]
     }
 
@@ -54,6 +77,22 @@ impl Dist {
                 }
             }
             Dist::Zeros => 0.0,
+            Dist::Specials => match rng.gen_range(0..256) {
+                0 => f32::NAN,
+                1 => f32::INFINITY,
+                2 => f32::NEG_INFINITY,
+                _ => normal(rng),
+            },
+            Dist::Huge => normal(rng) * rng.gen_range(10.0f32..60.0).exp2(),
+            Dist::Subnormal => {
+                let sign = if rng.gen_bool(0.5) { -1.0 } else { 1.0 };
+                let e: f64 = match rng.gen_range(0..4) {
+                    0 | 1 => rng.gen_range(-149.0..-126.0),
+                    2 => rng.gen_range(-24.0..-14.0),
+                    _ => return normal(rng),
+                };
+                (sign * e.exp2()) as f32
+            }
         }
     }
 }
@@ -116,6 +155,17 @@ pub enum Blocks {
 }
 
 impl Blocks {
+    /// [`Blocks::strategy`] with [`Dist::ieee_strategy`]'s values for float types (block
+    /// formats quantize them as they are).
+    pub fn ieee_strategy() -> impl Strategy<Value = Blocks> {
+        prop_oneof![
+            10 => Blocks::strategy(),
+            1 => Just(Blocks::Quantized(Dist::Specials)),
+            1 => Just(Blocks::Quantized(Dist::Subnormal)),
+            1 => Just(Blocks::Quantized(Dist::Huge))
+        ]
+    }
+
     /// Quantized blocks first (simplest), then raw blocks.
     pub fn strategy() -> impl Strategy<Value = Blocks> {
         prop_oneof![

@@ -17,8 +17,12 @@
 //!   −∞ (a divergence on those is reported as "fully masked row"); N_pad = GGML_PAD(N, 64) as
 //!   ggml asserts at the pinned commit, 64 more, or any N_pad ≥ N as later ggml accepts (rows
 //!   past N are NaN);
-//! * ALiBi, logit softcap, scales that make logits overflow exp() in f32, quantized K/V with
-//!   adversarial scales, and a forced split_k (see `vkdiff_gpu::runners::flash_attn`).
+//! * ALiBi, logit softcap, scales that make logits overflow exp() in f32 (scale, max_bias and
+//!   softcap from continuous ranges), q rows padded apart, quantized K/V with adversarial
+//!   scales, and a forced split_k (see `vkdiff_gpu::runners::flash_attn`);
+//! * what ggml accepts and the pinned host does not (head sizes off its list, DK ≠ DV,
+//!   q.ne3 > 1) and masks holding NaN or +∞ (undefined in ggml): about 1 case in 10, each
+//!   reported as skipped with its named precondition, never run and never passed.
 
 use std::fmt;
 
@@ -37,7 +41,7 @@ use vkdiff_reference::DType;
 
 use super::data::{rng, tensor, values, Blocks, Dist, Scales};
 use super::{Case, Ctx, GraphOp, Outcome};
-use crate::compare::{compare, ElementFailure, Mismatch, Verdict, SHOWN_FAILURES};
+use crate::compare::compare;
 use crate::kernels::{Kernel, Variant, VariantParams};
 use crate::tolerance::{self, FaArith, FaRowData, FlashAttnShape};
 
@@ -50,6 +54,12 @@ pub enum QLayout {
     /// Stored (D, H, N) and viewed as (D, N, H), as llama.cpp's permuted q: nb1 = H·D·4,
     /// nb2 = D·4.
     HeadMajor,
+    /// A view of wider rows: (D + 4·quads) floats between rows (the kernels read q as vec4,
+    /// so row strides stay whole vec4s; an odd number of them leaves the aligned pipeline).
+    Padded {
+        /// Spare vec4s per row.
+        quads: u8,
+    },
 }
 
 /// How K and V are stored. Spare keys (index ≥ KV) hold NaN.
@@ -107,6 +117,9 @@ pub enum MaskKind {
     Window,
     /// Row 0 and about half the others entirely −∞, the rest finite.
     FullyMaskedRows,
+    /// Random finite values with about one entry in eight NaN or +∞: ggml leaves the result
+    /// undefined (a precondition the case reports, never runs).
+    NanOrPosInf,
 }
 
 /// How many rows the mask has.
@@ -125,6 +138,10 @@ fn scalar_path() -> Path {
     Path::Scalar
 }
 
+fn one() -> usize {
+    1
+}
+
 /// One FLASH_ATTN_EXT: q (D, N, H), k (D, KV, H_kv), v (D, KV, H_v), optional mask.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlashAttnCase {
@@ -136,8 +153,11 @@ pub struct FlashAttnCase {
     pub prec_f32: bool,
     /// K and V's type.
     pub kv_type: DType,
-    /// Head size D.
+    /// Head size D (of q and K).
     pub d: usize,
+    /// V's head size where it differs from D (ggml allows it; the pinned host does not).
+    #[serde(default)]
+    pub dv: Option<usize>,
     /// Queries N.
     pub n: usize,
     /// Keys KV.
@@ -148,6 +168,10 @@ pub struct FlashAttnCase {
     pub gqa: usize,
     /// V's heads.
     pub v_heads: VHeads,
+    /// Batches (dim 3 of q, K, V and dst; the mask broadcasts). ggml allows any; the pinned
+    /// host only 1.
+    #[serde(default = "one")]
+    pub ne3: usize,
     /// q's layout.
     pub q_layout: QLayout,
     /// K and V's layout.
@@ -213,15 +237,56 @@ fn variants() -> Vec<Variant> {
 /// Key counts on both sides of the tile edges (Bc = 32 and 64).
 const KV_EDGES: [usize; 12] = [31, 32, 33, 63, 64, 65, 95, 96, 97, 127, 128, 129];
 
-/// Cases for K/V type `kv_type` on `path`.
+/// Head sizes ggml accepts beyond the pinned host's list, in whole blocks of `block`: small and
+/// odd ones, the large ones of recent models (DeepSeek's 192 and 576, 512). The pinned host
+/// rejects them (a named precondition: such cases are drawn and reported as skipped).
+fn other_head_size(block: usize) -> BoxedStrategy<usize> {
+    if block == 1 {
+        prop_oneof![
+            2 => (1usize..=40).prop_map(|j| 8 * j),
+            1 => 1usize..=70,
+            1 => select(vec![192usize, 512, 576]),
+        ]
+        .boxed()
+    } else {
+        prop_oneof![
+            3 => (1usize..=10).prop_map(move |j| block * j),
+            1 => select(vec![192usize, 512, 576]),
+        ]
+        .boxed()
+    }
+}
+
+/// |scale| as 2^e with e in [−10, `max_log2`], either sign.
+fn continuous_scale(max_log2: f32) -> BoxedStrategy<f32> {
+    (any::<bool>(), -10.0f32..=max_log2)
+        .prop_map(|(neg, e)| if neg { -e.exp2() } else { e.exp2() })
+        .boxed()
+}
+
+/// Cases for K/V type `kv_type` on `path`. Built by `prop_flat_map` wherever one field's range
+/// depends on another (nothing is rewritten after drawing), so shrinking a field never moves
+/// another. Parts of the domain that ggml accepts but the pinned host does not (head sizes
+/// off its list, DK ≠ DV, q.ne3 > 1) and masks with NaN or +∞ (undefined in ggml) are drawn at
+/// a low weight and end as named preconditions ([`FlashAttnCase::evaluate`]).
 pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCase> {
     let coopmat = path != Path::Scalar;
+    let block = kv_type.block_len();
     let sizes: Vec<usize> = HEAD_SIZES
         .iter()
         .copied()
-        .filter(|d| d % kv_type.block_len() == 0)
+        .filter(|d| d % block == 0)
         .collect();
-    let d = prop_oneof![3 => Just(sizes[0]), 2 => select(sizes[1..].to_vec())];
+    let listed = prop_oneof![3 => Just(sizes[0]), 2 => select(sizes[1..].to_vec())];
+    // DK, then DV: equal but for 1 case in 41.
+    let head_sizes =
+        prop_oneof![40 => listed.clone(), 1 => other_head_size(block)].prop_flat_map(move |dk| {
+            let dv = prop_oneof![
+                40 => Just(dk),
+                1 => prop_oneof![listed.clone(), other_head_size(block)]
+            ];
+            (Just(dk), dv)
+        });
     // Coopmat paths: one query reaches the coopmat pipeline only in GQA mode, so one query is
     // drawn less and GQA ratios more; cm2 needs N > 32 for its large-rows pipeline.
     let n = if coopmat {
@@ -230,6 +295,27 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
     } else {
         prop_oneof![4 => Just(1usize), 3 => 2usize..=9, 1 => 10usize..=40].boxed()
     };
+    // Forced splits run a second shader (the split-k reduce) and only take effect for one
+    // query and KV past one tile (Bc = 64 for one query): half the single-query cases split
+    // (at 1 in 4 `vkdiff mutate` at 40 cases left most reduce mutants alive), and their keys
+    // start one tile per split further up (else about half of them, KV ≤ 64, split nothing).
+    let n_split_kv = n.prop_flat_map(|n| {
+        let split = if n == 1 {
+            prop_oneof![1 => Just(None), 1 => (2u32..=6).prop_map(Some)].boxed()
+        } else {
+            Just(None).boxed()
+        };
+        (Just(n), split).prop_flat_map(|(n, split)| {
+            let lift = split.map_or(0, |s| 64 * s as usize);
+            let kv = prop_oneof![
+                2 => 1usize..=3,
+                3 => select(KV_EDGES.to_vec()),
+                2 => 4usize..=300
+            ]
+            .prop_map(move |kv| if kv <= 64 { kv + lift } else { kv });
+            (Just(n), Just(split), kv)
+        })
+    });
     let ratios = if coopmat {
         let big: Vec<usize> = if path == Path::Cm2 {
             vec![12, 16, 24, 32]
@@ -240,83 +326,125 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
     } else {
         prop_oneof![3 => Just(1usize), 3 => 2usize..=8, 1 => select(vec![12usize, 16])].boxed()
     };
-    let kv = prop_oneof![2 => 1usize..=3, 3 => select(KV_EDGES.to_vec()), 2 => 4usize..=300];
+    // K heads after the ratio: at most 16 query heads (32 for cm2's ratios), the case cheap.
     let heads = (
-        1usize..=3,
-        ratios,
+        ratios.prop_flat_map(|gqa| (1usize..=3.min(16 / gqa).max(1), Just(gqa))),
         prop_oneof![
             8 => Just(VHeads::SameAsK),
             1 => Just(VHeads::One),
             1 => Just(VHeads::PerQueryHead)
         ],
+        // Batches (q.ne3 > 1): ggml accepts them, the pinned host does not.
+        prop_oneof![40 => Just(1usize), 1 => 2usize..=3],
     );
     let layouts = (
-        prop_oneof![Just(QLayout::Contiguous), Just(QLayout::HeadMajor)],
+        prop_oneof![
+            2 => Just(QLayout::Contiguous),
+            2 => Just(QLayout::HeadMajor),
+            1 => (1u8..=3).prop_map(|quads| QLayout::Padded { quads })
+        ],
         prop_oneof![
             Just(KvLayout::Contiguous),
             (1u8..=40).prop_map(|spare| KvLayout::Cache { spare }),
             (1u8..=40).prop_map(|spare| KvLayout::PerHead { spare }),
         ],
     );
+    // ALiBi needs a mask (ggml asserts one whenever max_bias > 0): max_bias after the mask.
     let mask = (
         prop_oneof![
-            3 => Just(MaskKind::None),
-            1 => Just(MaskKind::Zeros),
-            2 => Just(MaskKind::Random),
-            2 => Just(MaskKind::Positions),
-            2 => Just(MaskKind::RandomInf),
-            2 => Just(MaskKind::Causal),
-            // Weight 4: with a forced split the window leaves the leading splits without a key
-            // and later ones live, the mix the split-k reduce's live tests are about (at
-            // weight 2 a reduce mutant reading the wrong split's L lived to case 199).
-            4 => Just(MaskKind::Window),
-            1 => Just(MaskKind::FullyMaskedRows),
+            6 => Just(MaskKind::None),
+            2 => Just(MaskKind::Zeros),
+            4 => Just(MaskKind::Random),
+            4 => Just(MaskKind::Positions),
+            4 => Just(MaskKind::RandomInf),
+            4 => Just(MaskKind::Causal),
+            // Weight 8 of 35: with a forced split the window leaves the leading splits
+            // without a key and later ones live, the mix the split-k reduce's live tests are
+            // about (at 2 of 17 a reduce mutant reading the wrong split's L lived to case 199).
+            8 => Just(MaskKind::Window),
+            2 => Just(MaskKind::FullyMaskedRows),
+            // Undefined in ggml: a named precondition.
+            1 => Just(MaskKind::NanOrPosInf),
         ],
         prop_oneof![
             4 => Just(MaskPad::Ggml),
             1 => Just(MaskPad::GgmlPlus64),
             2 => (0u8..=5).prop_map(MaskPad::Rows)
         ],
-    );
-    let params = (
-        // Scale 0 makes every logit (before mask and ALiBi) exactly 0, so a split's maximum M
-        // is exactly 0.0 too: the split-k reduce must not take that for "no key" (L = 0). At
-        // weight 1 in 11 too few split cases had it for `vkdiff mutate` at 40 cases to kill
-        // reduce mutants that test the wrong word against 0.
-        prop_oneof![
-            4 => Just(0.125f32),
-            2 => Just(1.0f32),
-            1 => Just(std::f32::consts::FRAC_1_SQRT_2 / 8.0),
-            1 => Just(8.0f32),
-            1 => Just(64.0f32),
-            3 => Just(0.0f32),
-            1 => Just(-0.125f32)
-        ],
-        prop_oneof![
-            3 => Just(0.0f32),
-            1 => Just(8.0f32),
-            1 => Just(1.0f32),
-            1 => Just(0.5f32),
-            1 => Just(16.0f32)
-        ],
-        prop_oneof![
-            3 => Just(0.0f32),
-            1 => Just(50.0f32),
-            1 => Just(30.0f32),
-            1 => Just(10.0f32)
-        ],
-        // Forced splits run a second shader (the split-k reduce) and only take effect for one
-        // query and KV past one tile: at weight 1 in 4 about 1 case in 17 split, and `vkdiff
-        // mutate` at 40 cases left most reduce mutants alive; 1 in 2 doubles that.
-        prop_oneof![1 => Just(None), 1 => (2u32..=6).prop_map(Some)],
-        // GGML_PREC_F32 or not (coopmat paths only; `Just` draws nothing, so the scalar
-        // variants' cases are the ones they always were).
-        if coopmat {
-            any::<bool>().boxed()
+    )
+        .prop_flat_map(|(mask, pad)| {
+            let max_bias = if mask == MaskKind::None {
+                Just(0.0f32).boxed()
+            } else {
+                prop_oneof![3 => Just(0.0f32), 4 => 0.0f32..=16.0].boxed()
+            };
+            (Just(mask), Just(pad), max_bias)
+        });
+    // The softcap first, then what it limits: Vulkan bounds tanh only while exp(x) is finite
+    // (|x| < 88), so with a softcap the logits s'·q·k stay moderate (no Large q or K, |scale|
+    // ≤ 1/8); without one, huge logits come from a large scale or large q, not both (past
+    // ~1e7 an f32 logit cannot tell keys apart and the bound says nothing).
+    let logits = prop_oneof![3 => Just(0.0f32), 3 => 0.5f32..64.0].prop_flat_map(|softcap| {
+        let capped = softcap != 0.0;
+        let q_dist = if capped {
+            prop_oneof![
+                Just(Dist::Normal),
+                Just(Dist::Uniform),
+                Just(Dist::Positive),
+                Just(Dist::SparseZeros)
+            ]
+            .boxed()
         } else {
-            Just(false).boxed()
-        },
-    );
+            Dist::strategy().boxed()
+        };
+        let k_blocks = if capped {
+            prop_oneof![
+                prop_oneof![
+                    Just(Dist::Normal),
+                    Just(Dist::Uniform),
+                    Just(Dist::Positive),
+                    Just(Dist::SparseZeros)
+                ]
+                .prop_map(Blocks::Quantized),
+                prop_oneof![
+                    Just(Scales::Random),
+                    Just(Scales::SomeZero),
+                    Just(Scales::Subnormal),
+                    Just(Scales::AnyBits)
+                ]
+                .prop_map(Blocks::Raw),
+            ]
+            .boxed()
+        } else {
+            Blocks::strategy().boxed()
+        };
+        q_dist.prop_flat_map(move |q_dist| {
+            let top = if capped {
+                -3.0
+            } else if q_dist == Dist::Large {
+                0.0
+            } else {
+                7.0
+            };
+            // Scale 0 makes every logit (before mask and ALiBi) exactly 0, so a split's
+            // maximum M is exactly 0.0 too: the split-k reduce must not take that for "no key"
+            // (L = 0). At weight 1 in 11 too few split cases had it for `vkdiff mutate` at 40
+            // cases to kill reduce mutants that test the wrong word against 0.
+            let scale = prop_oneof![
+                4 => Just(0.125f32),
+                3 => Just(0.0f32),
+                6 => continuous_scale(top)
+            ];
+            (Just(softcap), Just(q_dist), scale, k_blocks.clone())
+        })
+    });
+    // GGML_PREC_F32 or not (coopmat paths only; `Just` draws nothing, so the scalar variants'
+    // cases are the ones they always were).
+    let prec = if coopmat {
+        any::<bool>().boxed()
+    } else {
+        Just(false).boxed()
+    };
     // V all zeros now and then: every output is then exactly 0 and so is every split's O,
     // which a split-k reduce that reads O where it means L (the live test) takes for "no key"
     // (a mutant doing so lived to case 329 while zero O words came only from sparse V).
@@ -324,64 +452,40 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
         7 => Blocks::strategy(),
         1 => Just(Blocks::Quantized(Dist::Zeros))
     ];
-    let data = (Dist::strategy(), Blocks::strategy(), v_blocks, any::<u64>());
-    (d, n, kv, heads, layouts, mask, params, data).prop_map(
-        move |(
-            d,
-            n,
-            kv,
-            (kv_heads, gqa, v_heads),
-            (q_layout, kv_layout),
-            (mask, mask_pad),
-            (scale, max_bias, softcap, split_k, prec_f32),
-            (q_dist, k_blocks, v_blocks, seed),
-        )| {
-            // Keep the head count ≤ 16 (32 for cm2's GQA ratios) and the case cheap.
-            let kv_heads = if kv_heads * gqa > 16 { 1 } else { kv_heads };
-            // ggml asserts a mask whenever max_bias > 0.
-            let max_bias = if mask == MaskKind::None {
-                0.0
-            } else {
-                max_bias
-            };
-            let (mut q_dist, mut k_blocks, mut scale) = (q_dist, k_blocks, scale);
-            // Huge logits come from a large scale or large q, not both (past ~1e7 an f32
-            // logit cannot tell keys apart and the bound says nothing).
-            if q_dist == Dist::Large && scale.abs() > 1.0 {
-                scale = 0.125;
-            }
-            if softcap != 0.0 {
-                // Vulkan bounds tanh only while exp(x) is finite (|x| < 88): keep the softcap's
-                // argument s'·q·k in that range.
-                if q_dist == Dist::Large {
-                    q_dist = Dist::Normal;
-                }
-                k_blocks = match k_blocks {
-                    Blocks::Quantized(Dist::Large) => Blocks::Quantized(Dist::Normal),
-                    Blocks::Raw(Scales::Extreme | Scales::Mixed) => Blocks::Raw(Scales::Random),
-                    b => b,
-                };
-                scale = scale.clamp(-0.125, 0.125);
-            }
-            // A forced split only splits keys past one tile (Bc = 64 for one query); drawn
-            // with fewer keys it would be one more plain decode case (those still come from
-            // the unsplit half), so its keys move up one tile per split. Without this about
-            // half the forced splits (the KV arms give KV ≤ 64 with probability ≈ 0.52) did
-            // nothing and split-k reduce mutants lived at 40 cases.
-            let kv = match split_k {
-                Some(s) if n == 1 && kv <= 64 => kv + 64 * s as usize,
-                _ => kv,
-            };
-            FlashAttnCase {
+    (
+        head_sizes,
+        n_split_kv,
+        heads,
+        layouts,
+        mask,
+        logits,
+        prec,
+        v_blocks,
+        any::<u64>(),
+    )
+        .prop_map(
+            move |(
+                (d, dv),
+                (n, split_k, kv),
+                ((kv_heads, gqa), v_heads, ne3),
+                (q_layout, kv_layout),
+                (mask, mask_pad, max_bias),
+                (softcap, q_dist, scale, k_blocks),
+                prec_f32,
+                v_blocks,
+                seed,
+            )| FlashAttnCase {
                 path,
-                prec_f32: coopmat && prec_f32,
+                prec_f32,
                 kv_type,
                 d,
+                dv: (dv != d).then_some(dv),
                 n,
                 kv,
                 kv_heads,
                 gqa,
                 v_heads,
+                ne3,
                 q_layout,
                 kv_layout,
                 mask,
@@ -389,14 +493,13 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
                 scale,
                 max_bias,
                 softcap,
-                split_k: if n == 1 { split_k } else { None },
+                split_k,
                 q_dist,
                 k_blocks,
                 v_blocks,
                 seed,
-            }
-        },
-    )
+            },
+        )
 }
 
 impl fmt::Display for FlashAttnCase {
@@ -408,15 +511,21 @@ impl fmt::Display for FlashAttnCase {
         };
         write!(
             f,
-            "{:?}{} {} D={} N={} KV={} H={}×{} (V {:?}) q {:?} kv {} mask {:?} ({} rows) scale {} max_bias {} softcap {}{} Q {:?} K {:?} V {:?} seed {}",
+            "{:?}{} {} D={}{} N={} KV={} H={}×{}{} (V {:?}) q {:?} kv {} mask {:?} ({} rows) scale {} max_bias {} softcap {}{} Q {:?} K {:?} V {:?} seed {}",
             self.path,
             if self.prec_f32 { " prec_f32" } else { "" },
             self.kv_type,
             self.d,
+            self.dv.map(|dv| format!(" DV={dv}")).unwrap_or_default(),
             self.n,
             self.kv,
             self.kv_heads,
             self.gqa,
+            if self.ne3 > 1 {
+                format!(" ne3={}", self.ne3)
+            } else {
+                String::new()
+            },
             self.v_heads,
             self.q_layout,
             layout,
@@ -458,6 +567,20 @@ impl FlashAttnCase {
         }
     }
 
+    /// V's head size DV.
+    pub fn dv(&self) -> usize {
+        self.dv.unwrap_or(self.d)
+    }
+
+    /// What ggml or the pinned host leaves outside its domain, named; the case is drawn but
+    /// not run (see the strategy).
+    pub fn named_precondition(&self) -> Option<String> {
+        (self.mask == MaskKind::NanOrPosInf).then(|| {
+            "the mask holds NaN or +∞ (ggml leaves the result undefined; −∞ masks a key)"
+                .to_string()
+        })
+    }
+
     /// The mask's rows N_pad.
     pub fn mask_rows(&self) -> usize {
         let pad = self.n.div_ceil(KQ_MASK_PAD) * KQ_MASK_PAD;
@@ -479,11 +602,13 @@ impl FlashAttnCase {
 
     /// See [`Case::validate`](super::Case::validate).
     pub fn validate(&self) -> Result<(), String> {
-        if self.kv_type.is_quantized() && self.d % self.kv_type.block_len() != 0 {
-            return Err(format!(
-                "D = {} is not a multiple of {}'s block size",
-                self.d, self.kv_type
-            ));
+        for d in [self.d, self.dv()] {
+            if self.kv_type.is_quantized() && d % self.kv_type.block_len() != 0 {
+                return Err(format!(
+                    "head size {d} is not a multiple of {}'s block size",
+                    self.kv_type
+                ));
+            }
         }
         if !matches!(self.kv_type, DType::F16 | DType::F32 | DType::Bf16)
             && !self.kv_type.is_quantized()
@@ -516,14 +641,16 @@ impl FlashAttnCase {
                 ("N", self.n),
                 ("H_kv", self.kv_heads),
                 ("gqa", self.gqa),
+                ("ne3", self.ne3),
             ],
         )?;
         super::check_sizes(
             "K/V",
             &[
-                ("D", self.d),
+                ("D", self.d.max(self.dv())),
                 ("KV + spare", self.kv.saturating_add(spare)),
                 ("heads", self.heads()),
+                ("ne3", self.ne3),
             ],
         )?;
         super::check_sizes("mask", &[("KV", self.kv), ("N_pad", self.mask_rows())])
@@ -531,48 +658,47 @@ impl FlashAttnCase {
 
     /// q, K, V and the mask, regenerated from the seed.
     pub fn inputs(&self) -> Result<(Tensor, Tensor, Tensor, Option<Tensor>), String> {
-        let (d, n, h) = (self.d, self.n, self.heads());
-        let q = match self.q_layout {
-            QLayout::Contiguous => tensor(
-                DType::F32,
-                [d, n, h, 1],
-                Blocks::Quantized(self.q_dist),
-                self.seed,
-                0,
-            ),
-            QLayout::HeadMajor => {
-                let stored = tensor(
-                    DType::F32,
-                    [d, h, n, 1],
-                    Blocks::Quantized(self.q_dist),
-                    self.seed,
-                    0,
-                );
-                Tensor::new(
-                    DType::F32,
-                    [d, n, h, 1],
-                    [4, h * d * 4, d * 4, h * d * n * 4],
-                    stored.data().to_vec(),
-                )
-                .map_err(|e| e.to_string())?
+        let (d, n, h, b) = (self.d, self.n, self.heads(), self.ne3);
+        let q_values = Blocks::Quantized(self.q_dist);
+        // Stored shape and the view's strides (f32: 4 bytes).
+        let (stored, nb) = match self.q_layout {
+            QLayout::Contiguous => ([d, n, h, b], [4, d * 4, d * n * 4, d * n * h * 4]),
+            QLayout::HeadMajor => ([d, h, n, b], [4, h * d * 4, d * 4, h * d * n * 4]),
+            QLayout::Padded { quads } => {
+                let row = d + 4 * quads as usize;
+                ([row, n, h, b], [4, row * 4, row * n * 4, row * n * h * 4])
             }
         };
-        let k = self.kv_tensor(self.kv_heads, self.k_blocks, 1)?;
-        let v = self.kv_tensor(self.v_head_count(), self.v_blocks, 2)?;
+        let stored = tensor(DType::F32, stored, q_values, self.seed, 0);
+        let q = if self.q_layout == QLayout::Contiguous {
+            stored
+        } else {
+            Tensor::new(DType::F32, [d, n, h, b], nb, stored.data().to_vec())
+                .map_err(|e| e.to_string())?
+        };
+        let k = self.kv_tensor(self.d, self.kv_heads, self.k_blocks, 1)?;
+        let v = self.kv_tensor(self.dv(), self.v_head_count(), self.v_blocks, 2)?;
         let mask = (self.mask != MaskKind::None).then(|| self.mask_tensor());
         Ok((q, k, v, mask))
     }
 
-    /// K or V with `heads` heads in the case's layout; keys past KV are NaN.
-    fn kv_tensor(&self, heads: usize, blocks: Blocks, stream: u64) -> Result<Tensor, String> {
-        let (t, d, kv) = (self.kv_type, self.d, self.kv);
+    /// K or V (head size `d`) with `heads` heads in the case's layout, ne3 batches one after
+    /// the other; keys past KV are NaN.
+    fn kv_tensor(
+        &self,
+        d: usize,
+        heads: usize,
+        blocks: Blocks,
+        stream: u64,
+    ) -> Result<Tensor, String> {
+        let (t, kv, b) = (self.kv_type, self.kv, self.ne3);
         let row = t.row_bytes(d).map_err(|e| e.to_string())?;
         let (stored_ne, nb, keys, key_stride, head_stride) = match self.kv_layout {
-            KvLayout::Contiguous => ([d, kv, heads, 1], [0, row, row * kv, 0], kv, row, row * kv),
+            KvLayout::Contiguous => ([d, kv, heads, b], [0, row, row * kv, 0], kv, row, row * kv),
             KvLayout::Cache { spare } => {
                 let keys = kv + spare as usize;
                 (
-                    [d * heads, keys, 1, 1],
+                    [d * heads, keys, 1, b],
                     [0, row * heads, row, 0],
                     keys,
                     row * heads,
@@ -582,7 +708,7 @@ impl FlashAttnCase {
             KvLayout::PerHead { spare } => {
                 let keys = kv + spare as usize;
                 (
-                    [d, keys, heads, 1],
+                    [d, keys, heads, b],
                     [0, row, row * keys, 0],
                     keys,
                     row,
@@ -592,17 +718,19 @@ impl FlashAttnCase {
         };
         let stored = tensor(t, stored_ne, blocks, self.seed, stream);
         let mut bytes = stored.data().to_vec();
-        for key in kv..keys {
-            for head in 0..heads {
-                let at = key * key_stride + head * head_stride;
-                poison_row(t, &mut bytes[at..at + row]);
+        let batch = bytes.len() / b;
+        for i3 in 0..b {
+            for key in kv..keys {
+                for head in 0..heads {
+                    let at = i3 * batch + key * key_stride + head * head_stride;
+                    poison_row(t, &mut bytes[at..at + row]);
+                }
             }
         }
-        let total = bytes.len();
         Tensor::new(
             t,
-            [d, kv, heads, 1],
-            [t.block_bytes(), nb[1], nb[2], total],
+            [d, kv, heads, b],
+            [t.block_bytes(), nb[1], nb[2], batch],
             bytes,
         )
         .map_err(|e| e.to_string())
@@ -656,6 +784,13 @@ impl FlashAttnCase {
                             f16::from_f32(x).to_bits()
                         }
                     }
+                    // Entry (0, 0) always NaN, so every such mask has one.
+                    MaskKind::NanOrPosInf => match r.gen_range(0..16) {
+                        _ if q == 0 && j == 0 => F16_NAN,
+                        0 => F16_NAN,
+                        1 => f16::INFINITY.to_bits(),
+                        _ => f16::from_f32(x).to_bits(),
+                    },
                 };
             }
         }
@@ -676,7 +811,10 @@ impl FlashAttnCase {
             mask: mask.as_ref(),
             params: self.params(),
         };
-        if let Err(reason) = runners::flash_attn::precondition(self.path, &inputs) {
+        if let Err(reason) = self.named_precondition().map_or_else(
+            || runners::flash_attn::precondition(self.path, &inputs),
+            Err,
+        ) {
             return Outcome::Skip(format!("precondition: {reason}"));
         }
         let want = match flash_attn_ext(&inputs) {
@@ -753,17 +891,30 @@ impl FlashAttnCase {
                 .collect(),
         );
         // NaN bounds: beyond f16 range (see the error model); those elements are not judged.
-        let mut expected = want.out.values.clone();
-        let mut f16_range = 0;
-        for (x, b) in expected.iter_mut().zip(&bounds) {
-            if b.is_nan() && x.is_finite() {
-                *x = f64::NAN;
-                f16_range += 1;
+        let f16_range = want
+            .out
+            .values
+            .iter()
+            .zip(&bounds)
+            .filter(|(x, b)| b.is_nan() && x.is_finite())
+            .count();
+        let mut bounds = bounds;
+        // Non-finite expectations: a fully masked row is NaN in ggml (0·1/0) from finite
+        // inputs, and judged so (any other value written there is a divergence, reported with
+        // its own region); others come from NaN or ±∞ in K or V (fuzzed block scales), where
+        // the kernel's max() of a NaN logit is undefined in GLSL: not judged.
+        for (i, (x, b)) in want.out.values.iter().zip(bounds.iter_mut()).enumerate() {
+            if !x.is_finite() {
+                *b = if x.is_nan() && want.row_of(i).fully_masked {
+                    0.0
+                } else {
+                    f64::NAN
+                };
             }
         }
         let mut verdict = match compare(
             &run.values,
-            &expected,
+            &want.out.values,
             &bounds,
             |i| want.out.index_of(i),
             |i| {
@@ -777,7 +928,6 @@ impl FlashAttnCase {
             Ok(v) => v,
             Err(e) => return Outcome::Error(e),
         };
-        judge_fully_masked_rows(&mut verdict, &run.values, &want);
         verdict.overrun = run.overrun;
         verdict.pipeline = run.variant.clone();
         if f16_range > 0 {
@@ -876,40 +1026,6 @@ impl FlashAttnCase {
     }
 }
 
-/// ggml's CPU path gives NaN in every element of a fully masked row (see
-/// `vkdiff_reference::ops::flash_attn`). The comparison does not judge NaN expectations (NaN
-/// inputs leave Vulkan results undefined), but these come from finite inputs: any other value
-/// written there is a divergence, reported with its own region.
-fn judge_fully_masked_rows(verdict: &mut Verdict, got: &[f32], want: &FlashAttn) {
-    let dv = want.out.ne[0];
-    for (r, row) in want.rows.iter().enumerate() {
-        if !row.fully_masked {
-            continue;
-        }
-        for (i, &g) in got.iter().enumerate().skip(r * dv).take(dv) {
-            // Poison was already reported as unwritten.
-            if g.is_nan() {
-                continue;
-            }
-            verdict.failed += 1;
-            verdict
-                .spread
-                .add(want.out.index_of(i), Mismatch::NonFinite, g, FULLY_MASKED);
-            if verdict.failures.len() < SHOWN_FAILURES {
-                verdict.failures.push(ElementFailure {
-                    index: want.out.index_of(i),
-                    got: g,
-                    want: f64::NAN,
-                    bound: 0.0,
-                    ratio: f64::INFINITY,
-                    kind: Mismatch::NonFinite,
-                    region: FULLY_MASKED.to_string(),
-                });
-            }
-        }
-    }
-}
-
 /// The region name of elements in a fully masked row: ggml's CPU path gives NaN there (its sum
 /// of exponentials stays 0 and it multiplies by 1/0), so a kernel that writes anything else is
 /// reported apart from ordinary out-of-bound elements.
@@ -938,17 +1054,25 @@ mod tests {
     use proptest::test_runner::TestRunner;
     use vkdiff_reference::ops::flash_attn::flash_attn_ext;
 
+    /// Why the case is not run, if it is not.
+    fn not_run(c: &FlashAttnCase, p: &FlashAttnInputs) -> Option<String> {
+        c.named_precondition()
+            .or_else(|| runners::flash_attn::precondition(c.path, p).err())
+    }
+
     fn case() -> FlashAttnCase {
         FlashAttnCase {
             path: Path::Scalar,
             prec_f32: false,
             kv_type: DType::Q4_0,
             d: 64,
+            dv: None,
             n: 3,
             kv: 5,
             kv_heads: 2,
             gqa: 2,
             v_heads: VHeads::SameAsK,
+            ne3: 1,
             q_layout: QLayout::HeadMajor,
             kv_layout: KvLayout::Cache { spare: 3 },
             mask: MaskKind::Causal,
@@ -1022,6 +1146,7 @@ mod tests {
         let mut runner = TestRunner::deterministic();
         let s = strategy(Path::Scalar, DType::F16);
         let mut seen = std::collections::BTreeSet::new();
+        let (mut skipped, mut scales) = (Vec::new(), std::collections::BTreeSet::new());
         for _ in 0..400 {
             let c = s.new_tree(&mut runner).unwrap().current();
             let (q, k, v, m) = c.inputs().unwrap();
@@ -1039,6 +1164,25 @@ mod tests {
                 &p,
                 c.split_k,
             );
+            // Outside the pinned host's domain: drawn, named, not run.
+            if let Some(why) = not_run(&c, &p) {
+                for (hit, what) in [
+                    (!HEAD_SIZES.contains(&c.d), "other D"),
+                    (c.dv.is_some(), "DV ≠ DK"),
+                    (c.ne3 > 1, "batches"),
+                    (c.mask == MaskKind::NanOrPosInf, "NaN mask"),
+                ] {
+                    if hit {
+                        seen.insert(what.to_string());
+                    }
+                }
+                skipped.push(why);
+                continue;
+            }
+            if matches!(c.q_layout, QLayout::Padded { .. }) {
+                seen.insert("padded q".into());
+            }
+            scales.insert(c.scale.to_bits());
             let out = flash_attn_ext(&p).unwrap();
             seen.insert(format!("D{}", c.d));
             // A split whose keys are all masked (row 0's first split_kv mask entries −∞).
@@ -1088,9 +1232,22 @@ mod tests {
             "D112",
             "D128",
             "D256",
+            "other D",
+            "DV ≠ DK",
+            "batches",
+            "NaN mask",
+            "padded q",
         ] {
             assert!(seen.contains(want), "no case with {want}: {seen:?}");
         }
+        // The out-of-domain arms stay a small share of the suite's cases; scales are drawn
+        // from a continuum, not a list.
+        assert!(
+            skipped.len() * 6 < 400,
+            "{} skipped: {skipped:?}",
+            skipped.len()
+        );
+        assert!(scales.len() > 100, "{} distinct scales", scales.len());
     }
 
     /// A device like the H100: both coopmat paths, 16×16×16 shapes for both accumulators.
@@ -1118,7 +1275,7 @@ mod tests {
         let mut runner = TestRunner::deterministic();
         let caps = coopmat_caps();
         for path in [Path::Scalar, Path::Cm1, Path::Cm2] {
-            let mut on_path = 0;
+            let (mut on_path, mut all) = (0, 0);
             for &t in path.kv_types() {
                 let s = strategy(path, t);
                 for _ in 0..30 {
@@ -1131,6 +1288,10 @@ mod tests {
                         mask: m.as_ref(),
                         params: c.params(),
                     };
+                    if not_run(&c, &p).is_some() {
+                        continue;
+                    }
+                    all += 1;
                     let want = flash_attn_ext(&p).unwrap();
                     let plan = runners::flash_attn::plan(c.path, &caps, c.prec_f32, &p, c.split_k);
                     on_path += usize::from(plan.path == path);
@@ -1152,7 +1313,6 @@ mod tests {
                 }
             }
             // Most cases reach the pipeline they are drawn for.
-            let all = 30 * path.kv_types().len();
             assert!(on_path * 3 > all * 2, "{path:?}: {on_path} of {all}");
         }
     }
@@ -1221,7 +1381,15 @@ mod tests {
                     mask: m.as_ref(),
                     params: c.params(),
                 };
-                runners::flash_attn::precondition(path, &p).unwrap_or_else(|e| panic!("{c}: {e}"));
+                // Every case the suite does not run says why in words the precondition
+                // names: a head size, the batches, or the mask.
+                if let Some(why) = not_run(&c, &p) {
+                    let named = !HEAD_SIZES.contains(&c.d)
+                        || c.dv.is_some()
+                        || c.ne3 > 1
+                        || c.mask == MaskKind::NanOrPosInf;
+                    assert!(named, "{c}: {why}");
+                }
             }
         }
     }

@@ -14,7 +14,7 @@ use super::data::{tensor, Blocks, Dist};
 use super::{Case, Ctx, GraphOp, Outcome};
 use crate::compare::compare;
 use crate::kernels::{Kernel, Variant, VariantParams};
-use crate::tolerance;
+use crate::tolerance::{self, Fp};
 
 /// A types the mat-vec kernel takes, in table order.
 pub const A_TYPES: &[DType] = &[
@@ -127,8 +127,8 @@ pub fn strategy(a: DType, b: DType) -> impl Strategy<Value = MulMatVecCase> {
         n,
         batches,
         pad,
-        Blocks::strategy(),
-        Dist::strategy(),
+        Blocks::ieee_strategy(),
+        Dist::ieee_strategy(),
         any::<u64>(),
     )
         .prop_map(
@@ -277,11 +277,59 @@ impl MulMatVecCase {
         };
         let block_size =
             runners::mul_mat_vec::spec_constants(ctx.gpu.caps(), self.a_type, self.n as u32)[0];
-        let bounds =
+        let mut bounds =
             tolerance::mul_mat_vec_bounds_of(&magnitude.values, self.k, block_size, self.a_type);
+        // NaN and ±∞: IEEE propagation through f32 arithmetic on the operands as stored (their
+        // format says what may be flushed); block formats as `dot_special` says.
+        let mut expected = want.values.clone();
+        match (a.rows(), b.rows()) {
+            (Ok(a_rows), Ok(b_rows)) => {
+                let ne12 = self.ne02 * self.r2;
+                let columns: Vec<(usize, usize)> = (0..self.n * ne12 * self.ne03)
+                    .map(|c| {
+                        let (i2, i3) = ((c / self.n) % ne12, c / (self.n * ne12));
+                        ((i3 * self.ne02 + i2 / self.r2) * self.m, c)
+                    })
+                    .collect();
+                let fmt = |t: DType| match t {
+                    DType::F16 => Fp::F16,
+                    DType::Bf16 => Fp::Bf16,
+                    _ => Fp::F32,
+                };
+                let specials = tolerance::mul_mat_specials(
+                    &a_rows,
+                    &b_rows,
+                    self.k,
+                    self.m,
+                    &columns,
+                    (fmt(self.a_type), fmt(self.b_type), Fp::F32),
+                    !self.a_type.is_quantized(),
+                );
+                // Float A: its operands are the stored values, which may be flushed.
+                if !self.a_type.is_quantized() {
+                    let formats = (fmt(self.a_type), fmt(self.b_type));
+                    let flush = tolerance::mul_mat_flushable(
+                        &a_rows, &b_rows, self.k, self.m, &columns, formats,
+                    );
+                    for (b, f) in bounds.iter_mut().zip(flush) {
+                        *b += f;
+                    }
+                }
+                tolerance::apply_specials(&specials, &mut expected, &mut bounds);
+                // The f32 sums may overflow in some order where Σ|a·b|, grown by the
+                // roundings of its depth, reaches f32's range: ±∞ there is legitimate.
+                let depth = tolerance::mul_mat_vec_depth_of(self.a_type, self.k, block_size);
+                for (b, m) in bounds.iter_mut().zip(&magnitude.values) {
+                    if m * (1.0 + tolerance::gamma(depth)) >= f32::MAX as f64 {
+                        *b = f64::NAN;
+                    }
+                }
+            }
+            (Err(e), _) | (_, Err(e)) => return Outcome::Error(e.to_string()),
+        }
         let mut verdict = match compare(
             &run.values,
-            &want.values,
+            &expected,
             &bounds,
             |i| want.index_of(i),
             |_| "",
@@ -291,5 +339,52 @@ impl MulMatVecCase {
         };
         verdict.overrun = run.overrun;
         Outcome::from_verdict(verdict, run.gpu_ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    use tolerance::Special;
+
+    #[test]
+    fn the_strategy_draws_nan_and_infinities_that_are_judged() {
+        // Over the suite's 200 cases of a float row: outputs whose NaN or ±∞ every order of
+        // the kernel's arithmetic shares (judged exactly), and ones left undefined.
+        let mut runner = TestRunner::deterministic();
+        let s = strategy(DType::F32, DType::F32);
+        let (mut nan, mut inf, mut undefined, mut subnormal) = (0, 0, 0, 0);
+        for _ in 0..200 {
+            let c = s.new_tree(&mut runner).unwrap().current();
+            let (a, b) = c.inputs().unwrap();
+            let (ar, br) = (a.rows().unwrap(), b.rows().unwrap());
+            subnormal += ar
+                .iter()
+                .chain(&br)
+                .filter(|x| **x != 0.0 && x.abs() < f32::MIN_POSITIVE as f64)
+                .count();
+            let ne12 = c.ne02 * c.r2;
+            let columns: Vec<(usize, usize)> = (0..c.n * ne12 * c.ne03)
+                .map(|col| {
+                    let (i2, i3) = ((col / c.n) % ne12, col / (c.n * ne12));
+                    ((i3 * c.ne02 + i2 / c.r2) * c.m, col)
+                })
+                .collect();
+            let f = (Fp::F32, Fp::F32, Fp::F32);
+            for sp in tolerance::mul_mat_specials(&ar, &br, c.k, c.m, &columns, f, true) {
+                match sp {
+                    Special::Nan => nan += 1,
+                    Special::Inf(_) => inf += 1,
+                    Special::Undefined => undefined += 1,
+                    Special::Finite => {}
+                }
+            }
+        }
+        let counts =
+            format!("{nan} NaN, {inf} ±∞, {undefined} undefined, {subnormal} subnormal inputs");
+        println!("{counts}");
+        assert!(nan > 0 && inf > 0 && subnormal > 0, "{counts}");
     }
 }

@@ -359,121 +359,153 @@ pub fn cm2_n_strategy() -> BoxedStrategy<usize> {
 }
 
 /// Cases for the family (a, b, acc16) on the path `mode` (cm1 cases are drawn as the scalar
-/// ones: same host logic, same tile edges).
+/// ones: same host logic, same tile edges). The shape is drawn before the data and by
+/// `prop_flat_map`, each size's range set by those drawn before it (nothing is rewritten
+/// after drawing), so shrinking the data never moves the shape and shrinking N never moves K.
 pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Value = MulMmCase> {
     let (cm1, cm2) = (mode == Mode::Cm1, mode == Mode::Cm2);
-    let inputs = inputs_for(a, b, false, cm2);
-    let typed = proptest::sample::select(inputs).prop_flat_map(move |(a_in, b_in, pad)| {
-        let k = if cm2 {
-            cm2_k_strategy(a_in)
-        } else {
-            k_strategy(a_in)
-        };
-        (Just(a_in), Just(b_in), pad_strategy(pad), k)
-    });
+    let budget = if cm2 { CM2_PRODUCTS } else { PRODUCTS };
     let n = if cm2 {
         cm2_n_strategy()
     } else {
         prop_oneof![6 => 9usize..=40, 1 => 2usize..=8, 2 => 41usize..=72, 1 => 120usize..=136]
             .boxed()
     };
-    let budget = if cm2 { CM2_PRODUCTS } else { PRODUCTS };
-    // bf16 magnitudes outside f16's range, both ways (cm2 rows; the scalar rows keep their
-    // case stream).
-    let scale = if cm2 && a == DType::Bf16 {
-        prop_oneof![3 => Just(0i32), 1 => Just(-40i32), 1 => Just(24i32)].boxed()
-    } else {
-        Just(0i32).boxed()
-    };
-    let batches =
-        prop_oneof![3 => Just((1usize, 1usize, 1usize)), 1 => (1usize..=2, 1usize..=3, 1usize..=2)];
-    let split = prop_oneof![4 => Just(None), 1 => (2u32..=4).prop_map(Some)];
     // cm2: a third of the cases are made fast-path friendly (K a multiple of 256, at least
-    // one full 128-row tile), so that N just past a multiple of BN reaches the reduced BN/4 and
-    // BN/2 accumulators; without it about 1% of cases did.
+    // one full 128-row tile, one matrix), so that N just past a multiple of BN reaches the
+    // reduced BN/4 and BN/2 accumulators; without it about 1% of cases did.
     let fast = if cm2 {
         prop_oneof![2 => Just(false), 1 => Just(true)].boxed()
     } else {
         Just(false).boxed()
     };
-    // Order matters for shrinking (proptest shrinks a tuple's members in order): the data
-    // distributions settle on their simplest arms first, the seed comes last.
-    (
-        Blocks::strategy(),
-        Dist::strategy(),
-        typed,
-        (edge_strategy(1), n, batches),
-        prec_strategy(a, acc16),
+    let split = prop_oneof![4 => Just(None), 1 => (2u32..=4).prop_map(Some)];
+    // bf16 magnitudes outside f16's range, both ways (cm2 rows).
+    let scale = if cm2 && a == DType::Bf16 {
+        prop_oneof![3 => Just(0i32), 1 => Just(-40i32), 1 => Just(24i32)].boxed()
+    } else {
+        Just(0i32).boxed()
+    };
+    let shape = (
+        proptest::sample::select(inputs_for(a, b, false, cm2)),
+        fast,
         split,
+        n,
+    )
+        .prop_flat_map(move |((a_in, b_in, pad), fast, split, n)| {
+            // 2..8 columns reach this kernel only with batches; a fast-path case keeps its
+            // budget for one matrix.
+            let batches = match (n <= 8, fast) {
+                (true, true) => (Just(1usize), 2usize..=3, Just(1usize)).boxed(),
+                (true, false) => (1usize..=2, 2usize..=3, 1usize..=2).boxed(),
+                (false, true) => Just((1usize, 1usize, 1usize)).boxed(),
+                (false, false) => prop_oneof![
+                    3 => Just((1usize, 1usize, 1usize)),
+                    1 => (1usize..=2, 1usize..=3, 1usize..=2)
+                ]
+                .boxed(),
+            };
+            (
+                Just((a_in, b_in, fast, split, n)),
+                pad_strategy(pad),
+                batches,
+            )
+        })
+        .prop_flat_map(
+            move |((a_in, b_in, fast, split, n), b_row_pad, (ne02, r2, ne03))| {
+                let columns = n * ne02 * r2 * ne03;
+                let block = a_in.block_len();
+                // cm2 rounds a forced split's K to whole 256·split_k (below).
+                let cm2_split = match (cm2, split) {
+                    (true, Some(s)) => Some(if s.min(4) == 3 { 2 } else { s.min(4) as usize }),
+                    _ => None,
+                };
+                let unit = match cm2_split {
+                    Some(s) => 256 * s,
+                    None if fast => 256,
+                    None => block,
+                };
+                // M first, leaving room for at least one unit of K within the product budget
+                // (M, not K, shrinks first: a tile mostly empty in M would cost the GPU far more
+                // than the products it computes).
+                // A float K of a cm2 split keeps a remainder of up to split_k − 1 (below).
+                let rest = match cm2_split {
+                    Some(s) if block == 1 => s - 1,
+                    _ => 0,
+                };
+                let m_cap = (budget / (columns * (unit + rest))).max(1);
+                let m = if fast {
+                    prop_oneof![2 => 128usize..=136, 1 => 250usize..=260].boxed()
+                } else {
+                    edge_strategy(1)
+                };
+                (
+                    Just((a_in, b_in, split, n, b_row_pad, (ne02, r2, ne03), fast)),
+                    Just((columns, unit, cm2_split, rest)),
+                    m.prop_map(move |m| m.min(m_cap)),
+                )
+            },
+        )
+        .prop_flat_map(move |(fixed, (columns, unit, cm2_split, rest), m)| {
+            let (a_in, fast) = (fixed.0, fixed.6);
+            // K within what the budget leaves, in whole units.
+            let k_cap = ((budget / (m * columns)).saturating_sub(rest) / unit * unit).max(unit);
+            let k = if cm2 {
+                cm2_k_strategy(a_in)
+            } else {
+                k_strategy(a_in)
+            };
+            let k = match cm2_split {
+                // cm2 halves a split until each split's K is a whole number of 256s (§8.3):
+                // make that hold for the split asked for, and for float A leave a remainder
+                // (K mod split_k, drawn) so that k_split = ⌈K/split_k⌉ is ragged.
+                Some(_) => (k, 0..=rest)
+                    .prop_map(move |(k, r)| k.min(4 * unit).min(k_cap).div_ceil(unit) * unit + r)
+                    .boxed(),
+                None if fast => k
+                    .prop_map(move |k| (k.div_ceil(256) * 256).min(k_cap))
+                    .boxed(),
+                None => k.prop_map(move |k| k.min(k_cap)).boxed(),
+            };
+            (Just((fixed, m)), k)
+        });
+    // Order matters for shrinking (proptest shrinks a tuple's members in order): the data
+    // distributions settle on their simplest arms first, the shape apart from them, the seed
+    // last.
+    (
+        Blocks::ieee_strategy(),
+        Dist::ieee_strategy(),
+        shape,
+        prec_strategy(a, acc16),
         any::<u64>(),
-        (scale, fast),
+        scale,
     )
         .prop_map(
             move |(
                 a_blocks,
                 b_dist,
-                (a_type, b_type, b_row_pad, k),
-                (m, n, batches),
+                (((a_type, b_type, force_split_k, n, b_row_pad, (ne02, r2, ne03), _), m), k),
+                prec,
+                seed,
+                scale_log2,
+            )| MulMmCase {
+                a_type,
+                b_type,
+                k,
+                m,
+                n,
+                ne02,
+                r2,
+                ne03,
+                b_row_pad,
                 prec,
                 force_split_k,
+                a_blocks,
+                b_dist,
                 seed,
-                (scale_log2, fast),
-            )| {
-                // A fast-path case keeps its budget for one big matrix.
-                let (ne02, mut r2, ne03) = if fast { (1, 1, 1) } else { batches };
-                // 2..8 columns reach this kernel only with batches.
-                if n <= 8 && ne02 * r2 * ne03 == 1 {
-                    r2 = 2;
-                }
-                let batches = ne02 * r2 * ne03;
-                let block = a_type.block_len();
-                let (k, m) = if fast {
-                    (k.div_ceil(256) * 256, m.max(128))
-                } else {
-                    (k, m)
-                };
-                // Keep the product budget: K first (to whole blocks), then M.
-                // (Fast-path cases round down to whole 256s.)
-                let unit_k = if fast { 256 } else { block };
-                let mut k = if m * n * batches * k > budget {
-                    ((budget / (m * n * batches)) / unit_k * unit_k).max(unit_k)
-                } else {
-                    k
-                };
-                // cm2 halves a split until each split's K is a whole number of 256s (§8.3):
-                // make that hold for the split asked for, and for float A leave a remainder
-                // (K mod split_k) so that k_split = ⌈K/split_k⌉ is ragged.
-                if let (true, Some(s)) = (cm2, force_split_k) {
-                    let s = match s.min(4) {
-                        3 => 2,
-                        s => s as usize,
-                    };
-                    let unit = 256 * s;
-                    k = k.min(4 * unit).div_ceil(unit) * unit;
-                    if block == 1 {
-                        k += (seed as usize) % s;
-                    }
-                }
-                let m = m.min((budget / (n * batches * k)).max(1));
-                MulMmCase {
-                    a_type,
-                    b_type,
-                    k,
-                    m,
-                    n,
-                    ne02,
-                    r2,
-                    ne03,
-                    b_row_pad,
-                    prec,
-                    force_split_k,
-                    a_blocks,
-                    b_dist,
-                    seed,
-                    cm2,
-                    cm1,
-                    scale_log2,
-                }
+                cm2,
+                cm1,
+                scale_log2,
             },
         )
 }
@@ -668,18 +700,27 @@ pub fn cm1_bounds(
     tolerance::mul_mm_cm2_bounds(&steps, k, m, a_rows, &ea, b_rows, &eb, columns)
 }
 
-/// Judges a kernel's output: the reference, the bounds, and overflow (see
-/// [`tolerance::MulMmBounds::judged_want`]).
+/// Judges a kernel's output: the reference, the bounds, overflow (see
+/// [`tolerance::MulMmBounds::judged_bounds`]), and per element the class of a NaN or ±∞
+/// result ([`tolerance::Special`]; None: every non-finite expectation is undefined).
 pub fn judge(
     run: &vkdiff_gpu::runners::KernelRun,
     want: &vkdiff_reference::ops::Output,
     bounds: &tolerance::MulMmBounds,
+    specials: Option<&[tolerance::Special]>,
 ) -> Outcome {
-    let judged = bounds.judged_want(&run.values, &want.values);
+    let mut judged = bounds.judged_bounds(&run.values);
+    let mut expected = want.values.clone();
+    match specials {
+        Some(s) => tolerance::apply_specials(s, &mut expected, &mut judged),
+        None => {
+            crate::compare::undefined_where_non_finite(&expected, &mut judged);
+        }
+    }
     let mut verdict = match compare(
         &run.values,
+        &expected,
         &judged,
-        &bounds.bounds,
         |i| want.index_of(i),
         |_| "",
     ) {
@@ -860,6 +901,18 @@ impl MulMmCase {
             });
         }
         let bounds = tolerance::loosest_mm(candidates);
+        // NaN and ±∞: IEEE propagation through the operands as staged (block formats: see
+        // `dot_special`).
+        let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
+        let specials = tolerance::mul_mat_specials(
+            &a_rows,
+            &b_rows,
+            self.k,
+            self.m,
+            &columns,
+            (arith.a_operand, arith.b_operand, arith.acc),
+            !self.a_type.is_quantized(),
+        );
         let op = GraphOp::MulMat {
             a: &a,
             b: &b,
@@ -881,7 +934,7 @@ impl MulMmCase {
             Ok(r) => r,
             Err(outcome) => return outcome,
         };
-        judge(&run, &want, &bounds)
+        judge(&run, &want, &bounds, Some(&specials))
     }
 }
 
@@ -956,7 +1009,10 @@ pub(crate) mod tests {
                     .unwrap_or_else(|e| panic!("{c}: {e}"));
                 assert_eq!(p.staging.selection.name(false), name, "{c}");
                 let budget = if cm2 { CM2_PRODUCTS } else { PRODUCTS };
-                assert!(c.m * c.n * c.k * c.ne02 * c.r2 * c.ne03 <= budget.max(c.k * c.n * 4));
+                assert!(
+                    c.m * c.n * c.k * c.ne02 * c.r2 * c.ne03 <= budget.max(c.k * c.n * 4),
+                    "{c}"
+                );
                 if cm2 {
                     // The fast path's reduced accumulators: a last column tile whose valid
                     // columns fit in BN/4 or BN/2 (spec constant 4 set, B staged).

@@ -451,7 +451,7 @@ impl MulMmIdCase {
             Ok(r) => r,
             Err(outcome) => return outcome,
         };
-        judge(&run, &want, &bounds)
+        judge(&run, &want, &bounds, None)
     }
 }
 
