@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -204,6 +205,10 @@ pub enum Command {
         /// Copies of each input, used in turn so caches do not flatter.
         #[arg(long, default_value_t = 4)]
         rotations: u32,
+        /// Every row on small shapes (large dimensions cut to 256·⌊x/4096⌋, at least 256): a
+        /// smoke test of the rows, e.g. on lavapipe, not a measurement.
+        #[arg(long)]
+        quick: bool,
     },
     /// Mutation testing: how many small bugs planted in the shader tree (relational and
     /// arithmetic swaps, constants ± 1, dropped barriers, min ↔ max, swapped operands) the
@@ -825,6 +830,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             warmup,
             rotations,
             rounds,
+            quick,
         } => {
             target.apply();
             kernels::select(&ops, None)?;
@@ -848,14 +854,20 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 repeats,
                 rotations,
             };
+            let against_name = other
+                .as_ref()
+                .map(|o| o.dir().to_string_lossy().into_owned());
+            // Rows are printed as they are measured: a run stopped at a time limit keeps them.
+            print!("{}", bench::table_header(&ceilings, against_name.as_deref()));
             let mut rows = Vec::new();
-            for b in bench::cases() {
+            for b in bench::cases(quick) {
                 let name = b.case.variant();
                 if !(ops.is_empty() || ops.iter().any(|o| o == b.kernel))
                     || variant.as_deref().is_some_and(|f| !name.contains(f))
                 {
                     continue;
                 }
+                let row_start = std::time::Instant::now();
                 // Interleaved rounds: a drift of the device (clocks, heat, other users) reaches
                 // both trees alike instead of whichever ran second.
                 let (mut ours, mut theirs) = (Vec::new(), Vec::new());
@@ -878,23 +890,17 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 }
                 let t = bench::Timing::rounds(&ours);
                 let o = other.is_some().then(|| bench::Timing::rounds(&theirs));
+                // What a row costs the host (inputs, reference, uploads), for sizing a run.
                 eprintln!(
-                    "{:<28} {:<28} {}",
-                    name,
+                    "{name} {}: row took {:.1} s",
                     b.label,
-                    t.ns.map(|n| format!("{:.1} µs", n / 1e3))
-                        .unwrap_or_else(|| t.status.clone())
+                    row_start.elapsed().as_secs_f64()
                 );
+                print!("{}", bench::table_row(&b, &name, &t, o.as_ref(), &ceilings));
+                std::io::stdout().flush().ok();
                 rows.push((b, name, t, o));
             }
-            print!(
-                "{}",
-                bench::table(
-                    &rows,
-                    &ceilings,
-                    other.as_ref().map(|o| o.dir().to_str().unwrap_or("other"))
-                )
-            );
+            print!("{}", bench::summary(&rows, &ceilings));
             Ok(if rows.iter().all(|r| r.2.status == "ok") {
                 ExitCode::SUCCESS
             } else {
