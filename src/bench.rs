@@ -130,9 +130,14 @@ const MAT_VEC_TYPES: [DType; 15] = [
     DType::Iq4Xs,
 ];
 
+/// The mat-vec weight types whose rows also sweep the column count by default: the common
+/// ones, each standing for a decode path (float, 4-bit and 8-bit legacy blocks, K-quants).
+pub const COLUMN_SWEEP_TYPES: [DType; 4] = [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K];
+
 /// Realistic LLM shapes (a 7–8B model: hidden 4096, FFN 14336, 32 query heads over 8 KV heads)
-/// for every kernel: mat-vec of every weight type at 4096×4096 (1, 2, 4, 8 columns), 14336×4096
-/// and 4096×14336 (1 and 8); MUL_MAT_ID of a Qwen3-30B-A3B-like MoE (128 experts, 8 used) for
+/// for every kernel: mat-vec of every weight type at 4096×4096, 14336×4096 and 4096×14336 with
+/// one column, and for [`COLUMN_SWEEP_TYPES`] (every type with `all`) also 2, 4 and 8 columns at
+/// 4096×4096 and 8 at the other two; MUL_MAT_ID of a Qwen3-30B-A3B-like MoE (128 experts, 8 used) for
 /// one token and for 512; flash attention decode (N = 1, KV 4k–32k, D 64 and 128) and
 /// prefill (N = 512, KV 4k) on every path; mul_mm at M×N×K = 4096×512×4096, 14336×512×4096
 /// (FFN up) and 4096×512×14336 (FFN down) on the scalar and cm2 paths; RWKV-7 over 1024 tokens
@@ -140,7 +145,7 @@ const MAT_VEC_TYPES: [DType; 15] = [
 ///
 /// `quick` keeps every row but shrinks its large dimensions ([`quick_dim`]), so the whole set
 /// runs in minutes on lavapipe: a smoke test of the rows, not a measurement.
-pub fn cases(quick: bool) -> Vec<BenchCase> {
+pub fn cases(quick: bool, all: bool) -> Vec<BenchCase> {
     let dim = |x: usize| if quick { quick_dim(x) } else { x };
     let mut v = Vec::new();
     let mut push = |kernel, label: String, case| {
@@ -152,12 +157,13 @@ pub fn cases(quick: bool) -> Vec<BenchCase> {
     };
     let weights = Blocks::Quantized(Dist::Normal);
     for a_type in MAT_VEC_TYPES {
+        let sweep = all || COLUMN_SWEEP_TYPES.contains(&a_type);
         for (m, k, cols) in [
             (4096, 4096, &[1, 2, 4, 8][..]),
             (14336, 4096, &[1, 8][..]),
             (4096, 14336, &[1, 8][..]),
         ] {
-            for &n in cols {
+            for &n in cols.iter().filter(|&&n| n == 1 || sweep) {
                 let (m, k) = (dim(m), dim(k));
                 let case = MulMatVecCase {
                     a_type,
@@ -787,7 +793,7 @@ mod tests {
 
     #[test]
     fn every_bench_case_is_valid_and_the_ceiling_shaders_compile() {
-        for b in cases(false).into_iter().chain(cases(true)) {
+        for b in cases(false, true).into_iter().chain(cases(true, true)) {
             b.case
                 .validate()
                 .unwrap_or_else(|e| panic!("{}: {e}", b.label));

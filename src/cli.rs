@@ -209,6 +209,14 @@ pub enum Command {
         /// smoke test of the rows, e.g. on lavapipe, not a measurement.
         #[arg(long)]
         quick: bool,
+        /// Every mat-vec weight type with every column count (by default only the common
+        /// types sweep the columns; the others have one column).
+        #[arg(long)]
+        all: bool,
+        /// Start no row after this many seconds: the rows measured so far and the summary are
+        /// still printed (for a device session with a hard limit).
+        #[arg(long)]
+        time_limit: Option<u64>,
     },
     /// Mutation testing: how many small bugs planted in the shader tree (relational and
     /// arithmetic swaps, constants ± 1, dropped barriers, min ↔ max, swapped operands) the
@@ -831,6 +839,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             rotations,
             rounds,
             quick,
+            all,
+            time_limit,
         } => {
             target.apply();
             kernels::select(&ops, None)?;
@@ -860,11 +870,17 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             // Rows are printed as they are measured: a run stopped at a time limit keeps them.
             print!("{}", bench::table_header(&ceilings, against_name.as_deref()));
             let mut rows = Vec::new();
-            for b in bench::cases(quick) {
+            let started = std::time::Instant::now();
+            let mut left_out = 0;
+            for b in bench::cases(quick, all) {
                 let name = b.case.variant();
                 if !(ops.is_empty() || ops.iter().any(|o| o == b.kernel))
                     || variant.as_deref().is_some_and(|f| !name.contains(f))
                 {
+                    continue;
+                }
+                if time_limit.is_some_and(|t| started.elapsed().as_secs() >= t) {
+                    left_out += 1;
                     continue;
                 }
                 let row_start = std::time::Instant::now();
@@ -899,6 +915,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 print!("{}", bench::table_row(&b, &name, &t, o.as_ref(), &ceilings));
                 std::io::stdout().flush().ok();
                 rows.push((b, name, t, o));
+            }
+            if left_out > 0 {
+                println!("time limit: {left_out} rows not started");
             }
             print!("{}", bench::summary(&rows, &ceilings));
             Ok(if rows.iter().all(|r| r.2.status == "ok") {
