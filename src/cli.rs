@@ -884,6 +884,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     continue;
                 }
                 let row_start = std::time::Instant::now();
+                // Every round and tree evaluates the same case: generate its inputs once.
+                crate::cases::data::keep_tensors(true);
                 // Interleaved rounds: a drift of the device (clocks, heat, other users) reaches
                 // both trees alike instead of whichever ran second.
                 let (mut ours, mut theirs) = (Vec::new(), Vec::new());
@@ -904,6 +906,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                         break; // wrong or skipped: another round says the same
                     }
                 }
+                crate::cases::data::keep_tensors(false);
                 let t = bench::Timing::rounds(&ours);
                 let o = other.is_some().then(|| bench::Timing::rounds(&theirs));
                 // What a row costs the host (inputs, reference, uploads), for sizing a run.
