@@ -12,6 +12,9 @@
 //   (36 bytes). All strides count elements, not bytes or blocks.
 // Specialization constants: 0 BLOCK_SIZE (= workgroup size x, a power of two <= 1024),
 //   1 NUM_ROWS (A rows per workgroup, >= 1), 2 NUM_COLS (B/D columns per workgroup).
+// Device: subgroup shuffle in the compute stage (reduce_and_store; every desktop Vulkan 1.1
+//   driver and lavapipe have it; upstream's mat-vec at this interface needs none). Binding 0
+//   must start 16-byte aligned (the K-quants' 128-bit loads; our runner binds at offset 0).
 // Dispatch: (ceil(groups_x / NUM_ROWS), batches or nei0, groups_z); the workgroup's first
 //   row is NUM_ROWS * (WorkGroupID.x + NumWorkGroups.x * WorkGroupID.z) and rows at or
 //   past stride_d (= M) are not computed.
