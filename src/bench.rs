@@ -726,7 +726,10 @@ fn rank(t: &Timing, o: &Timing) -> Option<(f64, &'static str)> {
 /// Per kernel: rows, the geometric mean and the lowest ratio (other tree's time over ours) and
 /// how the rows rank; then for mat-vec, the share of the copy ceiling per weight type (lowest
 /// and median over its rows), the figure the mat-vec speed goal is stated in.
-pub fn summary(rows: &[(BenchCase, String, Timing, Option<Timing>)], ceilings: &Ceilings) -> String {
+pub fn summary(
+    rows: &[(BenchCase, String, Timing, Option<Timing>)],
+    ceilings: &Ceilings,
+) -> String {
     let mut s = String::from("summary:\n");
     let mut kernels: Vec<&str> = rows.iter().map(|r| r.0.kernel).collect();
     kernels.dedup();

@@ -868,7 +868,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 .as_ref()
                 .map(|o| o.dir().to_string_lossy().into_owned());
             // Rows are printed as they are measured: a run stopped at a time limit keeps them.
-            print!("{}", bench::table_header(&ceilings, against_name.as_deref()));
+            print!(
+                "{}",
+                bench::table_header(&ceilings, against_name.as_deref())
+            );
             let mut rows = Vec::new();
             let started = std::time::Instant::now();
             let mut left_out = 0;
