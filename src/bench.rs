@@ -215,7 +215,7 @@ pub fn cases(quick: bool, all: bool) -> Vec<BenchCase> {
     for cm2 in [false, true] {
         for a_type in [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K] {
             for (m, k) in [(768, 2048), (2048, 768)] {
-                let (m, k) = (dim(m), dim(k));
+                let (m, k, tokens) = (dim(m), dim(k), dim(512));
                 let case = MulMmIdCase {
                     a_type,
                     b_type: DType::F32,
@@ -224,7 +224,7 @@ pub fn cases(quick: bool, all: bool) -> Vec<BenchCase> {
                     n_as: 128,
                     n_used: 8,
                     ne11: 1,
-                    n_tokens: dim(512),
+                    n_tokens: tokens,
                     routing: Routing::Random,
                     b_row_pad: 0,
                     prec: Prec::Default,
@@ -236,7 +236,7 @@ pub fn cases(quick: bool, all: bool) -> Vec<BenchCase> {
                 };
                 push(
                     "mul_mm_id",
-                    format!("MoE 128×{m}×{k} {a_type}, 512 tok{}", cm2_label(cm2)),
+                    format!("MoE 128×{m}×{k} {a_type}, {tokens} tok{}", cm2_label(cm2)),
                     Case::MulMmId(case),
                 );
             }
