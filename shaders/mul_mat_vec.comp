@@ -60,12 +60,13 @@ void accumulate_scalar(uint a_offset, uint b_offset, uint first_row, uint num_ro
     }
 }
 
-// Four consecutive K elements (group g: 4g..4g+3) per row, folded by 4 sequential fmas.
-void step4(const bool vec_b, uint g, uint a_offset, uint b_offset, uint first_row, uint num_rows)
+// Four consecutive K elements (group g: 4g..4g+3) per row, folded by 4 sequential fmas;
+// nothing is added when !valid (a re-read group past the row's end).
+void step4(uint g, bool valid, uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     vec4 b[NUM_COLS];
     [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
-        b[col] = load_b4(vec_b, b_offset + col * p.batch_stride_b + 4 * g);
+        b[col] = load_b4(b_offset + col * p.batch_stride_b + 4 * g);
     }
     [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
         const vec4 a = a_value4(a_offset + clamped_row(first_row, num_rows, row) * p.ncols + 4 * g);
@@ -75,37 +76,36 @@ void step4(const bool vec_b, uint g, uint a_offset, uint b_offset, uint first_ro
             acc = fma(a.x, b[col].x, acc);
             acc = fma(a.y, b[col].y, acc);
             acc = fma(a.z, b[col].z, acc);
-            partial_sums[o] = fma(a.w, b[col].w, acc);
+            acc = fma(a.w, b[col].w, acc);
+            partial_sums[o] = valid ? acc : partial_sums[o];
         }
     }
 }
 
-// Groups of 4 elements tid, tid + BLOCK_SIZE, ...: ncols, a_offset and the B offsets must be
-// multiples of 4. An invocation's chain is 4 ceil(K / 4 BLOCK_SIZE) <= ceil(K / BLOCK_SIZE) + 3
-// fmas long, within the float bound of the error model.
-void accumulate_vec4(const bool vec_b, uint a_offset, uint b_offset, uint first_row, uint num_rows)
+// Groups of 4 elements tid, tid + BLOCK_SIZE, ..., UNROLL per pass; in the last pass the
+// groups past the end re-read the last one and add nothing (one copy of the step, no
+// separate tail loop). An invocation's chain is 4 ceil(K / 4 BLOCK_SIZE) <=
+// ceil(K / BLOCK_SIZE) + 3 fmas long, within the float bound of the error model.
+void accumulate_vec4(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     const uint groups = p.ncols / 4;
-    uint g = gl_LocalInvocationID.x;
-    for (; g + (UNROLL - 1) * BLOCK_SIZE < groups; g += UNROLL * BLOCK_SIZE) {
+    for (uint g = gl_LocalInvocationID.x; g < groups; g += UNROLL * BLOCK_SIZE) {
         [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
-            step4(vec_b, g + u * BLOCK_SIZE, a_offset, b_offset, first_row, num_rows);
+            const uint gu = g + u * BLOCK_SIZE;
+            step4(min(gu, groups - 1), gu < groups, a_offset, b_offset, first_row, num_rows);
         }
-    }
-    for (; g < groups; g += BLOCK_SIZE) {
-        step4(vec_b, g, a_offset, b_offset, first_row, num_rows);
     }
 }
 
 void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
-    // A rows start at row * ncols: 4-aligned for every row when ncols and a_offset are.
-    if (((p.ncols | a_offset) & 3u) != 0u) {
-        accumulate_scalar(a_offset, b_offset, first_row, num_rows);
-    } else if (b_vec4_aligned(b_offset)) {
-        accumulate_vec4(true, a_offset, b_offset, first_row, num_rows);
+    // Vector loads need every A row (row * ncols + a_offset) and B column
+    // (b_offset + col * batch_stride_b) to start at a multiple of 4 elements.
+    const uint b_stride = NUM_COLS > 1 ? p.batch_stride_b : 0u;
+    if (((p.ncols | a_offset | b_offset | b_stride) & 3u) == 0u) {
+        accumulate_vec4(a_offset, b_offset, first_row, num_rows);
     } else {
-        accumulate_vec4(false, a_offset, b_offset, first_row, num_rows);
+        accumulate_scalar(a_offset, b_offset, first_row, num_rows);
     }
 }
 
@@ -130,7 +130,7 @@ float chunk_dot(vec4 q_low, vec4 q_high, vec4 b_low, vec4 b_high)
 // with one: acc += chunk_dot(q * d + m, b). A term goes through at most 4 + 1 + 1 roundings in
 // its chunk (+1 for "+ m") and one per later chunk of the invocation: c + 5 (c + 6) for c
 // chunks, within the 8c (8c + 1) the error model allows (src/tolerance.rs).
-void chunk_step(const bool vec_b, uint chunk, uint a_first_block, uint blocks_per_row,
+void chunk_step(uint chunk, bool valid, uint a_first_block, uint blocks_per_row,
                 uint b_offset, uint first_row, uint num_rows)
 {
     const uint block_in_row = chunk / CHUNKS_PER_BLOCK;
@@ -142,8 +142,8 @@ void chunk_step(const bool vec_b, uint chunk, uint a_first_block, uint blocks_pe
     vec4 b_high[NUM_COLS];
     [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
         const uint b_col = b_offset + col * p.batch_stride_b;
-        b_low[col] = load_b4(vec_b, b_col + k_low);
-        b_high[col] = load_b4(vec_b, b_col + k_high);
+        b_low[col] = load_b4(b_col + k_low);
+        b_high[col] = load_b4(b_col + k_high);
     }
 
     [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
@@ -161,39 +161,29 @@ void chunk_step(const bool vec_b, uint chunk, uint a_first_block, uint blocks_pe
             const uint o = col * NUM_ROWS + row;
             const float s = chunk_dot(q_low, q_high, b_low[col], b_high[col]);
 #if BLOCK_HAS_MIN
-            partial_sums[o] += s;
+            const float acc = partial_sums[o] + s;
 #else
-            partial_sums[o] = fma(s, dm.x, partial_sums[o]);
+            const float acc = fma(s, dm.x, partial_sums[o]);
 #endif
+            partial_sums[o] = valid ? acc : partial_sums[o];
         }
     }
 }
 
 // 8-element chunks tid, tid + BLOCK_SIZE, ... of each row (ncols a multiple of QUANT_K), in
-// order, UNROLL per pass.
-void accumulate_chunks(const bool vec_b, uint a_offset, uint b_offset, uint first_row, uint num_rows)
+// order, UNROLL per pass; in the last pass the chunks past the end re-read the last one and
+// add nothing (one copy of the step, no separate tail loop).
+void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     const uint blocks_per_row = p.ncols / QUANT_K;
     const uint a_first_block = a_offset / QUANT_K;
     const uint chunks_per_row = blocks_per_row * CHUNKS_PER_BLOCK;
-    uint chunk = gl_LocalInvocationID.x;
-    for (; chunk + (UNROLL - 1) * BLOCK_SIZE < chunks_per_row; chunk += UNROLL * BLOCK_SIZE) {
+    for (uint chunk = gl_LocalInvocationID.x; chunk < chunks_per_row; chunk += UNROLL * BLOCK_SIZE) {
         [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
-            chunk_step(vec_b, chunk + u * BLOCK_SIZE, a_first_block, blocks_per_row, b_offset,
-                       first_row, num_rows);
+            const uint cu = chunk + u * BLOCK_SIZE;
+            chunk_step(min(cu, chunks_per_row - 1), cu < chunks_per_row, a_first_block,
+                       blocks_per_row, b_offset, first_row, num_rows);
         }
-    }
-    for (; chunk < chunks_per_row; chunk += BLOCK_SIZE) {
-        chunk_step(vec_b, chunk, a_first_block, blocks_per_row, b_offset, first_row, num_rows);
-    }
-}
-
-void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
-{
-    if (b_vec4_aligned(b_offset)) {
-        accumulate_chunks(true, a_offset, b_offset, first_row, num_rows);
-    } else {
-        accumulate_chunks(false, a_offset, b_offset, first_row, num_rows);
     }
 }
 

@@ -1,7 +1,7 @@
 // mul_mat_vec_base.comp: interface and reduction shared by the matrix-vector bodies.
 //
 // Defines: DATA_A_<T>=1, B_TYPE (float | float16_t), B_TYPE_VEC4 (its 4-vector: B is read
-//   as 4-vectors where the offsets allow it), D_TYPE (float), MUL_MAT_ID=1 for the
+//   as 4-vectors where the offsets allow it, always for block A), D_TYPE (float), MUL_MAT_ID=1 for the
 //   expert-indexed variant. B_TYPE_VEC2/FLOAT_TYPE are accepted but unused: all arithmetic
 //   is float.
 // Bindings (set 0): 0 data_a A_TYPE[] (readonly), 1 data_b B_TYPE[] (readonly),
@@ -125,22 +125,12 @@ void get_offsets(out uint a_offset, out uint b_offset, out uint d_offset)
 #endif
 }
 
-// B elements index..index + 3 as floats; with vec_b (a constant at every call site, so each
-// caller compiles to one kind of load) index is a multiple of 4 and one vector load does it.
-vec4 load_b4(const bool vec_b, uint index)
+// B elements index..index + 3 as floats, index a multiple of 4: one vector load. For block A
+// every B offset is (ncols is a multiple of QUANT_K and the host makes B contiguous, as
+// upstream's body also assumes); the float body checks it first.
+vec4 load_b4(uint index)
 {
-    if (vec_b) {
-        return vec4(data_b_v4[index / 4]);
-    }
-    return vec4(float(data_b[index]), float(data_b[index + 1]),
-                float(data_b[index + 2]), float(data_b[index + 3]));
-}
-
-// Whether every B read of this workgroup (b_offset + col * batch_stride_b + k, k a multiple
-// of 4) is 4-aligned: then load_b4 may use vector loads. Uniform in the workgroup.
-bool b_vec4_aligned(uint b_offset)
-{
-    return ((b_offset | (NUM_COLS > 1 ? p.batch_stride_b : 0u)) & 3u) == 0u;
+    return vec4(data_b_v4[index / 4]);
 }
 
 // Sums partial_sums over the workgroup with the halving tree (pair t with t + w for w =

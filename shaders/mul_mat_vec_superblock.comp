@@ -46,8 +46,9 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
 // together. A group's B and quants take 16 registers each, so 2 with one column, else 1.
 const uint UNROLL = NUM_COLS >= 2 ? 1 : 2;
 
-// Group grp of super-block blk of every row, for every column (the arithmetic above).
-void group_step(const bool vec_b, uint blk, uint grp, uint a_first_block, uint blocks_per_row,
+// Group grp of super-block blk of every row, for every column (the arithmetic above); nothing
+// is added when !valid (a re-read super-block past the row's end).
+void group_step(uint blk, bool valid, uint grp, uint a_first_block, uint blocks_per_row,
                 uint b_offset, uint first_row, uint num_rows)
 {
     const uint k_first = blk * QUANT_K + 16 * grp;
@@ -55,7 +56,7 @@ void group_step(const bool vec_b, uint blk, uint grp, uint a_first_block, uint b
         const uint b_first = b_offset + col * p.batch_stride_b + k_first;
         float b[16];
         [[unroll]] for (uint j = 0; j < 16; j += 4) {
-            const vec4 b4 = load_b4(vec_b, b_first + j);
+            const vec4 b4 = load_b4(b_first + j);
             b[j] = b4.x;
             b[j + 1] = b4.y;
             b[j + 2] = b4.z;
@@ -79,39 +80,30 @@ void group_step(const bool vec_b, uint blk, uint grp, uint a_first_block, uint b
             }
             const uint o = col * NUM_ROWS + row;
 #if KQ_HAS_MIN
-            partial_sums[o] = fma(scale.x, s_qb, fma(-scale.y, s_b, partial_sums[o]));
+            const float acc = fma(scale.x, s_qb, fma(-scale.y, s_b, partial_sums[o]));
 #else
-            partial_sums[o] = fma(scale.x, s_qb, partial_sums[o]);
+            const float acc = fma(scale.x, s_qb, partial_sums[o]);
 #endif
+            partial_sums[o] = valid ? acc : partial_sums[o];
         }
     }
 }
 
-void accumulate_groups(const bool vec_b, uint a_offset, uint b_offset, uint first_row, uint num_rows)
+// UNROLL super-blocks per pass; in the last pass the ones past the end re-read the last one
+// and add nothing (one copy of the step, no separate tail loop).
+void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     const uint tid = gl_LocalInvocationID.x;
     const uint grp = tid % 16;
     const uint blocks_per_row = p.ncols / QUANT_K;
     const uint a_first_block = a_offset / QUANT_K;
     const uint lanes = BLOCK_SIZE / 16;
-    uint blk = tid / 16;
-    for (; blk + (UNROLL - 1) * lanes < blocks_per_row; blk += UNROLL * lanes) {
+    for (uint blk = tid / 16; blk < blocks_per_row; blk += UNROLL * lanes) {
         [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
-            group_step(vec_b, blk + u * lanes, grp, a_first_block, blocks_per_row, b_offset,
-                       first_row, num_rows);
+            const uint bu = blk + u * lanes;
+            group_step(min(bu, blocks_per_row - 1), bu < blocks_per_row, grp, a_first_block,
+                       blocks_per_row, b_offset, first_row, num_rows);
         }
-    }
-    for (; blk < blocks_per_row; blk += lanes) {
-        group_step(vec_b, blk, grp, a_first_block, blocks_per_row, b_offset, first_row, num_rows);
-    }
-}
-
-void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
-{
-    if (b_vec4_aligned(b_offset)) {
-        accumulate_groups(true, a_offset, b_offset, first_row, num_rows);
-    } else {
-        accumulate_groups(false, a_offset, b_offset, first_row, num_rows);
     }
 }
 
