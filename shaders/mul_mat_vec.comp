@@ -10,8 +10,7 @@
 // the offsets are not multiples of 4; for block A an 8-element chunk), folds them in that
 // order into one float sum per output, UNROLL units per pass of its loop, and the
 // BLOCK_SIZE partials are then tree-reduced (reduce_and_store). Per unit and output the
-// arithmetic is fixed (see step4 and chunk_step), so results do not depend on UNROLL or on
-// which kind of load read B.
+// arithmetic is fixed (see step4 and chunk_step), so results do not depend on UNROLL.
 //
 // Worked example (q4_0, M = 3, K = 64, NUM_ROWS = 2, BLOCK_SIZE = 8, NUM_COLS = 2,
 // ne02 = 1, ne12 = 2, broadcast2 = 2, batch_stride_b = 64, batch_stride_d = 3):

@@ -44,7 +44,11 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
 
 // Super-blocks per pass of the K loop (see UNROLL in mul_mat_vec.comp): their loads are issued
 // together. A group's B and quants take 16 registers each, so 2 with one column, else 1.
-const uint UNROLL = NUM_COLS >= 2 ? 1 : 2;
+// A type's file may set KQ_UNROLL 1 where decoding, not loading, is the cost.
+#ifndef KQ_UNROLL
+#define KQ_UNROLL 2
+#endif
+const uint UNROLL = NUM_COLS >= 2 ? 1 : KQ_UNROLL;
 
 // Group grp of super-block blk of every row, for every column (the arithmetic above); nothing
 // is added when !valid (a re-read super-block past the row's end).
