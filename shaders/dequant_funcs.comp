@@ -5,17 +5,23 @@
 //
 // Float types (QUANT_K == 1):
 //   float a_value(uint index)   element `index` of data_a, widened to float (exact).
+//   vec4 a_value4(uint index)   elements index..index + 3, index a multiple of 4 (exact).
 // Block types of the generic body (the 32-element ones, and iq4_xs's 256-element
 // super-blocks): a block is read in CHUNKS_PER_BLOCK chunks of CHUNK_K = 8 elements; chunk c
-// holds elements chunk_low_start(c) + 0..3 and chunk_high_start(c) + 0..3.
+// holds elements chunk_low_start(c) + 0..3 and chunk_high_start(c) + 0..3, both multiples of 4.
 //   void chunk_quants(ib, c, out low, out high)  those 8 elements of block ib WITHOUT the
 //                                                block scale (integers, exact in float)
-//   vec2 block_dm(ib)                            (d, m) of block ib; element = q * d + m,
-//                                                m = 0 for types without a min
+//   vec2 block_dm(ib)                            (d, m) of block ib; element = q * d + m
+//   BLOCK_HAS_MIN                                1 for the types with an m (q4_1, q5_1)
 // q * d is exact in float (11-bit d times an integer of at most 12 significant bits: 8 for
 // q8_0, 7 for an iq4 table value, 12 for iq4_xs's table value times its 6-bit sub-block scale
 // minus 32), so a decoded element costs at most the one rounding of "+ m".
 // The K-quants (q2_K..q6_K) do not use this file: their per-type mat-vec files decode them.
+//
+// Speed: a chunk's quants come from one 32-bit word of qs (two 16-bit loads where the block
+// is only 2-byte aligned), never byte by byte, and small unsigned fields become floats by the
+// exponent trick below instead of an int-to-float conversion (a quarter-rate instruction on
+// NVIDIA): the decode is a few full-rate integer ops and one subtraction per element.
 
 #ifndef VKDIFF_DEQUANT_FUNCS_COMP
 #define VKDIFF_DEQUANT_FUNCS_COMP
@@ -23,6 +29,15 @@
 #include "types.comp"
 
 #if QUANT_K == 1
+
+#if defined(DATA_A_F32)
+#define A_TYPE_VEC4 vec4
+#elif defined(DATA_A_F16)
+#define A_TYPE_VEC4 f16vec4
+#else // bf16: raw bits
+#define A_TYPE_VEC4 u16vec4
+#endif
+layout(binding = 0) readonly buffer A_VEC4 { A_TYPE_VEC4 data_a_v4[]; };
 
 float a_value(uint index)
 {
@@ -33,10 +48,57 @@ float a_value(uint index)
 #endif
 }
 
+vec4 a_value4(uint index)
+{
+#if defined(DATA_A_BF16)
+    return uintBitsToFloat(uvec4(data_a_v4[index / 4]) << 16);
+#else
+    return vec4(data_a_v4[index / 4]);
+#endif
+}
+
 #else // block types
 
 #define CHUNK_K 8
 #define CHUNKS_PER_BLOCK (QUANT_K / CHUNK_K)
+
+// The four bytes of w (byte 0 first) as floats, minus bias (exact for integer bias <= 255):
+// small_uint_to_float of types.comp with the bias in the same subtraction.
+vec4 bytes_minus(uint w, float bias)
+{
+    const uvec4 fields = (uvec4(w) >> uvec4(0, 8, 16, 24)) & 0xFFu;
+    return uintBitsToFloat(fields | EXP23_BITS) - (8388608.0 + bias);
+}
+
+// Packed views of binding 0 for word loads: 16-bit words for the 2-byte-aligned blocks,
+// 32-bit words for the 4-byte-aligned ones (same sizes as the block structs of types.comp).
+#if defined(DATA_A_Q4_0) || defined(DATA_A_IQ4_NL)
+struct block_packed16 { uint16_t d; uint16_t qs[8]; };
+#elif defined(DATA_A_Q5_0)
+struct block_packed16 { uint16_t d; uint16_t qh[2]; uint16_t qs[8]; };
+#elif defined(DATA_A_Q8_0)
+struct block_packed16 { uint16_t d; uint16_t qs[16]; };
+#elif defined(DATA_A_Q4_1)
+struct block_packed32 { uint dm; uint qs[4]; };
+#elif defined(DATA_A_Q5_1)
+struct block_packed32 { uint dm; uint qh; uint qs[4]; };
+#elif defined(DATA_A_IQ4_XS)
+struct block_packed32 { uint d_scales_h; uint scales_l; uint qs[32]; };
+#endif
+#if defined(DATA_A_Q4_0) || defined(DATA_A_IQ4_NL) || defined(DATA_A_Q5_0) || defined(DATA_A_Q8_0)
+layout(binding = 0) readonly buffer A_PACKED16 { block_packed16 data_a16[]; };
+// qs bytes 4 w .. 4 w + 3 as one word (byte 4 w in the low bits).
+uint qs_word(uint ib, uint w)
+{
+    return uint(data_a16[ib].qs[2 * w]) | (uint(data_a16[ib].qs[2 * w + 1]) << 16);
+}
+#else
+layout(binding = 0) readonly buffer A_PACKED32 { block_packed32 data_a32[]; };
+uint qs_word(uint ib, uint w)
+{
+    return data_a32[ib].qs[w];
+}
+#endif
 
 #if QUANT_R == 2 || defined(DATA_A_IQ4_XS)
 #if defined(DATA_A_IQ4_XS)
@@ -49,13 +111,6 @@ uint chunk_high_start(uint c) { return chunk_low_start(c) + 16; }
 uint chunk_low_start(uint c) { return 4 * c; }
 uint chunk_high_start(uint c) { return 4 * c + QUANT_K / 2; }
 #endif
-
-uvec4 chunk_bytes(uint ib, uint c)
-{
-    const uint first = 4 * c;
-    return uvec4(data_a[ib].qs[first], data_a[ib].qs[first + 1],
-                 data_a[ib].qs[first + 2], data_a[ib].qs[first + 3]);
-}
 #else
 // Chunk c = elements 8c..8c+7, split in two groups of 4.
 uint chunk_low_start(uint c) { return CHUNK_K * c; }
@@ -63,91 +118,106 @@ uint chunk_high_start(uint c) { return CHUNK_K * c + 4; }
 #endif
 
 #if defined(DATA_A_Q5_0) || defined(DATA_A_Q5_1)
-// Fifth bits of the chunk's elements, already shifted to bit 4.
-void chunk_high_bits(uint qh, uint c, out uvec4 low, out uvec4 high)
+// Bit i of the 4-bit x moved to bit 8i + 4: x * 0x204081 places copies of x at bits 0, 7,
+// 14 and 21 (no carries: x < 16), and the mask keeps bit i of copy i.
+uint fifth_bits(uint x)
 {
-    const uvec4 lanes = uvec4(0, 1, 2, 3);
-    low = ((uvec4(qh) >> (chunk_low_start(c) + lanes)) & 1u) << 4;
-    high = ((uvec4(qh) >> (chunk_high_start(c) + lanes)) & 1u) << 4;
+    return ((x * 0x00204081u) & 0x01010101u) << 4;
 }
 #endif
 
 #if defined(DATA_A_Q4_0)
 void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
 {
-    const uvec4 bytes = chunk_bytes(ib, c);
-    low = vec4(bytes & 0xFu) - 8.0;
-    high = vec4(bytes >> 4) - 8.0;
+    const uint w = qs_word(ib, c);
+    low = bytes_minus(w & 0x0F0F0F0Fu, 8.0);
+    high = bytes_minus((w >> 4) & 0x0F0F0F0Fu, 8.0);
 }
 vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
 
 #elif defined(DATA_A_Q4_1)
+#define BLOCK_HAS_MIN 1
 void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
 {
-    const uvec4 bytes = chunk_bytes(ib, c);
-    low = vec4(bytes & 0xFu);
-    high = vec4(bytes >> 4);
+    const uint w = qs_word(ib, c);
+    low = bytes_minus(w & 0x0F0F0F0Fu, 0.0);
+    high = bytes_minus((w >> 4) & 0x0F0F0F0Fu, 0.0);
 }
-vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), float(data_a[ib].m)); }
+vec2 block_dm(uint ib) { return unpackHalf2x16(data_a32[ib].dm); }
 
 #elif defined(DATA_A_Q5_0)
 void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
 {
-    const uint qh = uint(data_a[ib].qh[0]) | (uint(data_a[ib].qh[1]) << 16);
-    uvec4 fifth_low, fifth_high;
-    chunk_high_bits(qh, c, fifth_low, fifth_high);
-    const uvec4 bytes = chunk_bytes(ib, c);
-    low = vec4((bytes & 0xFu) | fifth_low) - 16.0;
-    high = vec4((bytes >> 4) | fifth_high) - 16.0;
+    const uint qh = uint(data_a16[ib].qh[0]) | (uint(data_a16[ib].qh[1]) << 16);
+    const uint w = qs_word(ib, c);
+    low = bytes_minus((w & 0x0F0F0F0Fu) | fifth_bits((qh >> (4 * c)) & 0xFu), 16.0);
+    high = bytes_minus(((w >> 4) & 0x0F0F0F0Fu) | fifth_bits((qh >> (4 * c + 16)) & 0xFu), 16.0);
 }
 vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
 
 #elif defined(DATA_A_Q5_1)
+#define BLOCK_HAS_MIN 1
 void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
 {
-    uvec4 fifth_low, fifth_high;
-    chunk_high_bits(data_a[ib].qh, c, fifth_low, fifth_high);
-    const uvec4 bytes = chunk_bytes(ib, c);
-    low = vec4((bytes & 0xFu) | fifth_low);
-    high = vec4((bytes >> 4) | fifth_high);
+    const uint qh = data_a32[ib].qh;
+    const uint w = qs_word(ib, c);
+    low = bytes_minus((w & 0x0F0F0F0Fu) | fifth_bits((qh >> (4 * c)) & 0xFu), 0.0);
+    high = bytes_minus(((w >> 4) & 0x0F0F0F0Fu) | fifth_bits((qh >> (4 * c + 16)) & 0xFu), 0.0);
 }
-vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), float(data_a[ib].m)); }
+vec2 block_dm(uint ib) { return unpackHalf2x16(data_a32[ib].dm); }
 
 #elif defined(DATA_A_Q8_0)
+// Signed bytes: flipping bit 7 gives q + 128 as an unsigned byte.
 void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
 {
-    const uint first = CHUNK_K * c;
-    low = vec4(int(data_a[ib].qs[first]), int(data_a[ib].qs[first + 1]),
-               int(data_a[ib].qs[first + 2]), int(data_a[ib].qs[first + 3]));
-    high = vec4(int(data_a[ib].qs[first + 4]), int(data_a[ib].qs[first + 5]),
-                int(data_a[ib].qs[first + 6]), int(data_a[ib].qs[first + 7]));
+    low = bytes_minus(qs_word(ib, 2 * c) ^ 0x80808080u, 128.0);
+    high = bytes_minus(qs_word(ib, 2 * c + 1) ^ 0x80808080u, 128.0);
 }
 vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
 
 #elif defined(DATA_A_IQ4_NL) || defined(DATA_A_IQ4_XS)
-vec4 kvalues4(uvec4 index)
+// kvalues_iq4nl (types.comp) + 128 as bytes, entry i in byte i % 4 of word i / 4. Looked up
+// with selects and shifts: a dynamically indexed constant array became local-memory traffic
+// (and, on lavapipe, minutes of JIT compilation for the unrolled body).
+const uvec4 KVALUES_IQ4NL_BIASED = uvec4(0x3F2D1801u, 0x766A5D4Fu, 0xA6998D81u, 0xF1D9C5B5u);
+
+// The table values of the low nibbles of w's four bytes (exact).
+vec4 kvalues4(uint w)
 {
-    return vec4(kvalues_iq4nl[index.x], kvalues_iq4nl[index.y],
-                kvalues_iq4nl[index.z], kvalues_iq4nl[index.w]);
+    const uvec4 index = (uvec4(w) >> uvec4(0, 8, 16, 24)) & 0xFu;
+    const bvec4 bit2 = notEqual(index & 4u, uvec4(0u));
+    const bvec4 bit3 = notEqual(index & 8u, uvec4(0u));
+    const uvec4 K = KVALUES_IQ4NL_BIASED;
+    const uvec4 word = mix(mix(uvec4(K.x), uvec4(K.y), bit2), mix(uvec4(K.z), uvec4(K.w), bit2), bit3);
+    const uvec4 biased = (word >> (8u * (index & 3u))) & 0xFFu;
+    return uintBitsToFloat(biased | EXP23_BITS) - (8388608.0 + 128.0);
 }
 
 void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
 {
-    const uvec4 bytes = chunk_bytes(ib, c);
-    low = kvalues4(bytes & 0xFu);
-    high = kvalues4(bytes >> 4);
+    const uint w = qs_word(ib, c);
+    low = kvalues4(w);
+    high = kvalues4(w >> 4);
 #if defined(DATA_A_IQ4_XS)
     // Sub-block scale ls - 32, ls = 4 bits of scales_l | 2 bits of scales_h << 4. The
     // products with the table values are integers below 2^12: exact.
     const uint sub = c / 4;
-    const uint ls = ((uint(data_a[ib].scales_l[sub / 2]) >> (4 * (sub % 2))) & 0xFu)
-                  | (((uint(data_a[ib].scales_h) >> (2 * sub)) & 3u) << 4);
+    const uint ls = ((data_a32[ib].scales_l >> (4 * sub)) & 0xFu)
+                  | (((data_a32[ib].d_scales_h >> (16 + 2 * sub)) & 3u) << 4);
     const float scale = float(int(ls) - 32);
     low *= scale;
     high *= scale;
 #endif
 }
+#if defined(DATA_A_IQ4_XS)
+vec2 block_dm(uint ib) { return vec2(unpackHalf2x16(data_a32[ib].d_scales_h).x, 0.0); }
+#else
 vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
+#endif
+#endif
+
+#ifndef BLOCK_HAS_MIN
+#define BLOCK_HAS_MIN 0
 #endif
 
 #endif // block types

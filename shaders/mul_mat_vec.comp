@@ -6,9 +6,11 @@
 // described in mul_mat_vec_base.comp.
 //
 // Each workgroup computes NUM_ROWS rows x NUM_COLS columns of D. Invocation tid takes
-// K-units tid, tid + BLOCK_SIZE, ... (an element for float A, an 8-element chunk for
-// block A), accumulates each output sequentially in float with fma, and the BLOCK_SIZE
-// partials are then tree-reduced (reduce_and_store).
+// K-units tid, tid + BLOCK_SIZE, ... (for float A a group of 4 elements, or one element where
+// the offsets are not multiples of 4; for block A an 8-element chunk), folds them in that
+// order into one float sum per output, UNROLL units per pass of its loop, and the
+// BLOCK_SIZE partials are then tree-reduced (reduce_and_store). Per unit and output the
+// arithmetic is fixed (see step4 and chunk_step), so results do not depend on UNROLL.
 //
 // Worked example (q4_0, M = 3, K = 64, NUM_ROWS = 2, BLOCK_SIZE = 8, NUM_COLS = 2,
 // ne02 = 1, ne12 = 2, broadcast2 = 2, batch_stride_b = 64, batch_stride_d = 3):
@@ -32,10 +34,15 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
     return first_row + min(row, num_rows - 1);
 }
 
+// Independent steps per pass of the K loop: their loads are all issued before the first
+// one's arithmetic, which keeps enough bytes in flight per invocation to cover memory
+// latency. Fewer with many columns, whose B vectors take the registers.
+const uint UNROLL = NUM_COLS >= 4 ? 1 : 4 / NUM_COLS;
+
 #if QUANT_K == 1
 
-// One K element per step; handles any ncols.
-void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
+// One K element per step; handles any ncols and alignment.
+void accumulate_scalar(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     for (uint k = gl_LocalInvocationID.x; k < p.ncols; k += BLOCK_SIZE) {
         float b[NUM_COLS];
@@ -52,61 +59,129 @@ void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
     }
 }
 
+// Four consecutive K elements (group g: 4g..4g+3) per row, folded by 4 sequential fmas;
+// nothing is added when !valid (a re-read group past the row's end).
+void step4(uint g, bool valid, uint a_offset, uint b_offset, uint first_row, uint num_rows)
+{
+    vec4 b[NUM_COLS];
+    [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
+        b[col] = load_b4(b_offset + col * p.batch_stride_b + 4 * g);
+    }
+    [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
+        const vec4 a = a_value4(a_offset + clamped_row(first_row, num_rows, row) * p.ncols + 4 * g);
+        [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
+            const uint o = col * NUM_ROWS + row;
+            float acc = partial_sums[o];
+            acc = fma(a.x, b[col].x, acc);
+            acc = fma(a.y, b[col].y, acc);
+            acc = fma(a.z, b[col].z, acc);
+            acc = fma(a.w, b[col].w, acc);
+            partial_sums[o] = valid ? acc : partial_sums[o];
+        }
+    }
+}
+
+// Groups of 4 elements tid, tid + BLOCK_SIZE, ..., UNROLL per pass; in the last pass the
+// groups past the end re-read the last one and add nothing (one copy of the step, no
+// separate tail loop). An invocation's chain is 4 ceil(K / 4 BLOCK_SIZE) <=
+// ceil(K / BLOCK_SIZE) + 3 fmas long, within the float bound of the error model.
+void accumulate_vec4(uint a_offset, uint b_offset, uint first_row, uint num_rows)
+{
+    const uint groups = p.ncols / 4;
+    for (uint g = gl_LocalInvocationID.x; g < groups; g += UNROLL * BLOCK_SIZE) {
+        [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
+            const uint gu = g + u * BLOCK_SIZE;
+            step4(min(gu, groups - 1), gu < groups, a_offset, b_offset, first_row, num_rows);
+        }
+    }
+}
+
+void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
+{
+    // Vector loads need every A row (row * ncols + a_offset) and B column
+    // (b_offset + col * batch_stride_b) to start at a multiple of 4 elements.
+    const uint b_stride = NUM_COLS > 1 ? p.batch_stride_b : 0u;
+    if (((p.ncols | a_offset | b_offset | b_stride) & 3u) == 0u) {
+        accumulate_vec4(a_offset, b_offset, first_row, num_rows);
+    } else {
+        accumulate_scalar(a_offset, b_offset, first_row, num_rows);
+    }
+}
+
 #else
 
-vec4 load_b4(uint index)
+// s_low + s_high, each the 4-term sequential fma chain q . b from 0.
+float chunk_dot(vec4 q_low, vec4 q_high, vec4 b_low, vec4 b_high)
 {
-    return vec4(float(data_b[index]), float(data_b[index + 1]),
-                float(data_b[index + 2]), float(data_b[index + 3]));
+    float s_low = q_low.x * b_low.x;
+    s_low = fma(q_low.y, b_low.y, s_low);
+    s_low = fma(q_low.z, b_low.z, s_low);
+    s_low = fma(q_low.w, b_low.w, s_low);
+    float s_high = q_high.x * b_high.x;
+    s_high = fma(q_high.y, b_high.y, s_high);
+    s_high = fma(q_high.z, b_high.z, s_high);
+    s_high = fma(q_high.w, b_high.w, s_high);
+    return s_low + s_high;
 }
 
-// Sequential sum over the 8 chunk elements: acc + a_low . b_low + a_high . b_high.
-float fma_chunk(vec4 a_low, vec4 a_high, vec4 b_low, vec4 b_high, float acc)
+// Chunk `chunk` of the row (block chunk / CHUNKS_PER_BLOCK, its chunk chunk % CHUNKS_PER_BLOCK)
+// for every row and column. Without a min: acc = fma(s, d, acc) with s = chunk_dot(q, b);
+// with one: acc += chunk_dot(q * d + m, b). A term goes through at most 4 + 1 + 1 roundings in
+// its chunk (+1 for "+ m") and one per later chunk of the invocation: c + 5 (c + 6) for c
+// chunks, within the 8c (8c + 1) the error model allows (src/tolerance.rs).
+void chunk_step(uint chunk, bool valid, uint a_first_block, uint blocks_per_row,
+                uint b_offset, uint first_row, uint num_rows)
 {
-    acc = fma(a_low.x, b_low.x, acc);
-    acc = fma(a_low.y, b_low.y, acc);
-    acc = fma(a_low.z, b_low.z, acc);
-    acc = fma(a_low.w, b_low.w, acc);
-    acc = fma(a_high.x, b_high.x, acc);
-    acc = fma(a_high.y, b_high.y, acc);
-    acc = fma(a_high.z, b_high.z, acc);
-    acc = fma(a_high.w, b_high.w, acc);
-    return acc;
+    const uint block_in_row = chunk / CHUNKS_PER_BLOCK;
+    const uint c = chunk % CHUNKS_PER_BLOCK;
+    const uint k_low = block_in_row * QUANT_K + chunk_low_start(c);
+    const uint k_high = block_in_row * QUANT_K + chunk_high_start(c);
+
+    vec4 b_low[NUM_COLS];
+    vec4 b_high[NUM_COLS];
+    [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
+        const uint b_col = b_offset + col * p.batch_stride_b;
+        b_low[col] = load_b4(b_col + k_low);
+        b_high[col] = load_b4(b_col + k_high);
+    }
+
+    [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
+        const uint ib = a_first_block
+                      + clamped_row(first_row, num_rows, row) * blocks_per_row + block_in_row;
+        const vec2 dm = block_dm(ib);
+        vec4 q_low, q_high;
+        chunk_quants(ib, c, q_low, q_high);
+#if BLOCK_HAS_MIN
+        // q * d is exact; + m is the only rounding.
+        q_low = fma(q_low, vec4(dm.x), vec4(dm.y));
+        q_high = fma(q_high, vec4(dm.x), vec4(dm.y));
+#endif
+        [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
+            const uint o = col * NUM_ROWS + row;
+            const float s = chunk_dot(q_low, q_high, b_low[col], b_high[col]);
+#if BLOCK_HAS_MIN
+            const float acc = partial_sums[o] + s;
+#else
+            const float acc = fma(s, dm.x, partial_sums[o]);
+#endif
+            partial_sums[o] = valid ? acc : partial_sums[o];
+        }
+    }
 }
 
-// One 8-element chunk per step; ncols must be a multiple of QUANT_K.
+// 8-element chunks tid, tid + BLOCK_SIZE, ... of each row (ncols a multiple of QUANT_K), in
+// order, UNROLL per pass; in the last pass the chunks past the end re-read the last one and
+// add nothing (one copy of the step, no separate tail loop).
 void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     const uint blocks_per_row = p.ncols / QUANT_K;
     const uint a_first_block = a_offset / QUANT_K;
     const uint chunks_per_row = blocks_per_row * CHUNKS_PER_BLOCK;
-    for (uint chunk = gl_LocalInvocationID.x; chunk < chunks_per_row; chunk += BLOCK_SIZE) {
-        const uint block_in_row = chunk / CHUNKS_PER_BLOCK;
-        const uint chunk_in_block = chunk % CHUNKS_PER_BLOCK;
-        const uint k_low = block_in_row * QUANT_K + chunk_low_start(chunk_in_block);
-        const uint k_high = block_in_row * QUANT_K + chunk_high_start(chunk_in_block);
-
-        vec4 b_low[NUM_COLS];
-        vec4 b_high[NUM_COLS];
-        [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
-            const uint b_col = b_offset + col * p.batch_stride_b;
-            b_low[col] = load_b4(b_col + k_low);
-            b_high[col] = load_b4(b_col + k_high);
-        }
-
-        [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
-            const uint ib = a_first_block
-                          + clamped_row(first_row, num_rows, row) * blocks_per_row + block_in_row;
-            const vec2 dm = block_dm(ib);
-            vec4 q_low, q_high;
-            chunk_quants(ib, chunk_in_block, q_low, q_high);
-            // q * d is exact; + m is the only rounding.
-            const vec4 a_low = fma(q_low, vec4(dm.x), vec4(dm.y));
-            const vec4 a_high = fma(q_high, vec4(dm.x), vec4(dm.y));
-            [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
-                const uint o = col * NUM_ROWS + row;
-                partial_sums[o] = fma_chunk(a_low, a_high, b_low[col], b_high[col], partial_sums[o]);
-            }
+    for (uint chunk = gl_LocalInvocationID.x; chunk < chunks_per_row; chunk += UNROLL * BLOCK_SIZE) {
+        [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
+            const uint cu = chunk + u * BLOCK_SIZE;
+            chunk_step(min(cu, chunks_per_row - 1), cu < chunks_per_row, a_first_block,
+                       blocks_per_row, b_offset, first_row, num_rows);
         }
     }
 }

@@ -1,8 +1,9 @@
 // mul_mat_vec_base.comp: interface and reduction shared by the matrix-vector bodies.
 //
-// Defines: DATA_A_<T>=1, B_TYPE (float | float16_t), D_TYPE (float), MUL_MAT_ID=1 for the
-//   expert-indexed variant. B_TYPE_VEC2/B_TYPE_VEC4/FLOAT_TYPE are accepted but unused:
-//   B is read one element at a time and all arithmetic is float.
+// Defines: DATA_A_<T>=1, B_TYPE (float | float16_t), B_TYPE_VEC4 (its 4-vector: B is read
+//   as 4-vectors where the offsets allow it, always for block A), D_TYPE (float), MUL_MAT_ID=1 for the
+//   expert-indexed variant. B_TYPE_VEC2/FLOAT_TYPE are accepted but unused: all arithmetic
+//   is float.
 // Bindings (set 0): 0 data_a A_TYPE[] (readonly), 1 data_b B_TYPE[] (readonly),
 //   2 data_d D_TYPE[] (writeonly), 3 data_ids int[] (readonly, MUL_MAT_ID only).
 // Push constants, 4-byte uints in this order:
@@ -11,11 +12,16 @@
 //   (36 bytes). All strides count elements, not bytes or blocks.
 // Specialization constants: 0 BLOCK_SIZE (= workgroup size x, a power of two <= 1024),
 //   1 NUM_ROWS (A rows per workgroup, >= 1), 2 NUM_COLS (B/D columns per workgroup).
+// Device: subgroup shuffle in the compute stage (reduce_and_store; every desktop Vulkan 1.1
+//   driver and lavapipe have it; upstream's mat-vec at this interface needs none). Binding 0
+//   must start 16-byte aligned (the K-quants' 128-bit loads; our runner binds at offset 0).
 // Dispatch: (ceil(groups_x / NUM_ROWS), batches or nei0, groups_z); the workgroup's first
 //   row is NUM_ROWS * (WorkGroupID.x + NumWorkGroups.x * WorkGroupID.z) and rows at or
 //   past stride_d (= M) are not computed.
 
 #extension GL_EXT_control_flow_attributes : enable
+#extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_shader_subgroup_shuffle : enable
 
 #include "types.comp"
 
@@ -27,10 +33,41 @@ layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 
 layout(binding = 0) readonly buffer A { A_TYPE data_a[]; };
 layout(binding = 1) readonly buffer B { B_TYPE data_b[]; };
+layout(binding = 1) readonly buffer BV4 { B_TYPE_VEC4 data_b_v4[]; };
 layout(binding = 2) writeonly buffer D { D_TYPE data_d[]; };
 #ifdef MUL_MAT_ID
 layout(binding = 3) readonly buffer IDS { int data_ids[]; };
 #endif
+// Binding 0 as 2-, 4- and 16-byte words, for the per-type bodies' wide loads (a_bytes16).
+layout(binding = 0) readonly buffer A_U16 { uint16_t data_a_u16[]; };
+layout(binding = 0) readonly buffer A_U32 { uint data_a_u32[]; };
+layout(binding = 0) readonly buffer A_U128 { uvec4 data_a_u128[]; };
+
+// 16 bytes of binding 0 from byte `offset`, byte 0 in the low bits of .x. `align` (16, 4 or 2)
+// is a constant at every call site that offset is a multiple of (the block size's alignment
+// and the field's offset), and picks the widest load it allows.
+uvec4 a_bytes16(uint offset, const uint align)
+{
+    if (align % 16 == 0) {
+        return data_a_u128[offset / 16];
+    }
+    if (align % 4 == 0) {
+        const uint i = offset / 4;
+        return uvec4(data_a_u32[i], data_a_u32[i + 1], data_a_u32[i + 2], data_a_u32[i + 3]);
+    }
+    const uint i = offset / 2;
+    uvec4 w;
+    [[unroll]] for (uint j = 0; j < 4; ++j) {
+        w[j] = uint(data_a_u16[i + 2 * j]) | (uint(data_a_u16[i + 2 * j + 1]) << 16);
+    }
+    return w;
+}
+
+// Byte j (0..15) of the 16 bytes w.
+uint byte_of(uvec4 w, uint j)
+{
+    return (w[j / 4] >> (8 * (j % 4))) & 0xFFu;
+}
 
 layout(push_constant) uniform parameter {
     uint ncols;           // K: elements per A row and per B column
@@ -88,11 +125,37 @@ void get_offsets(out uint a_offset, out uint b_offset, out uint d_offset)
 #endif
 }
 
-// Sums partial_sums over the workgroup with a shared-memory tree and writes the
-// num_rows valid rows of every column. Must be reached by the whole workgroup.
+// B elements index..index + 3 as floats, index a multiple of 4: one vector load. For block A
+// every B offset is (ncols is a multiple of QUANT_K and the host makes B contiguous, as
+// upstream's body also assumes); the float body checks it first.
+vec4 load_b4(uint index)
+{
+    return vec4(data_b_v4[index / 4]);
+}
+
+// Sums partial_sums over the workgroup with the halving tree (pair t with t + w for w =
+// BLOCK_SIZE / 2, ..., 1) and writes the num_rows valid rows of every column. Must be reached
+// by the whole workgroup. When the workgroup is exactly one subgroup the tree runs in
+// registers (subgroupShuffleXor with mask w adds the same pairs, and every invocation ends with
+// the bit-identical total); otherwise in shared memory, in rounds of at most
+// OUTPUTS_PER_ROUND outputs, with a barrier per level.
 void reduce_and_store(uint d_offset, uint first_row, uint num_rows)
 {
     const uint tid = gl_LocalInvocationID.x;
+    if (gl_NumSubgroups == 1 && gl_SubgroupSize == BLOCK_SIZE) {
+        [[unroll]] for (uint o = 0; o < NUM_OUTPUTS; ++o) {
+            float v = partial_sums[o];
+            [[unroll]] for (uint w = BLOCK_SIZE / 2; w > 0; w >>= 1) {
+                v += subgroupShuffleXor(v, w);
+            }
+            const uint col = o / NUM_ROWS;
+            const uint row = o % NUM_ROWS;
+            if (tid == o % BLOCK_SIZE && row < num_rows) {
+                data_d[d_offset + col * p.batch_stride_d + first_row + row] = D_TYPE(v);
+            }
+        }
+        return;
+    }
     for (uint round_start = 0; round_start < NUM_OUTPUTS; round_start += OUTPUTS_PER_ROUND) {
         const uint round_size = min(OUTPUTS_PER_ROUND, NUM_OUTPUTS - round_start);
         [[unroll]] for (uint o = 0; o < round_size; ++o) {

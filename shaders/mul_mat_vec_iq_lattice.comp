@@ -13,6 +13,9 @@
 #include "iq_decode.comp"
 
 #define KQ_HAS_MIN 0
+// One super-block per pass: the lattice decode (table lookups in shared memory) costs more
+// than the loads, and a second inlined copy of it only lengthens the JIT compile.
+#define KQ_UNROLL 1
 
 // Not unrolled: the body inlines this NUM_ROWS x NUM_COLS times, and sixteen inlined lattice
 // decodes each made the pipelines slow to JIT-compile (over a minute on lavapipe).

@@ -16,8 +16,10 @@ void group_quants(uint ib, uint grp, out float q[16])
 {
     const uint first = 32 * (grp / 8) + 16 * (grp % 2);
     const uint shift = 2 * ((grp % 8) / 2);
+    // qs[first..] at byte 16 + first of an 84-byte block: 4-byte aligned.
+    const uvec4 w = a_bytes16(84 * ib + 16 + first, 4);
     [[unroll]] for (uint j = 0; j < 16; ++j) {
-        q[j] = float((uint(data_a[ib].qs[first + j]) >> shift) & 3u);
+        q[j] = small_uint_to_float((byte_of(w, j) >> shift) & 3u);
     }
 }
 

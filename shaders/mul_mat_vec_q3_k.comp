@@ -18,10 +18,15 @@ void group_quants(uint ib, uint grp, out float q[16])
     const uint n = grp / 8;
     const uint g = (grp % 8) / 2;
     const uint l_first = 16 * (grp % 2);
+    // qs[32 n + l_first..] at byte 32 + 32 n + l_first, hmask[l_first..] at l_first of a
+    // 110-byte block: 2-byte aligned.
+    const uvec4 qs = a_bytes16(110 * ib + 32 + 32 * n + l_first, 2);
+    const uvec4 hmask = a_bytes16(110 * ib + l_first, 2);
     [[unroll]] for (uint j = 0; j < 16; ++j) {
-        const uint low = (uint(data_a[ib].qs[32 * n + l_first + j]) >> (2 * g)) & 3u;
-        const uint high = (uint(data_a[ib].hmask[l_first + j]) >> (4 * n + g)) & 1u;
-        q[j] = float(int(low) - (high != 0u ? 0 : 4));
+        const uint low = (byte_of(qs, j) >> (2 * g)) & 3u;
+        const uint high = (byte_of(hmask, j) >> (4 * n + g)) & 1u;
+        // low - 4 without the high bit, low with it: (low | high << 2) - 4.
+        q[j] = uintBitsToFloat(low | (high << 2) | EXP23_BITS) - (8388608.0 + 4.0);
     }
 }
 

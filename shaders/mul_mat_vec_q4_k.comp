@@ -30,8 +30,10 @@ void group_quants(uint ib, uint grp, out float q[16])
 {
     const uint first = 32 * (grp / 4) + 16 * (grp % 2);
     const uint shift = 4 * ((grp / 2) % 2);
+    // qs[first..first + 15]: byte 16 + first of a 144-byte block, 16-byte aligned.
+    const uvec4 w = a_bytes16(144 * ib + 16 + first, 16);
     [[unroll]] for (uint j = 0; j < 16; ++j) {
-        q[j] = float((uint(data_a[ib].qs[first + j]) >> shift) & 0xFu);
+        q[j] = small_uint_to_float((byte_of(w, j) >> shift) & 0xFu);
     }
 }
 

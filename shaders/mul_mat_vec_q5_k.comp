@@ -32,10 +32,14 @@ void group_quants(uint ib, uint grp, out float q[16])
     const uint l_first = 16 * (grp % 2);
     const uint first = 32 * (grp / 4) + l_first;
     const uint shift = 4 * (sb % 2);
+    // qs[first..] at byte 48 + first, qh[l_first..] at 16 + l_first of a 176-byte block: both
+    // 16-byte aligned.
+    const uvec4 qs = a_bytes16(176 * ib + 48 + first, 16);
+    const uvec4 qh = a_bytes16(176 * ib + 16 + l_first, 16);
     [[unroll]] for (uint j = 0; j < 16; ++j) {
-        const uint low = (uint(data_a[ib].qs[first + j]) >> shift) & 0xFu;
-        const uint fifth = (uint(data_a[ib].qh[l_first + j]) >> sb) & 1u;
-        q[j] = float(low | (fifth << 4));
+        const uint low = (byte_of(qs, j) >> shift) & 0xFu;
+        const uint fifth = (byte_of(qh, j) >> sb) & 1u;
+        q[j] = small_uint_to_float(low | (fifth << 4));
     }
 }
 

@@ -20,10 +20,14 @@ void group_quants(uint ib, uint grp, out float q[16])
     const uint l_first = 16 * (grp % 2);
     const uint low_first = 64 * n + 32 * (g % 2) + l_first;
     const uint low_shift = 4 * (g / 2);
+    // ql[low_first..] at byte low_first, qh[32 n + l_first..] at 128 + 32 n + l_first of a
+    // 210-byte block: 2-byte aligned.
+    const uvec4 ql = a_bytes16(210 * ib + low_first, 2);
+    const uvec4 qh = a_bytes16(210 * ib + 128 + 32 * n + l_first, 2);
     [[unroll]] for (uint j = 0; j < 16; ++j) {
-        const uint low = (uint(data_a[ib].ql[low_first + j]) >> low_shift) & 0xFu;
-        const uint high = (uint(data_a[ib].qh[32 * n + l_first + j]) >> (2 * g)) & 3u;
-        q[j] = float(int(low | (high << 4)) - 32);
+        const uint low = (byte_of(ql, j) >> low_shift) & 0xFu;
+        const uint high = (byte_of(qh, j) >> (2 * g)) & 3u;
+        q[j] = uintBitsToFloat(low | (high << 4) | EXP23_BITS) - (8388608.0 + 32.0);
     }
 }
 

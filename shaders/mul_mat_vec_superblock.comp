@@ -42,43 +42,71 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
     return first_row + min(row, num_rows - 1);
 }
 
+// Super-blocks per pass of the K loop (see UNROLL in mul_mat_vec.comp): their loads are issued
+// together. A group's B and quants take 16 registers each, so 2 with one column, else 1.
+// A type's file may set KQ_UNROLL 1 where decoding, not loading, is the cost.
+#ifndef KQ_UNROLL
+#define KQ_UNROLL 2
+#endif
+const uint UNROLL = NUM_COLS >= 2 ? 1 : KQ_UNROLL;
+
+// Group grp of super-block blk of every row, for every column (the arithmetic above); nothing
+// is added when !valid (a re-read super-block past the row's end).
+void group_step(uint blk, bool valid, uint grp, uint a_first_block, uint blocks_per_row,
+                uint b_offset, uint first_row, uint num_rows)
+{
+    const uint k_first = blk * QUANT_K + 16 * grp;
+    [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
+        const uint b_first = b_offset + col * p.batch_stride_b + k_first;
+        float b[16];
+        [[unroll]] for (uint j = 0; j < 16; j += 4) {
+            const vec4 b4 = load_b4(b_first + j);
+            b[j] = b4.x;
+            b[j + 1] = b4.y;
+            b[j + 2] = b4.z;
+            b[j + 3] = b4.w;
+        }
+#if KQ_HAS_MIN
+        float s_b = b[0];
+        [[unroll]] for (uint j = 1; j < 16; ++j) {
+            s_b += b[j];
+        }
+#endif
+        [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
+            const uint ib = a_first_block
+                          + clamped_row(first_row, num_rows, row) * blocks_per_row + blk;
+            float q[16];
+            group_quants(ib, grp, q);
+            const vec2 scale = group_scale(ib, grp);
+            float s_qb = 0.0;
+            [[unroll]] for (uint j = 0; j < 16; ++j) {
+                s_qb = fma(q[j], b[j], s_qb);
+            }
+            const uint o = col * NUM_ROWS + row;
+#if KQ_HAS_MIN
+            const float acc = fma(scale.x, s_qb, fma(-scale.y, s_b, partial_sums[o]));
+#else
+            const float acc = fma(scale.x, s_qb, partial_sums[o]);
+#endif
+            partial_sums[o] = valid ? acc : partial_sums[o];
+        }
+    }
+}
+
+// UNROLL super-blocks per pass; in the last pass the ones past the end re-read the last one
+// and add nothing (one copy of the step, no separate tail loop).
 void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     const uint tid = gl_LocalInvocationID.x;
     const uint grp = tid % 16;
     const uint blocks_per_row = p.ncols / QUANT_K;
     const uint a_first_block = a_offset / QUANT_K;
-    for (uint blk = tid / 16; blk < blocks_per_row; blk += BLOCK_SIZE / 16) {
-        const uint k_first = blk * QUANT_K + 16 * grp;
-        [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
-            const uint b_first = b_offset + col * p.batch_stride_b + k_first;
-            float b[16];
-            [[unroll]] for (uint j = 0; j < 16; ++j) {
-                b[j] = float(data_b[b_first + j]);
-            }
-#if KQ_HAS_MIN
-            float s_b = b[0];
-            [[unroll]] for (uint j = 1; j < 16; ++j) {
-                s_b += b[j];
-            }
-#endif
-            [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
-                const uint ib = a_first_block
-                              + clamped_row(first_row, num_rows, row) * blocks_per_row + blk;
-                float q[16];
-                group_quants(ib, grp, q);
-                const vec2 scale = group_scale(ib, grp);
-                float s_qb = 0.0;
-                [[unroll]] for (uint j = 0; j < 16; ++j) {
-                    s_qb = fma(q[j], b[j], s_qb);
-                }
-                const uint o = col * NUM_ROWS + row;
-#if KQ_HAS_MIN
-                partial_sums[o] = fma(scale.x, s_qb, fma(-scale.y, s_b, partial_sums[o]));
-#else
-                partial_sums[o] = fma(scale.x, s_qb, partial_sums[o]);
-#endif
-            }
+    const uint lanes = BLOCK_SIZE / 16;
+    for (uint blk = tid / 16; blk < blocks_per_row; blk += UNROLL * lanes) {
+        [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
+            const uint bu = blk + u * lanes;
+            group_step(min(bu, blocks_per_row - 1), bu < blocks_per_row, grp, a_first_block,
+                       blocks_per_row, b_offset, first_row, num_rows);
         }
     }
 }

@@ -27,6 +27,15 @@ float bf16_to_fp32(uint bits)
     return uintBitsToFloat(bits << 16);
 }
 
+// x < 2^23 as a float without an int-to-float conversion (a quarter-rate instruction on
+// NVIDIA): 2^23 + x is exact and its bits are 0x4B000000 | x; subtracting 2^23 is exact.
+// Quant decoders fold a constant offset into the same subtraction.
+const uint EXP23_BITS = 0x4B000000u;
+float small_uint_to_float(uint x)
+{
+    return uintBitsToFloat(x | EXP23_BITS) - 8388608.0;
+}
+
 // ---- Legacy 32-element blocks (all have 2-byte alignment except q5_1) ----
 
 #define QK4_0 32

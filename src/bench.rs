@@ -130,13 +130,23 @@ const MAT_VEC_TYPES: [DType; 15] = [
     DType::Iq4Xs,
 ];
 
+/// The mat-vec weight types whose rows also sweep the column count by default: the common
+/// ones, each standing for a decode path (float, 4-bit and 8-bit legacy blocks, K-quants).
+pub const COLUMN_SWEEP_TYPES: [DType; 4] = [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K];
+
 /// Realistic LLM shapes (a 7–8B model: hidden 4096, FFN 14336, 32 query heads over 8 KV heads)
-/// for every kernel: mat-vec of every weight type at 4096×4096 (1, 2, 4, 8 columns), 14336×4096
-/// and 4096×14336 (1 and 8); MUL_MAT_ID of a Qwen3-30B-A3B-like MoE (128 experts, 8 used) for
+/// for every kernel: mat-vec of every weight type at 4096×4096, 14336×4096 and 4096×14336 with
+/// one column, and for [`COLUMN_SWEEP_TYPES`] (every type with `all`) also 2, 4 and 8 columns at
+/// 4096×4096 and 8 at the other two; MUL_MAT_ID of a Qwen3-30B-A3B-like MoE (128 experts, 8 used) for
 /// one token and for 512; flash attention decode (N = 1, KV 4k–32k, D 64 and 128) and
-/// prefill (N = 512, KV 4k) on every path; mul_mm at M×N×K = 4096×512×4096 and 14336×512×4096
-/// on the scalar and cm2 paths; RWKV-7 over 1024 tokens and 1 token.
-pub fn cases() -> Vec<BenchCase> {
+/// prefill (N = 512, KV 4k) on every path; mul_mm at M×N×K = 4096×512×4096, 14336×512×4096
+/// (FFN up) and 4096×512×14336 (FFN down) on the scalar and cm2 paths; RWKV-7 over 1024 tokens
+/// and 1 token. Mat-vec rows come first: they are the ones a decode step spends its time in.
+///
+/// `quick` keeps every row but shrinks its large dimensions ([`quick_dim`]), so the whole set
+/// runs in minutes on lavapipe: a smoke test of the rows, not a measurement.
+pub fn cases(quick: bool, all: bool) -> Vec<BenchCase> {
+    let dim = |x: usize| if quick { quick_dim(x) } else { x };
     let mut v = Vec::new();
     let mut push = |kernel, label: String, case| {
         v.push(BenchCase {
@@ -147,12 +157,14 @@ pub fn cases() -> Vec<BenchCase> {
     };
     let weights = Blocks::Quantized(Dist::Normal);
     for a_type in MAT_VEC_TYPES {
+        let sweep = all || COLUMN_SWEEP_TYPES.contains(&a_type);
         for (m, k, cols) in [
             (4096, 4096, &[1, 2, 4, 8][..]),
             (14336, 4096, &[1, 8][..]),
             (4096, 14336, &[1, 8][..]),
         ] {
-            for &n in cols {
+            for &n in cols.iter().filter(|&&n| n == 1 || sweep) {
+                let (m, k) = (dim(m), dim(k));
                 let case = MulMatVecCase {
                     a_type,
                     b_type: DType::F32,
@@ -179,6 +191,7 @@ pub fn cases() -> Vec<BenchCase> {
     // wide over hidden 2048 (gate/up: 768×2048, down: 2048×768).
     for a_type in [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K] {
         for (m, k) in [(768, 2048), (2048, 768)] {
+            let (m, k) = (dim(m), dim(k));
             let case = MulMatVecIdCase {
                 a_type,
                 k,
@@ -202,6 +215,7 @@ pub fn cases() -> Vec<BenchCase> {
     for cm2 in [false, true] {
         for a_type in [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K] {
             for (m, k) in [(768, 2048), (2048, 768)] {
+                let (m, k, tokens) = (dim(m), dim(k), dim(512));
                 let case = MulMmIdCase {
                     a_type,
                     b_type: DType::F32,
@@ -210,7 +224,7 @@ pub fn cases() -> Vec<BenchCase> {
                     n_as: 128,
                     n_used: 8,
                     ne11: 1,
-                    n_tokens: 512,
+                    n_tokens: tokens,
                     routing: Routing::Random,
                     b_row_pad: 0,
                     prec: Prec::Default,
@@ -222,7 +236,7 @@ pub fn cases() -> Vec<BenchCase> {
                 };
                 push(
                     "mul_mm_id",
-                    format!("MoE 128×{m}×{k} {a_type}, 512 tok{}", cm2_label(cm2)),
+                    format!("MoE 128×{m}×{k} {a_type}, {tokens} tok{}", cm2_label(cm2)),
                     Case::MulMmId(case),
                 );
             }
@@ -237,6 +251,7 @@ pub fn cases() -> Vec<BenchCase> {
         }
         shapes.push((128, 512, 4096));
         for (d, n, kv) in shapes {
+            let (n, kv) = (if n > 1 { dim(n) } else { n }, dim(kv));
             let case = FlashAttnCase {
                 path,
                 prec_f32: false,
@@ -275,13 +290,14 @@ pub fn cases() -> Vec<BenchCase> {
     }
     for cm2 in [false, true] {
         for a_type in [DType::F16, DType::Q4_0, DType::Q8_0] {
-            for m in [4096, 14336] {
+            for (m, k) in [(4096, 4096), (14336, 4096), (4096, 14336)] {
+                let (m, k, n) = (dim(m), dim(k), dim(512));
                 let case = MulMmCase {
                     a_type,
                     b_type: DType::F32,
-                    k: 4096,
+                    k,
                     m,
-                    n: 512,
+                    n,
                     ne02: 1,
                     r2: 1,
                     ne03: 1,
@@ -297,13 +313,13 @@ pub fn cases() -> Vec<BenchCase> {
                 };
                 push(
                     "mul_mm",
-                    format!("{m}×512×4096 {a_type}{}", cm2_label(cm2)),
+                    format!("{m}×{n}×{k} {a_type}{}", cm2_label(cm2)),
                     Case::MulMm(case),
                 );
             }
         }
     }
-    for t in [1024, 1] {
+    for t in [dim(1024), 1] {
         let wkv7 = Wkv7Case {
             head_size: 64,
             heads: 32,
@@ -316,6 +332,12 @@ pub fn cases() -> Vec<BenchCase> {
         push("wkv7", format!("T={t} C=2048 S=64"), Case::Wkv7(wkv7));
     }
     v
+}
+
+/// A large dimension of a bench shape cut for `--quick`: 4096 → 256, 14336 → 768, 32768 → 2048;
+/// a multiple of 256 (every block length) and at least 256.
+pub fn quick_dim(x: usize) -> usize {
+    256 * (x / 4096).max(1)
 }
 
 fn cm2_label(cm2: bool) -> &'static str {
@@ -586,11 +608,16 @@ pub fn table(
     ceilings: &Ceilings,
     against: Option<&str>,
 ) -> String {
+    let mut s = table_header(ceilings, against);
+    for (b, variant, t, o) in rows {
+        s += &table_row(b, variant, t, o.as_ref(), ceilings);
+    }
+    s
+}
+
+/// The ceilings and the column titles of [`table`].
+pub fn table_header(ceilings: &Ceilings, against: Option<&str>) -> String {
     let mut s = String::new();
-    let pct = |x: f64, c: Option<f64>| {
-        c.map(|c| format!("{:.0}%", 100.0 * x / c))
-            .unwrap_or_else(|| "-".into())
-    };
     let _ = writeln!(
         s,
         "ceilings measured here: copy {} GB/s, f32 FMA {} GFLOP/s",
@@ -624,74 +651,158 @@ pub fn table(
         "{:<14} {:<32} {:<34} {:>10} {:>7} {:>8} {:>5} {:>9} {:>5}{other}  status",
         "kernel", "variant", "shape", "median µs", "spread", "GB/s", "%bw", "GFLOP/s", "%peak"
     );
+    s
+}
+
+/// One line of [`table`]: case `b` timed as `t` on our tree and as `o` on the other one.
+pub fn table_row(
+    b: &BenchCase,
+    variant: &str,
+    t: &Timing,
+    o: Option<&Timing>,
+    ceilings: &Ceilings,
+) -> String {
+    let mut s = String::new();
+    let pct = |x: f64, c: Option<f64>| {
+        c.map(|c| format!("{:.0}%", 100.0 * x / c))
+            .unwrap_or_else(|| "-".into())
+    };
     let spread = |t: &Timing| {
         t.spread()
             .map(|x| format!("{:.0}%", 100.0 * x))
             .unwrap_or_else(|| "-".into())
     };
-    for (b, variant, t, o) in rows {
-        let w = work(&b.case);
-        // Coopmat kernels (cm1/cm2 pipelines) against the coopmat peak, the rest against FMA.
-        let peak = if variant.contains("cm1") || variant.contains("cm2") {
-            ceilings.coopmat_gflops.as_ref().ok().copied()
-        } else {
-            ceilings.fma_gflops
+    let w = work(&b.case);
+    // Coopmat kernels (cm1/cm2 pipelines) against the coopmat peak, the rest against FMA.
+    let peak = if variant.contains("cm1") || variant.contains("cm2") {
+        ceilings.coopmat_gflops.as_ref().ok().copied()
+    } else {
+        ceilings.fma_gflops
+    };
+    let (us, gbps, bwp, gflops, fmap) = match (t.ns, w) {
+        (Some(ns), Some(w)) => (
+            format!("{:.1}", ns / 1e3),
+            format!("{:.1}", w.bytes / ns),
+            pct(w.bytes / ns, ceilings.copy_gbps),
+            format!("{:.1}", w.flops / ns),
+            pct(w.flops / ns, peak),
+        ),
+        (Some(ns), None) => (
+            format!("{:.1}", ns / 1e3),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ),
+        _ => ("-".into(), "-".into(), "-".into(), "-".into(), "-".into()),
+    };
+    let cmp = match o {
+        Some(o) => {
+            let (ratio, rank) = rank(t, o)
+                .map(|(r, k)| (format!("{r:.2}"), k))
+                .unwrap_or_else(|| ("-".into(), "-"));
+            format!(
+                " {:>12} {:>7} {ratio:>7} {rank:>8}",
+                o.ns.map(|n| format!("{:.1}", n / 1e3))
+                    .unwrap_or_else(|| o.status.clone()),
+                spread(o)
+            )
+        }
+        None => String::new(),
+    };
+    let _ = writeln!(
+        s,
+        "{:<14} {:<32} {:<34} {us:>10} {:>7} {gbps:>8} {bwp:>5} {gflops:>9} {fmap:>5}{cmp}  {}",
+        b.kernel,
+        variant,
+        b.label,
+        spread(t),
+        t.status
+    );
+    s
+}
+
+/// The rank of a row (as in [`table_row`]), or None without both timings.
+fn rank(t: &Timing, o: &Timing) -> Option<(f64, &'static str)> {
+    let (a, b, (alo, ahi), (blo, bhi)) = (o.ns?, t.ns?, o.range?, t.range?);
+    let unstable = [o, t]
+        .iter()
+        .any(|x| x.spread().is_some_and(|s| s > MAX_SPREAD));
+    let rank = if unstable {
+        "unstable"
+    } else if alo <= bhi && blo <= ahi {
+        "tie"
+    } else if a > b {
+        "ours"
+    } else {
+        "theirs"
+    };
+    Some((a / b, rank))
+}
+
+/// Per kernel: rows, the geometric mean and the lowest ratio (other tree's time over ours) and
+/// how the rows rank; then for mat-vec, the share of the copy ceiling per weight type (lowest
+/// and median over its rows), the figure the mat-vec speed goal is stated in.
+pub fn summary(
+    rows: &[(BenchCase, String, Timing, Option<Timing>)],
+    ceilings: &Ceilings,
+) -> String {
+    let mut s = String::from("summary:\n");
+    let mut kernels: Vec<&str> = rows.iter().map(|r| r.0.kernel).collect();
+    kernels.dedup();
+    for kernel in kernels {
+        let of = || rows.iter().filter(move |r| r.0.kernel == kernel);
+        let ranked: Vec<(f64, &str, &str)> = of()
+            .filter_map(|r| {
+                let (ratio, rank) = rank(&r.2, r.3.as_ref()?)?;
+                Some((ratio, rank, r.0.label.as_str()))
+            })
+            .collect();
+        let _ = write!(s, "  {kernel:<14} {} rows", of().count());
+        if let Some(low) = ranked.iter().min_by(|a, b| a.0.total_cmp(&b.0)) {
+            let geo = (ranked.iter().map(|r| r.0.ln()).sum::<f64>() / ranked.len() as f64).exp();
+            let count = |k: &str| ranked.iter().filter(|r| r.1 == k).count();
+            let _ = write!(
+                s,
+                ", ratio geomean {geo:.2}, lowest {:.2} ({}); ours {} theirs {} tie {} unstable {}",
+                low.0,
+                low.2,
+                count("ours"),
+                count("theirs"),
+                count("tie"),
+                count("unstable")
+            );
+        }
+        let failed = of().filter(|r| r.2.status != "ok").count();
+        if failed > 0 {
+            let _ = write!(s, "; {failed} not timed");
+        }
+        s.push('\n');
+    }
+    let Some(copy) = ceilings.copy_gbps else {
+        return s;
+    };
+    let mut types: Vec<String> = Vec::new();
+    let mut shares: Vec<Vec<f64>> = Vec::new();
+    for (b, _, t, _) in rows {
+        let (Case::MulMatVec(c), Some(ns), Some(w)) = (&b.case, t.ns, work(&b.case)) else {
+            continue;
         };
-        let (us, gbps, bwp, gflops, fmap) = match (t.ns, w) {
-            (Some(ns), Some(w)) => (
-                format!("{:.1}", ns / 1e3),
-                format!("{:.1}", w.bytes / ns),
-                pct(w.bytes / ns, ceilings.copy_gbps),
-                format!("{:.1}", w.flops / ns),
-                pct(w.flops / ns, peak),
-            ),
-            (Some(ns), None) => (
-                format!("{:.1}", ns / 1e3),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-            ),
-            _ => ("-".into(), "-".into(), "-".into(), "-".into(), "-".into()),
-        };
-        let cmp = match o {
-            Some(o) => {
-                let (ratio, rank) = match (o.ns, t.ns, o.range, t.range) {
-                    (Some(a), Some(b), Some((alo, ahi)), Some((blo, bhi))) => {
-                        let unstable = [o, t]
-                            .iter()
-                            .any(|x| x.spread().is_some_and(|s| s > MAX_SPREAD));
-                        let rank = if unstable {
-                            "unstable"
-                        } else if alo <= bhi && blo <= ahi {
-                            "tie"
-                        } else if a > b {
-                            "ours"
-                        } else {
-                            "theirs"
-                        };
-                        (format!("{:.2}", a / b), rank)
-                    }
-                    _ => ("-".into(), "-"),
-                };
-                format!(
-                    " {:>12} {:>7} {ratio:>7} {rank:>8}",
-                    o.ns.map(|n| format!("{:.1}", n / 1e3))
-                        .unwrap_or_else(|| o.status.clone()),
-                    spread(o)
-                )
-            }
-            None => String::new(),
-        };
-        let _ = writeln!(
-            s,
-            "{:<14} {:<32} {:<34} {us:>10} {:>7} {gbps:>8} {bwp:>5} {gflops:>9} {fmap:>5}{cmp}  {}",
-            b.kernel,
-            variant,
-            b.label,
-            spread(t),
-            t.status
-        );
+        let name = c.a_type.to_string();
+        let i = types.iter().position(|x| *x == name).unwrap_or_else(|| {
+            types.push(name);
+            shares.push(Vec::new());
+            types.len() - 1
+        });
+        shares[i].push(100.0 * w.bytes / ns / copy);
+    }
+    if !types.is_empty() {
+        s += "  mul_mat_vec share of the copy ceiling (lowest / median over the type's rows):";
+        for (name, mut v) in types.into_iter().zip(shares) {
+            v.sort_by(f64::total_cmp);
+            let _ = write!(s, " {name} {:.0}/{:.0}%", v[0], v[v.len() / 2]);
+        }
+        s.push('\n');
     }
     s
 }
@@ -702,7 +813,7 @@ mod tests {
 
     #[test]
     fn every_bench_case_is_valid_and_the_ceiling_shaders_compile() {
-        for b in cases() {
+        for b in cases(false, true).into_iter().chain(cases(true, true)) {
             b.case
                 .validate()
                 .unwrap_or_else(|e| panic!("{}: {e}", b.label));

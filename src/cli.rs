@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -217,6 +218,18 @@ pub enum Command {
         /// offers, cm2 > cm1 > scalar-fp16 > scalar-fp32); vkdiff's own rows take the same path.
         #[arg(long)]
         config: Option<String>,
+        /// Every row on small shapes (large dimensions cut to 256·⌊x/4096⌋, at least 256): a
+        /// smoke test of the rows, e.g. on lavapipe, not a measurement.
+        #[arg(long)]
+        quick: bool,
+        /// Every mat-vec weight type with every column count (by default only the common
+        /// types sweep the columns; the others have one column).
+        #[arg(long)]
+        all: bool,
+        /// Start no row after this many seconds: the rows measured so far and the summary are
+        /// still printed (for a device session with a hard limit).
+        #[arg(long)]
+        time_limit: Option<u64>,
     },
     /// Mutation testing: how many small bugs planted in the shader tree (relational and
     /// arithmetic swaps, constants ± 1, dropped barriers, min ↔ max, swapped operands) the
@@ -863,6 +876,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             rotations,
             rounds,
             config,
+            quick,
+            all,
+            time_limit,
         } => {
             target.apply();
             kernels::select(&ops, None)?;
@@ -927,14 +943,29 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 repeats,
                 rotations,
             };
+            let against_name = other_name.clone();
+            // Rows are printed as they are measured: a run stopped at a time limit keeps them.
+            print!(
+                "{}",
+                bench::table_header(&ceilings, against_name.as_deref())
+            );
             let mut rows = Vec::new();
-            for b in bench::cases() {
+            let started = std::time::Instant::now();
+            let mut left_out = 0;
+            for b in bench::cases(quick, all) {
                 let name = b.case.variant();
                 if !(ops.is_empty() || ops.iter().any(|o| o == b.kernel))
                     || variant.as_deref().is_some_and(|f| !name.contains(f))
                 {
                     continue;
                 }
+                if time_limit.is_some_and(|t| started.elapsed().as_secs() >= t) {
+                    left_out += 1;
+                    continue;
+                }
+                let row_start = std::time::Instant::now();
+                // Every round and tree evaluates the same case: generate its inputs once.
+                crate::cases::data::keep_tensors(true);
                 // Interleaved rounds: a drift of the device (clocks, heat, other users) reaches
                 // both trees alike instead of whichever ran second.
                 let (mut ours, mut theirs) = (Vec::new(), Vec::new());
@@ -957,18 +988,24 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                         break; // wrong or skipped: another round says the same
                     }
                 }
+                crate::cases::data::keep_tensors(false);
                 let t = bench::Timing::rounds(&ours);
+                // Our shader tree against another tree or ggml's own backend.
                 let o = other_name.is_some().then(|| bench::Timing::rounds(&theirs));
+                // What a row costs the host (inputs, reference, uploads), for sizing a run.
                 eprintln!(
-                    "{:<28} {:<28} {}",
-                    name,
+                    "{name} {}: row took {:.1} s",
                     b.label,
-                    t.ns.map(|n| format!("{:.1} µs", n / 1e3))
-                        .unwrap_or_else(|| t.status.clone())
+                    row_start.elapsed().as_secs_f64()
                 );
+                print!("{}", bench::table_row(&b, &name, &t, o.as_ref(), &ceilings));
+                std::io::stdout().flush().ok();
                 rows.push((b, name, t, o));
             }
-            print!("{}", bench::table(&rows, &ceilings, other_name.as_deref()));
+            if left_out > 0 {
+                println!("time limit: {left_out} rows not started");
+            }
+            print!("{}", bench::summary(&rows, &ceilings));
             Ok(if rows.iter().all(|r| r.2.status == "ok") {
                 ExitCode::SUCCESS
             } else {

@@ -120,13 +120,15 @@ pub fn mul_mat_vec_bounds(
 /// * **float A** (f32, f16, bf16): one element per step, [`mul_mat_vec_depth`] unchanged.
 /// * **generic body, block A** (q4_0 … q8_0, iq4_nl, iq4_xs): an invocation takes 8-element
 ///   chunks tid, tid + BLOCK_SIZE, …, so it folds up to c = ⌈⌈K/8⌉/BLOCK_SIZE⌉ chunks of 8
-///   terms into its sum: at most 8c roundings per term (our body: 8 sequential fmas per chunk;
-///   a body that forms two vec4 dot products per chunk, rounds their sum and then the
-///   accumulation, needs at most c + 5 ≤ 8c). This can exceed ⌈K/BLOCK_SIZE⌉ + 3 when K is
-///   small against 8·BLOCK_SIZE (e.g. K = 32, BLOCK_SIZE = 32: 8 against 4), which is why the
-///   count is by chunks. d·q is exact in f32 for every block format of this body (at most 23
-///   significant bits: 11 of d, 12 of iq4_xs's kvalue·(ls − 32)); with a min, d·q + m rounds
-///   once more. Then the ⌈log₂ BLOCK_SIZE⌉ tree.
+///   terms into its sum: at most 8c roundings per term (8 sequential fmas per chunk would
+///   reach it; our body, like ggml's, forms two 4-term dot products of q and b per chunk (4
+///   roundings), rounds their sum (1) and folds it with d into the running sum in one fma (1),
+///   then one rounding per later chunk: c + 5 ≤ 8c). This can exceed ⌈K/BLOCK_SIZE⌉ + 3 when K
+///   is small against 8·BLOCK_SIZE (e.g. K = 32, BLOCK_SIZE = 32: 8 against 4), which is why
+///   the count is by chunks. d·q is exact in f32 for every block format of this body (at most
+///   23 significant bits: 11 of d, 12 of iq4_xs's kvalue·(ls − 32)); with a min, d·q + m
+///   rounds once more (our body: before the dot products, c + 6 ≤ 8c + 1). Then the
+///   ⌈log₂ BLOCK_SIZE⌉ tree.
 /// * **K-quant bodies** (q2_K … q6_K, `mul_mat_vec_q*_k.comp`): 16 invocations per 256-element
 ///   super-block (§5.4); invocation tid takes the 16-element share tid mod 16 of super-blocks
 ///   ⌊tid/16⌋, ⌊tid/16⌋ + BLOCK_SIZE/16, …, i.e. up to S = ⌈(K/256)/(BLOCK_SIZE/16)⌉ of them.
@@ -167,7 +169,9 @@ pub fn mul_mat_vec_depth_of(a: vkdiff_reference::DType, k: usize, block_size: u3
 ///
 /// The subnormal floor of the K-quant bodies is scaled by 2²³: a partial sum flushed to zero
 /// loses < 2⁻¹²⁶ before it is multiplied by d·sc or dmin·m (|·| ≤ 65504·128 < 2²³), over at most
-/// 3K flushable operations (a product-sum and a b-sum per element, and the folds).
+/// 3K flushable operations (a product-sum and a b-sum per element, and the folds). The generic
+/// body's floor is scaled by 2¹⁶ for the same reason: a chunk's q·b sum is multiplied by d
+/// (|d| ≤ 65504 < 2¹⁶) after it is formed, as in ggml's body.
 pub fn mul_mat_vec_bounds_of(
     magnitudes: &[f64],
     k: usize,
@@ -182,6 +186,7 @@ pub fn mul_mat_vec_bounds_of(
         }
         // Group scales ≤ 65504·31 < 2²³ (iq3_s; the others are smaller).
         t if DType::LATTICE_IQUANTS.contains(&t) => subnormal_floor(3 * k) * f64::from(1u32 << 23),
+        t if t.is_quantized() => subnormal_floor(k) * f64::from(1u32 << 16),
         _ => subnormal_floor(k),
     };
     magnitudes.iter().map(|m| g * m + floor).collect()

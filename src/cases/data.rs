@@ -219,9 +219,54 @@ fn scale(mode: Scales, rng: &mut ChaCha8Rng) -> f16 {
     }
 }
 
+thread_local! {
+    /// The tensors generated while [`keep_tensors`] is on, by their arguments.
+    static KEPT: std::cell::RefCell<Option<Vec<(TensorKey, Tensor)>>> = const { std::cell::RefCell::new(None) };
+}
+
+type TensorKey = (DType, [usize; 4], Blocks, u64, u64);
+
+/// While `on`, [`tensor`] keeps what it generates and hands out copies on a repeat: `vkdiff
+/// bench` evaluates each case once per round and tree, and generating (and quantizing) a
+/// 14336×4096 weight matrix costs more host time than the rest of a row. Turning it off
+/// drops the kept tensors.
+pub fn keep_tensors(on: bool) {
+    KEPT.with(|k| {
+        let mut k = k.borrow_mut();
+        match (on, k.is_some()) {
+            (true, false) => *k = Some(Vec::new()),
+            (false, _) => *k = None,
+            _ => {}
+        }
+    });
+}
+
 /// A densely packed tensor of type `dtype` and shape `ne`. Float types take their values from
 /// `blocks`' distribution (raw blocks fall back to Normal); block formats are quantized or raw.
 pub fn tensor(dtype: DType, ne: [usize; 4], blocks: Blocks, seed: u64, stream: u64) -> Tensor {
+    let key = (dtype, ne, blocks, seed, stream);
+    let kept = KEPT.with(|k| {
+        k.borrow()
+            .as_ref()
+            .and_then(|v| v.iter().find(|(x, _)| *x == key).map(|(_, t)| t.clone()))
+    });
+    if let Some(t) = kept {
+        return t;
+    }
+    let t = generate(dtype, ne, blocks, seed, stream);
+    KEPT.with(|k| {
+        if let Some(v) = k.borrow_mut().as_mut() {
+            // A case's operands: a few tensors; older ones are of cases already done.
+            if v.len() >= 8 {
+                v.remove(0);
+            }
+            v.push((key, t.clone()));
+        }
+    });
+    t
+}
+
+fn generate(dtype: DType, ne: [usize; 4], blocks: Blocks, seed: u64, stream: u64) -> Tensor {
     let n: usize = ne.iter().product();
     let blocks = match blocks {
         Blocks::Quantized(_) if dtype.is_quantized() && !dtype.has_quantizer() => {
