@@ -382,3 +382,22 @@ impl Outcome {
         }
     }
 }
+
+/// The (A row offset, B row) of every dst column of a batched MUL_MAT with `n` columns per
+/// matrix: column c is (n, i2, i3), which multiplies A matrix (i3, i2 / r2) (first row at
+/// that matrix's index times `m`) by B row c. Shared by the mat-vec and mul_mm error models.
+pub fn batched_columns(
+    n: usize,
+    ne02: usize,
+    r2: usize,
+    ne03: usize,
+    m: usize,
+) -> Vec<(usize, usize)> {
+    let ne12 = ne02 * r2;
+    (0..n * ne12 * ne03)
+        .map(|c| {
+            let (i2, i3) = ((c / n) % ne12, c / (n * ne12));
+            ((i3 * ne02 + i2 / r2) * m, c)
+        })
+        .collect()
+}

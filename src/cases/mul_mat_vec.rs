@@ -284,13 +284,7 @@ impl MulMatVecCase {
         let mut expected = want.values.clone();
         match (a.rows(), b.rows()) {
             (Ok(a_rows), Ok(b_rows)) => {
-                let ne12 = self.ne02 * self.r2;
-                let columns: Vec<(usize, usize)> = (0..self.n * ne12 * self.ne03)
-                    .map(|c| {
-                        let (i2, i3) = ((c / self.n) % ne12, c / (self.n * ne12));
-                        ((i3 * self.ne02 + i2 / self.r2) * self.m, c)
-                    })
-                    .collect();
+                let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
                 let fmt = |t: DType| match t {
                     DType::F16 => Fp::F16,
                     DType::Bf16 => Fp::Bf16,

@@ -862,14 +862,7 @@ impl MulMmCase {
             (Ok(x), Ok(y)) => (x, y),
             (Err(e), _) | (_, Err(e)) => return Outcome::Error(e.to_string()),
         };
-        let ne12 = self.ne02 * self.r2;
-        // dst column (n, i2, i3) multiplies A matrix (i3, i2 / r2) by B row (n, i2, i3).
-        let columns: Vec<(usize, usize)> = (0..self.n * ne12 * self.ne03)
-            .map(|c| {
-                let (i2, i3) = ((c / self.n) % ne12, c / (self.n * ne12));
-                ((i3 * self.ne02 + i2 / self.r2) * self.m, c)
-            })
-            .collect();
+        let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
         // Through ggml's host the split is its own choice: the loosest of the candidates.
         let mut splits = vec![(plan.split_k, plan.k_split)];
         if ctx.is_graph() {
