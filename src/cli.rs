@@ -281,9 +281,10 @@ pub enum Command {
     List,
     /// Turn a cargo-fuzz artifact (crash or mismatch input) into a reproducer for `replay`.
     FuzzRepro {
-        /// The kernel whose fuzz target found it (the target is `kernel_<name>`).
+        /// The kernel the fuzz target ran for (its VKDIFF_FUZZ_KERNEL), or `any` when the
+        /// first byte picked the kernel.
         kernel: String,
-        /// The artifact file (fuzz/artifacts/kernel_<name>/crash-…).
+        /// The artifact file (fuzz/artifacts/kernel_<name>/crash-… from ci/fuzz.sh).
         artifact: PathBuf,
         /// Where to write the reproducer.
         #[arg(long, default_value = "vkdiff-out/repro")]
@@ -1017,7 +1018,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             artifact,
             out,
         } => {
-            kernels::select(std::slice::from_ref(&kernel), None)?;
+            if kernel != fuzzing::ANY {
+                kernels::select(std::slice::from_ref(&kernel), None)?;
+            }
             let data =
                 std::fs::read(&artifact).map_err(|e| format!("{}: {e}", artifact.display()))?;
             let case = fuzzing::case_from_bytes(&kernel, &data)

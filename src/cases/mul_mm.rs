@@ -40,9 +40,13 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{tensor, Blocks, Dist};
-use super::{Case, Ctx, GraphOp, Outcome};
+use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
+use crate::bench::Work;
 use crate::compare::compare;
-use crate::kernels::{Kernel, Variant, VariantParams};
+use crate::findings::{bucket, host_cores, k_fact, mm_path, rows, NO_CORES, RAGGED};
+use crate::ggml::Config;
+use crate::kernels::KernelDef;
+use vkdiff_gpu::DeviceCaps;
 use crate::tolerance::{self, Fp, MulMmArith};
 
 /// The quantized A types with a direct mul_mm pipeline (§6.1), in table order.
@@ -100,21 +104,54 @@ pub struct MulMmCase {
     pub scale_log2: i32,
 }
 
-/// The row in the kernel table.
-pub const KERNEL: Kernel = Kernel {
-    name: "mul_mm",
-    shader: "mul_mm.comp",
-    summary: "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path (mul_mm.comp), KHR coopmat path (`_cm1` rows, mul_mm.comp with COOPMAT) and NV coopmat2 path (`_cm2` rows, mul_mm_cm2.comp): A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq1_s..iq3_s/iq4_nl/iq4_xs, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)",
-    error_model: "scalar: running error bound along the exact partial sums (operands rounded to f16, products and adds in ACC_TYPE); cm1: the scalar operand roundings, then the cm2 step model over TK = 16; cm2: decoder roundings per type, then a running bound over BK-deep coopMatMulAdd steps whose inner order is free (γ over BK with directed-rounding units); flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (tolerance::mul_mm_bounds, mul_mm_cm2_bounds)",
-    variants,
-    strategy: |v| match v.params {
-        VariantParams::MulMm { a, b, acc16, mode } => strategy(a, b, acc16, mode)
+/// A mul_mm or mul_mm_id row: the pipeline family's kernel A and B types and accumulator on a
+/// path (the row also covers the aligned twin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Family {
+    /// A's type as the kernel reads it (the experts' type for mul_mm_id).
+    pub a: DType,
+    /// B's type as the kernel reads it.
+    pub b: DType,
+    /// f16 accumulators.
+    pub acc16: bool,
+    /// The path: scalar fp16, cm1 (`mul_mm.comp` with COOPMAT) or cm2 (`mul_mm_cm2.comp`).
+    pub mode: Mode,
+}
+
+/// The matrix-matrix kernel (registry line in `src/cases/mod.rs`).
+pub struct MulMm;
+
+impl KernelDef for MulMm {
+    type Params = Family;
+    const NAME: &'static str = "mul_mm";
+    const SHADER: &'static str = "mul_mm.comp";
+    const SUMMARY: &'static str = "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path (mul_mm.comp), KHR coopmat path (`_cm1` rows, mul_mm.comp with COOPMAT) and NV coopmat2 path (`_cm2` rows, mul_mm_cm2.comp): A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq1_s..iq3_s/iq4_nl/iq4_xs, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)";
+    const ERROR_MODEL: &'static str = "scalar: running error bound along the exact partial sums (operands rounded to f16, products and adds in ACC_TYPE); cm1: the scalar operand roundings, then the cm2 step model over TK = 16; cm2: decoder roundings per type, then a running bound over BK-deep coopMatMulAdd steps whose inner order is free (γ over BK with directed-rounding units); flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (tolerance::mul_mm_bounds, mul_mm_cm2_bounds)";
+
+    fn variants() -> Vec<(String, Family)> {
+        all_families(false)
+            .into_iter()
+            .map(|(a, b, acc16, mode)| {
+                let name = family_name(a, b, acc16, false, mode);
+                (name, Family { a, b, acc16, mode })
+            })
+            .collect()
+    }
+
+    fn strategy(p: &Family) -> BoxedStrategy<Case> {
+        strategy(p.a, p.b, p.acc16, p.mode)
             .prop_map(Case::MulMm)
-            .boxed(),
-        _ => unreachable!("mul_mm variant"),
-    },
-    requires,
-};
+            .boxed()
+    }
+
+    fn requires(p: &Family, caps: &DeviceCaps) -> Option<String> {
+        requires(p, caps)
+    }
+
+    fn ggml_skip(p: &Family, config: Config) -> Option<String> {
+        ggml_skip(p, config)
+    }
+}
 
 /// Why `caps` does not run the row, if it does not. Scalar rows run on any shaderFloat16
 /// device (on a coopmat device as upstream does with GGML_VK_DISABLE_COOPMAT /
@@ -123,12 +160,8 @@ pub const KERNEL: Kernel = Kernel {
 /// their `_f16acc` rows the f16-accumulator shape (without it upstream selects the f32 ones);
 /// cm2 rows need VK_NV_cooperative_matrix2; the bf16 coopmat rows bf16 cooperative matrices
 /// (VK_KHR_shader_bfloat16 with shaderBFloat16Type and shaderBFloat16CooperativeMatrix).
-pub fn requires(v: &Variant, caps: &vkdiff_gpu::DeviceCaps) -> Option<String> {
-    let (a, acc16, mode) = match v.params {
-        VariantParams::MulMm { a, acc16, mode, .. }
-        | VariantParams::MulMmId { a, acc16, mode, .. } => (a, acc16, mode),
-        _ => return None,
-    };
+pub fn requires(f: &Family, caps: &DeviceCaps) -> Option<String> {
+    let Family { a, acc16, mode, .. } = *f;
     if mode == Mode::Fp16 {
         return (!caps.fp16).then(|| {
             "no shaderFloat16: upstream selects the `_fp32` variants, which the table does not list"
@@ -151,6 +184,25 @@ pub fn requires(v: &Variant, caps: &vkdiff_gpu::DeviceCaps) -> Option<String> {
         );
     }
     None
+}
+
+/// Why ggml's host under `config` does not run the row: it takes one matmul path per
+/// configuration, and no f16 accumulators without fp16.
+pub fn ggml_skip(f: &Family, config: Config) -> Option<String> {
+    let path = match config {
+        Config::ScalarFp32 | Config::ScalarFp16 => Mode::Fp16,
+        Config::Cm1 => Mode::Cm1,
+        Config::Cm2 => Mode::Cm2,
+    };
+    match config {
+        _ if f.mode != path => Some(format!(
+            "config {}: ggml runs MUL_MAT on the {path:?} matmul, not {:?}",
+            config.name(),
+            f.mode
+        )),
+        Config::ScalarFp32 if f.acc16 => Some("config scalar-fp32: no f16 accumulators".into()),
+        _ => None,
+    }
 }
 
 /// The pipeline families of a scalar fp16 device, as (kernel A, kernel B, f16 accumulator).
@@ -206,19 +258,6 @@ pub fn all_families(id: bool) -> Vec<(DType, DType, bool, Mode)> {
         .into_iter()
         .map(on(Mode::Cm2));
     scalar.chain(cm1).chain(cm2).collect()
-}
-
-fn variants() -> Vec<Variant> {
-    all_families(false)
-        .into_iter()
-        .map(|(a, b, acc16, mode)| {
-            Variant::new(
-                "mul_mm",
-                &family_name(a, b, acc16, false, mode),
-                VariantParams::MulMm { a, b, acc16, mode },
-            )
-        })
-        .collect()
 }
 
 /// The precision request a family needs: f16 accumulators come with GGML_PREC_DEFAULT, the
@@ -543,6 +582,296 @@ impl fmt::Display for MulMmCase {
     }
 }
 
+impl CaseModel for MulMmCase {
+    fn variant(&self) -> String {
+        match runners::mul_mm::choose(
+            self.mode(),
+            self.a_type,
+            self.b_type,
+            self.b_row_pad == 0,
+            self.prec,
+        ) {
+            Ok(s) => s.selection.name(false),
+            Err(_) => format!("matmul_{}_{}", self.a_type, self.b_type),
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let a_ok = matches!(self.a_type, DType::F32 | DType::F16 | DType::Bf16)
+            || QUANT_TYPES.contains(&self.a_type);
+        if !a_ok {
+            return Err(format!("matmul A may not be {}", self.a_type));
+        }
+        match self.b_type {
+            DType::F32 | DType::F16 => {}
+            DType::Bf16 if self.a_type == DType::Bf16 => {}
+            b => return Err(format!("matmul B may not be {b} with a {} A", self.a_type)),
+        }
+        if self.k % self.a_type.block_len() != 0 {
+            return Err(format!(
+                "K = {} is not a multiple of {}'s block size {}",
+                self.k,
+                self.a_type,
+                self.a_type.block_len()
+            ));
+        }
+        if self.force_split_k.is_some_and(|s| s == 0) {
+            return Err("force_split_k must be at least 1".into());
+        }
+        super::check_sizes(
+            "A",
+            &[
+                ("K", self.k),
+                ("M", self.m),
+                ("ne02", self.ne02),
+                ("ne03", self.ne03),
+            ],
+        )?;
+        super::check_sizes(
+            "B",
+            &[
+                ("K + pad", self.k.saturating_add(self.b_row_pad)),
+                ("N", self.n),
+                ("ne02", self.ne02),
+                ("r2", self.r2),
+                ("ne03", self.ne03),
+            ],
+        )?;
+        super::check_sizes(
+            "dst",
+            &[
+                ("M", self.m),
+                ("N", self.n),
+                ("ne02", self.ne02),
+                ("r2", self.r2),
+                ("ne03", self.ne03),
+            ],
+        )
+    }
+
+    fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        let (a, b) = match self.inputs() {
+            Ok(x) => x,
+            Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
+        };
+        let plan = match runners::mul_mm::plan(
+            ctx.gpu.caps(),
+            self.mode(),
+            &a,
+            &b,
+            self.prec,
+            // ggml's host chooses its own split: judge with the host model's choice.
+            if ctx.is_graph() {
+                None
+            } else {
+                self.force_split_k
+            },
+        ) {
+            Ok(p) => p,
+            Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
+        };
+        let want = match mul_mat::mul_mat(&a, &b) {
+            Ok(w) => w,
+            Err(e) => return Outcome::Skip(format!("ggml rejects the shapes: {e}")),
+        };
+        let (a_rows, b_rows) = match (a.rows(), b.rows()) {
+            (Ok(x), Ok(y)) => (x, y),
+            (Err(e), _) | (_, Err(e)) => return Outcome::Error(e.to_string()),
+        };
+        let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
+        // Through ggml's host the split is its own choice: the loosest of the candidates.
+        let mut splits = vec![(plan.split_k, plan.k_split)];
+        if ctx.is_graph() {
+            splits.extend(
+                tolerance::SPLIT_CANDIDATES
+                    .iter()
+                    .filter(|&&s| s <= self.k)
+                    .map(|&s| (s, if s > 1 { self.k.div_ceil(s) } else { self.k })),
+            );
+        }
+        let mut candidates = Vec::new();
+        for (split_k, k_split) in splits {
+            let arith = arith_of(&plan.staging, self.a_type, split_k, k_split);
+            candidates.push(match self.mode() {
+                Mode::Cm2 => {
+                    let bk = plan.dispatch.spec[3] as usize;
+                    match cm2_bounds(&a, &b, &plan.staging, bk, split_k, k_split, &columns) {
+                        Ok(b) => b,
+                        Err(e) => return Outcome::Error(e),
+                    }
+                }
+                Mode::Cm1 => {
+                    let tk = plan.dispatch.spec[9] as usize;
+                    cm1_bounds(&arith, tk, self.k, self.m, &a_rows, &b_rows, &columns)
+                }
+                Mode::Fp16 | Mode::Fp32 => {
+                    tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+                }
+            });
+        }
+        let bounds = tolerance::loosest_mm(candidates);
+        // NaN and ±∞: IEEE propagation through the operands as staged (block formats: see
+        // `dot_special`).
+        let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
+        let specials = tolerance::mul_mat_specials(
+            &a_rows,
+            &b_rows,
+            self.k,
+            self.m,
+            &columns,
+            (arith.a_operand, arith.b_operand, arith.acc),
+            !self.a_type.is_quantized(),
+        );
+        let op = GraphOp::MulMat {
+            a: &a,
+            b: &b,
+            prec_f32: self.prec == Prec::F32,
+        };
+        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
+            runners::mul_mm::run(
+                gpu,
+                tree,
+                &MulMmRun {
+                    a: &a,
+                    b: &b,
+                    mode: self.mode(),
+                    prec: self.prec,
+                    force_split_k: self.force_split_k,
+                },
+            )
+        }) {
+            Ok(r) => r,
+            Err(outcome) => return outcome,
+        };
+        judge(&run, &want, &bounds, Some(&specials))
+    }
+
+    fn forced(&self, caps: &DeviceCaps) -> Vec<String> {
+        let mut forced = Vec::new();
+        if let Some(s) = self.force_split_k.filter(|&s| s > 1) {
+            match self.split_reachable(caps) {
+                Ok(true) => {}
+                Ok(false) => forced.push(format!(
+                    "split_k {s} forced where the host would not split this way (it splits only for K ≥ 2048 with fewer tiles than half the cores)"
+                )),
+                Err(e) => forced.push(format!("split_k {s} forced: {e}")),
+            }
+        }
+        forced
+    }
+
+    fn path(&self) -> String {
+        mm_path(mode_of(self.cm1, self.cm2))
+    }
+
+    fn axes(&self) -> [&'static str; 4] {
+        ["rows", "columns", "batches", "batches3"]
+    }
+
+    fn triggers(&self) -> Vec<String> {
+        if self.force_split_k.is_some_and(|s| s > 1) {
+            vec!["split".into()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn facts(&self) -> Vec<String> {
+        let mut f = vec![
+            k_fact(self.k, self.a_type.block_len()),
+            rows(self.m),
+            format!("N {}", bucket(self.n)),
+        ];
+        if self.ne02 * self.r2 * self.ne03 > 1 {
+            f.push(
+                if self.r2 > 1 {
+                    "broadcast batches"
+                } else {
+                    "batches"
+                }
+                .into(),
+            );
+        }
+        if self.b_row_pad > 0 {
+            f.push("padded B rows".into());
+        }
+        if let Some((s, ragged)) = self.split() {
+            f.push(format!(
+                "split_k {s}{}",
+                if ragged {
+                    ", K/split not a multiple of 32"
+                } else {
+                    ""
+                }
+            ));
+        }
+        f
+    }
+
+    fn cause(&self, facts: &mut Vec<String>) {
+        if let Some((_, true)) = self.split() {
+            for w in facts.iter_mut().filter(|w| *w == "split") {
+                *w = RAGGED.into();
+            }
+        }
+    }
+
+    fn dims(&self) -> Vec<(&'static str, usize)> {
+        vec![("K", self.k), ("M", self.m), ("N", self.n)]
+    }
+
+    fn work(&self) -> Option<Work> {
+        let batches = (self.ne02 * self.r2 * self.ne03) as f64;
+        let a = (self.a_type.row_bytes(self.k).ok()? * self.m * self.ne02 * self.ne03) as f64;
+        let b = (self.b_type.row_bytes(self.k).ok()? * self.n) as f64 * batches;
+        Some(Work {
+            bytes: a + b + (4 * self.m * self.n) as f64 * batches,
+            flops: 2.0 * (self.k * self.m * self.n) as f64 * batches,
+        })
+    }
+}
+
+impl MulMmCase {
+    /// A forced split_k (2 or 4) and whether a split is not whole 32-key steps.
+    fn split(&self) -> Option<(usize, bool)> {
+        let s = self.force_split_k.filter(|&s| s > 1)?;
+        let s = if s >= 4 { 4 } else { 2 };
+        Some((s, self.k.div_ceil(s) % 32 != 0))
+    }
+
+    /// Whether the pinned host, with this device's core count, would split K exactly as the
+    /// forced split does (§8.3).
+    fn split_reachable(&self, caps: &DeviceCaps) -> Result<bool, String> {
+        use vkdiff_gpu::runners::mul_mm::plan;
+        let Some(cores) = host_cores(caps) else {
+            return Err(NO_CORES.into());
+        };
+        let (a, b) = self.inputs()?;
+        let mode = mode_of(self.cm1, self.cm2);
+        let forced = plan(caps, mode, &a, &b, self.prec, self.force_split_k)?;
+        if forced.split_k <= 1 {
+            return Ok(true);
+        }
+        let tile = plan(caps, mode, &a, &b, self.prec, None)?;
+        let (bm, bn) = (
+            tile.dispatch.spec[1] as usize,
+            tile.dispatch.spec[2] as usize,
+        );
+        let tiles = self.m.div_ceil(bm) * self.n.div_ceil(bn);
+        let mut natural = 1;
+        if self.m >= bm && self.n >= bn && self.k >= 2048 && tiles < cores as usize / 2 {
+            natural = match (cores as usize / tiles).min(4) {
+                3 => 2,
+                s => s,
+            };
+            while self.cm2 && natural > 1 && (self.k / natural) % 256 != 0 {
+                natural /= 2;
+            }
+        }
+        Ok(natural == forced.split_k)
+    }
+}
+
 /// The arithmetic the kernel performs for a plan (see [`tolerance::mul_mm_bounds`]): `a_in` is
 /// A's type before staging.
 pub fn arith_of(staging: &Staging, a_in: DType, split_k: usize, k_split: usize) -> MulMmArith {
@@ -737,73 +1066,7 @@ impl MulMmCase {
         mode_of(self.cm1, self.cm2)
     }
 
-    /// The row's name: the unaligned SPIR-V the host selects on the case's path.
-    pub fn variant(&self) -> String {
-        match runners::mul_mm::choose(
-            self.mode(),
-            self.a_type,
-            self.b_type,
-            self.b_row_pad == 0,
-            self.prec,
-        ) {
-            Ok(s) => s.selection.name(false),
-            Err(_) => format!("matmul_{}_{}", self.a_type, self.b_type),
-        }
-    }
 
-    /// See [`Case::validate`](super::Case::validate).
-    pub fn validate(&self) -> Result<(), String> {
-        let a_ok = matches!(self.a_type, DType::F32 | DType::F16 | DType::Bf16)
-            || QUANT_TYPES.contains(&self.a_type);
-        if !a_ok {
-            return Err(format!("matmul A may not be {}", self.a_type));
-        }
-        match self.b_type {
-            DType::F32 | DType::F16 => {}
-            DType::Bf16 if self.a_type == DType::Bf16 => {}
-            b => return Err(format!("matmul B may not be {b} with a {} A", self.a_type)),
-        }
-        if self.k % self.a_type.block_len() != 0 {
-            return Err(format!(
-                "K = {} is not a multiple of {}'s block size {}",
-                self.k,
-                self.a_type,
-                self.a_type.block_len()
-            ));
-        }
-        if self.force_split_k.is_some_and(|s| s == 0) {
-            return Err("force_split_k must be at least 1".into());
-        }
-        super::check_sizes(
-            "A",
-            &[
-                ("K", self.k),
-                ("M", self.m),
-                ("ne02", self.ne02),
-                ("ne03", self.ne03),
-            ],
-        )?;
-        super::check_sizes(
-            "B",
-            &[
-                ("K + pad", self.k.saturating_add(self.b_row_pad)),
-                ("N", self.n),
-                ("ne02", self.ne02),
-                ("r2", self.r2),
-                ("ne03", self.ne03),
-            ],
-        )?;
-        super::check_sizes(
-            "dst",
-            &[
-                ("M", self.m),
-                ("N", self.n),
-                ("ne02", self.ne02),
-                ("r2", self.r2),
-                ("ne03", self.ne03),
-            ],
-        )
-    }
 
     /// A and B, regenerated from the seed. B's rows are `b_row_pad` elements apart beyond K.
     pub fn inputs(&self) -> Result<(Tensor, Tensor), String> {
@@ -832,103 +1095,6 @@ impl MulMmCase {
         Ok((scaled(a, self.scale_log2)?, scaled(b, self.scale_log2)?))
     }
 
-    /// Runs and judges the case.
-    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
-        let (a, b) = match self.inputs() {
-            Ok(x) => x,
-            Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
-        };
-        let plan = match runners::mul_mm::plan(
-            ctx.gpu.caps(),
-            self.mode(),
-            &a,
-            &b,
-            self.prec,
-            // ggml's host chooses its own split: judge with the host model's choice.
-            if ctx.is_graph() {
-                None
-            } else {
-                self.force_split_k
-            },
-        ) {
-            Ok(p) => p,
-            Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
-        };
-        let want = match mul_mat::mul_mat(&a, &b) {
-            Ok(w) => w,
-            Err(e) => return Outcome::Skip(format!("ggml rejects the shapes: {e}")),
-        };
-        let (a_rows, b_rows) = match (a.rows(), b.rows()) {
-            (Ok(x), Ok(y)) => (x, y),
-            (Err(e), _) | (_, Err(e)) => return Outcome::Error(e.to_string()),
-        };
-        let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
-        // Through ggml's host the split is its own choice: the loosest of the candidates.
-        let mut splits = vec![(plan.split_k, plan.k_split)];
-        if ctx.is_graph() {
-            splits.extend(
-                tolerance::SPLIT_CANDIDATES
-                    .iter()
-                    .filter(|&&s| s <= self.k)
-                    .map(|&s| (s, if s > 1 { self.k.div_ceil(s) } else { self.k })),
-            );
-        }
-        let mut candidates = Vec::new();
-        for (split_k, k_split) in splits {
-            let arith = arith_of(&plan.staging, self.a_type, split_k, k_split);
-            candidates.push(match self.mode() {
-                Mode::Cm2 => {
-                    let bk = plan.dispatch.spec[3] as usize;
-                    match cm2_bounds(&a, &b, &plan.staging, bk, split_k, k_split, &columns) {
-                        Ok(b) => b,
-                        Err(e) => return Outcome::Error(e),
-                    }
-                }
-                Mode::Cm1 => {
-                    let tk = plan.dispatch.spec[9] as usize;
-                    cm1_bounds(&arith, tk, self.k, self.m, &a_rows, &b_rows, &columns)
-                }
-                Mode::Fp16 | Mode::Fp32 => {
-                    tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
-                }
-            });
-        }
-        let bounds = tolerance::loosest_mm(candidates);
-        // NaN and ±∞: IEEE propagation through the operands as staged (block formats: see
-        // `dot_special`).
-        let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
-        let specials = tolerance::mul_mat_specials(
-            &a_rows,
-            &b_rows,
-            self.k,
-            self.m,
-            &columns,
-            (arith.a_operand, arith.b_operand, arith.acc),
-            !self.a_type.is_quantized(),
-        );
-        let op = GraphOp::MulMat {
-            a: &a,
-            b: &b,
-            prec_f32: self.prec == Prec::F32,
-        };
-        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
-            runners::mul_mm::run(
-                gpu,
-                tree,
-                &MulMmRun {
-                    a: &a,
-                    b: &b,
-                    mode: self.mode(),
-                    prec: self.prec,
-                    force_split_k: self.force_split_k,
-                },
-            )
-        }) {
-            Ok(r) => r,
-            Err(outcome) => return outcome,
-        };
-        judge(&run, &want, &bounds, Some(&specials))
-    }
 }
 
 #[cfg(test)]

@@ -11,9 +11,11 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, values, Dist};
-use super::{Case, Ctx, GraphOp, Outcome};
+use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
+use crate::bench::Work;
 use crate::compare::compare;
-use crate::kernels::{Kernel, Variant};
+use crate::findings::bucket;
+use crate::kernels::KernelDef;
 use crate::tolerance;
 
 /// One RWKV_WKV7 evaluation.
@@ -36,16 +38,24 @@ pub struct Wkv7Case {
     pub seed: u64,
 }
 
-/// The row in the kernel table.
-pub const KERNEL: Kernel = Kernel {
-    name: "wkv7",
-    shader: "wkv7.comp",
-    summary: "RWKV-7 recurrence (GGML_OP_RWKV_WKV7), f32",
-    error_model: "first-order running error of the recurrence: γ(S) per dot, γ(3) per state update, carried through |w| and |b| (tolerance::wkv7_bounds)",
-    variants: || vec![Variant::new("wkv7", "rwkv_wkv7_f32", crate::kernels::VariantParams::Wkv7)],
-    strategy: |_| strategy().prop_map(Case::Wkv7).boxed(),
-    requires: |_, _| None,
-};
+/// The kernel (registry line in `src/cases/mod.rs`).
+pub struct Wkv7;
+
+impl KernelDef for Wkv7 {
+    type Params = ();
+    const NAME: &'static str = "wkv7";
+    const SHADER: &'static str = "wkv7.comp";
+    const SUMMARY: &'static str = "RWKV-7 recurrence (GGML_OP_RWKV_WKV7), f32";
+    const ERROR_MODEL: &'static str = "first-order running error of the recurrence: γ(S) per dot, γ(3) per state update, carried through |w| and |b| (tolerance::wkv7_bounds)";
+
+    fn variants() -> Vec<(String, ())> {
+        vec![("rwkv_wkv7_f32".into(), ())]
+    }
+
+    fn strategy(_: &()) -> BoxedStrategy<Case> {
+        strategy().prop_map(Case::Wkv7).boxed()
+    }
+}
 
 /// Head sizes: 64 (the real one) most often, any size up to 128 (our shader's fast-path
 /// limit), 128 itself on its own (the workgroup size, where every invocation owns a row and the
@@ -115,14 +125,12 @@ impl fmt::Display for Wkv7Case {
     }
 }
 
-impl Wkv7Case {
-    /// Upstream's only variant.
-    pub fn variant(&self) -> String {
+impl CaseModel for Wkv7Case {
+    fn variant(&self) -> String {
         "rwkv_wkv7_f32".into()
     }
 
-    /// See [`Case::validate`](super::Case::validate).
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         let (s, h, t, b) = (self.head_size, self.heads, self.tokens_per_seq, self.seqs);
         super::check_sizes(
             "r/w/k/v/a/b",
@@ -136,56 +144,7 @@ impl Wkv7Case {
         super::check_sizes("state", &[("S", s), ("S", s), ("H", h), ("sequences", b)])
     }
 
-    /// The seven input tensors, regenerated from the seed.
-    pub fn inputs(&self) -> [Tensor; 7] {
-        let (s, h, t) = (self.head_size, self.heads, self.tokens_per_seq * self.seqs);
-        let n = s * h * t;
-        let mk = |v: Vec<f32>, ne| Tensor::from_f32(DType::F32, ne, &v).expect("f32");
-        let x = |stream| values(self.dist, self.seed, stream, n);
-        // Decay in (0, 1): w = exp(−exp(z)), z normal.
-        let w: Vec<f32> = values(Dist::Normal, self.seed, 1, n)
-            .iter()
-            .map(|z| (-(z * 0.5).exp()).exp())
-            .collect();
-        let (a, b) = if self.free_ab {
-            (x(4), x(5))
-        } else {
-            self.structured_ab()
-        };
-        let state = values(self.dist, self.seed, 6, s * s * h * self.seqs);
-        let ne = [s, h, t, 1];
-        [
-            mk(x(0), ne),
-            mk(w, ne),
-            mk(x(2), ne),
-            mk(x(3), ne),
-            mk(a, ne),
-            mk(b, ne),
-            mk(state, [s * s * h, self.seqs, 1, 1]),
-        ]
-    }
-
-    /// RWKV-7's own a and b: per token and head, a unit vector κ̂, a = −κ̂, b = κ̂ ⊙ α.
-    fn structured_ab(&self) -> (Vec<f32>, Vec<f32>) {
-        use rand::Rng;
-        let s = self.head_size;
-        let n = s * self.heads * self.tokens_per_seq * self.seqs;
-        let kappa = values(Dist::Normal, self.seed, 4, n);
-        let mut alpha_rng = rng(self.seed, 5);
-        let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
-        for (i, chunk) in kappa.chunks_exact(s).enumerate() {
-            let norm = chunk.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-            for (j, &kj) in chunk.iter().enumerate() {
-                let unit = kj / norm;
-                a[i * s + j] = -unit;
-                b[i * s + j] = unit * alpha_rng.gen_range(0.0..1.0f32);
-            }
-        }
-        (a, b)
-    }
-
-    /// Runs and judges the case.
-    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+    fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
         let [r, w, k, v, a, b, state] = self.inputs();
         let inputs = Wkv7Inputs {
             r: &r,
@@ -235,5 +194,94 @@ impl Wkv7Case {
         };
         verdict.overrun = run.overrun;
         Outcome::from_verdict(verdict, run.gpu_ns)
+    }
+
+    fn facts(&self) -> Vec<String> {
+        let mut f = Vec::new();
+        // Upstream's shader is written for one head size, 64 (its workgroup size).
+        f.push(format!(
+            "head size {}{}",
+            self.head_size,
+            if self.head_size == 64 { "" } else { " (not 64)" }
+        ));
+        f.push(format!("tokens {}", bucket(self.tokens_per_seq)));
+        if self.seqs > 1 {
+            f.push("several sequences".into());
+        }
+        f
+    }
+
+    fn dims(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("head size", self.head_size),
+            ("heads", self.heads),
+            ("tokens", self.tokens_per_seq),
+            ("sequences", self.seqs),
+        ]
+    }
+
+    fn work(&self) -> Option<Work> {
+        let (s, h, t, b) = (
+            self.head_size as f64,
+            self.heads as f64,
+            (self.tokens_per_seq * self.seqs) as f64,
+            self.seqs as f64,
+        );
+        let tensors = 6.0 * t * h * s + t * h * s + 2.0 * s * s * h * b;
+        // Per token and head: sa (2S²), the update (5S²), y (2S²).
+        Some(Work {
+            bytes: 4.0 * tensors,
+            flops: 9.0 * t * h * s * s,
+        })
+    }
+}
+
+impl Wkv7Case {
+    /// The seven input tensors, regenerated from the seed.
+    pub fn inputs(&self) -> [Tensor; 7] {
+        let (s, h, t) = (self.head_size, self.heads, self.tokens_per_seq * self.seqs);
+        let n = s * h * t;
+        let mk = |v: Vec<f32>, ne| Tensor::from_f32(DType::F32, ne, &v).expect("f32");
+        let x = |stream| values(self.dist, self.seed, stream, n);
+        // Decay in (0, 1): w = exp(−exp(z)), z normal.
+        let w: Vec<f32> = values(Dist::Normal, self.seed, 1, n)
+            .iter()
+            .map(|z| (-(z * 0.5).exp()).exp())
+            .collect();
+        let (a, b) = if self.free_ab {
+            (x(4), x(5))
+        } else {
+            self.structured_ab()
+        };
+        let state = values(self.dist, self.seed, 6, s * s * h * self.seqs);
+        let ne = [s, h, t, 1];
+        [
+            mk(x(0), ne),
+            mk(w, ne),
+            mk(x(2), ne),
+            mk(x(3), ne),
+            mk(a, ne),
+            mk(b, ne),
+            mk(state, [s * s * h, self.seqs, 1, 1]),
+        ]
+    }
+
+    /// RWKV-7's own a and b: per token and head, a unit vector κ̂, a = −κ̂, b = κ̂ ⊙ α.
+    fn structured_ab(&self) -> (Vec<f32>, Vec<f32>) {
+        use rand::Rng;
+        let s = self.head_size;
+        let n = s * self.heads * self.tokens_per_seq * self.seqs;
+        let kappa = values(Dist::Normal, self.seed, 4, n);
+        let mut alpha_rng = rng(self.seed, 5);
+        let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
+        for (i, chunk) in kappa.chunks_exact(s).enumerate() {
+            let norm = chunk.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+            for (j, &kj) in chunk.iter().enumerate() {
+                let unit = kj / norm;
+                a[i * s + j] = -unit;
+                b[i * s + j] = unit * alpha_rng.gen_range(0.0..1.0f32);
+            }
+        }
+        (a, b)
     }
 }

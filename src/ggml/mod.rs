@@ -13,12 +13,11 @@ pub mod ffi;
 use std::path::{Path, PathBuf};
 
 use vkdiff_gpu::device::Instance;
-use vkdiff_gpu::runners::flash_attn::Path as FaPath;
 use vkdiff_gpu::runners::KernelRun;
 use vkdiff_gpu::{DeviceCaps, Gpu, ShaderTree};
 
 use crate::cases::{Case, Ctx, GraphExec, GraphOp, Outcome};
-use crate::kernels::{Variant, VariantParams};
+use crate::kernels::Variant;
 use crate::worker::{read_frame, write_frame, Request, Response};
 
 /// A named path configuration, forced through ggml's environment switches (GGML_BACKEND.md §2.1).
@@ -138,37 +137,8 @@ impl Config {
 
     /// Why a variant (a path vkdiff models) is not what ggml runs under this configuration.
     pub fn variant_skip(self, v: &Variant) -> Option<String> {
-        let path = match self {
-            Config::ScalarFp32 | Config::ScalarFp16 => FaPath::Scalar,
-            Config::Cm1 => FaPath::Cm1,
-            Config::Cm2 => FaPath::Cm2,
-        };
-        match v.params {
-            VariantParams::FlashAttn { path: p, .. } if p != path => Some(format!(
-                "config {}: ggml runs flash attention on the {path:?} path, not {p:?}",
-                self.name()
-            )),
-            VariantParams::MulMm { mode, acc16, .. }
-            | VariantParams::MulMmId { mode, acc16, .. } => {
-                use vkdiff_gpu::runners::mul_mm::Mode;
-                let path = match self {
-                    Config::ScalarFp32 | Config::ScalarFp16 => Mode::Fp16,
-                    Config::Cm1 => Mode::Cm1,
-                    Config::Cm2 => Mode::Cm2,
-                };
-                match self {
-                    _ if mode != path => Some(format!(
-                        "config {}: ggml runs MUL_MAT on the {path:?} matmul, not {mode:?}",
-                        self.name()
-                    )),
-                    Config::ScalarFp32 if acc16 => {
-                        Some("config scalar-fp32: no f16 accumulators".into())
-                    }
-                    _ => None,
-                }
-            }
-            _ => None,
-        }
+        let kernel = crate::kernels::kernel(v.kernel)?;
+        (kernel.ggml_skip)(v, self)
     }
 }
 
