@@ -3,7 +3,8 @@
 //!
 //! - [`kernels`]: the table of kernels and variants every front end iterates.
 //! - [`cases`]: one case model per kernel (shapes, types, seeded data, proptest strategies).
-//! - [`tolerance`]: the error models behind every per-element bound.
+//! - [`tolerance`]: the arithmetic the error models share (each kernel's own model is its
+//!   case module's `bounds`).
 //! - [`compare`]: per-element verdicts.
 //! - [`findings`]: signatures, reachability, distinct and known findings.
 //! - [`campaign`]: running, shrinking, summarising; [`repro`]: reproducer files;

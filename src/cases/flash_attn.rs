@@ -24,6 +24,8 @@
 //!   q.ne3 > 1) and masks holding NaN or +∞ (undefined in ggml): about 1 case in 10, each
 //!   reported as skipped with its named precondition, never run and never passed.
 
+pub mod bounds;
+
 use std::fmt;
 
 use half::f16;
@@ -47,7 +49,8 @@ use crate::findings::{bucket, host_cores, NO_CORES};
 use crate::ggml::Config;
 use crate::kernels::KernelDef;
 use vkdiff_gpu::DeviceCaps;
-use crate::tolerance::{self, FaArith, FaRowData, FlashAttnShape};
+use crate::tolerance;
+use crate::cases::flash_attn::bounds::{FaArith, FaRowData, FlashAttnShape};
 
 /// How q is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -220,7 +223,7 @@ impl KernelDef for FlashAttn {
     const NAME: &'static str = "flash_attn";
     const SHADER: &'static str = "flash_attn.comp";
     const SUMMARY: &'static str = "GGML_OP_FLASH_ATTN_EXT on the scalar, cm1 (KHR coopmat) and cm2 (NV coopmat2) paths: q f32, K/V f16/q4_0/q8_0 (+ q4_1/q5_0/q5_1/iq4_nl on cm2), f16 or f32 accumulators, mask, ALiBi, softcap, GQA, split-k";
-    const ERROR_MODEL: &'static str = "logit errors (f32: γ(D/D_split + log₂ D_split + 5); coopmat: f16 Q/K roundings and γ_ACC(D + 1)) ·Σ|s'·q·k| (+ tanh, ALiBi pow) and exp's ULPs as exact weight perturbations, plus P's f16 rounding, the sums in ACC_TYPE, f16 P·V on cm2 (tolerance::flash_attn_bounds); f16-accumulator range overflows unjudged and counted";
+    const ERROR_MODEL: &'static str = "logit errors (f32: γ(D/D_split + log₂ D_split + 5); coopmat: f16 Q/K roundings and γ_ACC(D + 1)) ·Σ|s'·q·k| (+ tanh, ALiBi pow) and exp's ULPs as exact weight perturbations, plus P's f16 rounding, the sums in ACC_TYPE, f16 P·V on cm2 (src/cases/flash_attn/bounds.rs); f16-accumulator range overflows unjudged and counted";
 
     fn variants() -> Vec<(String, Row)> {
         [Path::Scalar, Path::Cm1, Path::Cm2]
@@ -712,7 +715,7 @@ impl CaseModel for FlashAttnCase {
             plans
                 .iter()
                 .map(|p| {
-                    tolerance::flash_attn_bounds(
+                    crate::cases::flash_attn::bounds::flash_attn_bounds(
                         &self.shape(p, d_split),
                         &want,
                         &v_values,
@@ -1124,7 +1127,7 @@ impl FlashAttnCase {
         );
         let (d, n, h, kv) = (self.d, self.n, self.heads(), self.kv);
         let s_abs = (self.params().dot_scale() as f64).abs();
-        let units = tolerance::f16_decode_units(self.kv_type) * tolerance::U16;
+        let units = bounds::f16_decode_units(self.kv_type) * tolerance::U16;
         let rows = want
             .rows
             .iter()
@@ -1440,7 +1443,7 @@ mod tests {
                     on_path += usize::from(plan.path == path);
                     let shape = c.shape(&plan, runners::flash_attn::d_split(&caps, c.d));
                     let extra = c.coopmat_terms(&plan, &q, &k, &v, &want).unwrap();
-                    let b = tolerance::flash_attn_bounds(
+                    let b = crate::cases::flash_attn::bounds::flash_attn_bounds(
                         &shape,
                         &want,
                         &v.rows().unwrap(),
@@ -1495,7 +1498,7 @@ mod tests {
             arith: FaArith::Scalar,
         };
         let vr = v.rows().unwrap();
-        let b = tolerance::flash_attn_bounds(&shape, &want, &vr, v.ne(), None);
+        let b = crate::cases::flash_attn::bounds::flash_attn_bounds(&shape, &want, &vr, v.ne(), None);
         for ((w, b), x) in want.out.values.iter().zip(&b).zip(&vr) {
             assert_eq!(w, x);
             assert!(

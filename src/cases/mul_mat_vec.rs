@@ -1,6 +1,8 @@
 //! MUL_MAT cases that upstream routes to the matrix-vector kernel: dst.ne1 = 1 (any batches,
 //! broadcast over dim 2), or 2..8 columns without batches (NUM_COLS > 1).
 
+pub mod bounds;
+
 use std::fmt;
 
 use proptest::prelude::*;
@@ -81,7 +83,7 @@ impl KernelDef for MulMatVec {
     const NAME: &'static str = "mul_mat_vec";
     const SHADER: &'static str = "mul_mat_vec.comp";
     const SUMMARY: &'static str = "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs, B f32/f16";
-    const ERROR_MODEL: &'static str = "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min] (tolerance::mul_mat_vec_bounds_of)";
+    const ERROR_MODEL: &'static str = "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min] (src/cases/mul_mat_vec/bounds.rs)";
 
     fn variants() -> Vec<(String, (DType, DType))> {
         let mut v = Vec::new();
@@ -246,7 +248,7 @@ impl CaseModel for MulMatVecCase {
         let block_size =
             runners::mul_mat_vec::spec_constants(ctx.gpu.caps(), self.a_type, self.n as u32)[0];
         let mut bounds =
-            tolerance::mul_mat_vec_bounds_of(&magnitude.values, self.k, block_size, self.a_type);
+            crate::cases::mul_mat_vec::bounds::mul_mat_vec_bounds_of(&magnitude.values, self.k, block_size, self.a_type);
         // NaN and ±∞: IEEE propagation through f32 arithmetic on the operands as stored (their
         // format says what may be flushed); block formats as `dot_special` says.
         let mut expected = want.values.clone();
@@ -280,7 +282,7 @@ impl CaseModel for MulMatVecCase {
                 tolerance::apply_specials(&specials, &mut expected, &mut bounds);
                 // The f32 sums may overflow in some order where Σ|a·b|, grown by the
                 // roundings of its depth, reaches f32's range: ±∞ there is legitimate.
-                let depth = tolerance::mul_mat_vec_depth_of(self.a_type, self.k, block_size);
+                let depth = crate::cases::mul_mat_vec::bounds::mul_mat_vec_depth_of(self.a_type, self.k, block_size);
                 for (b, m) in bounds.iter_mut().zip(&magnitude.values) {
                     if m * (1.0 + tolerance::gamma(depth)) >= f32::MAX as f64 {
                         *b = f64::NAN;

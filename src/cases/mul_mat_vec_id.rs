@@ -23,7 +23,6 @@ use crate::compare::compare;
 use crate::findings::{bucket, k_fact, repeated_expert, rows, REPEATED, REPEATED_FACT};
 use crate::kernels::KernelDef;
 use vkdiff_gpu::DeviceCaps;
-use crate::tolerance;
 
 /// Expert types the mat-vec ID kernel takes: the mat-vec A types except bf16, which upstream
 /// routes to the matrix-matrix ID kernel even for one token (§4.3; its `mul_mat_vec_id_bf16_f32`
@@ -99,7 +98,7 @@ impl KernelDef for MulMatVecId {
     const NAME: &'static str = "mul_mat_vec_id";
     const SHADER: &'static str = "mul_mat_vec.comp";
     const SUMMARY: &'static str = "single-token MUL_MAT_ID (mixture of experts) through the mat-vec kernel, B f32";
-    const ERROR_MODEL: &'static str = "the mat-vec model of the experts' type, per expert slot (tolerance::mul_mat_vec_id_bounds)";
+    const ERROR_MODEL: &'static str = "the mat-vec model of the experts' type, per expert slot (src/cases/mul_mat_vec/bounds.rs)";
 
     fn variants() -> Vec<(String, DType)> {
         a_types()
@@ -287,7 +286,7 @@ impl CaseModel for MulMatVecIdCase {
         };
         let block_size = runners::mul_mat_vec_id::spec_constants(ctx.gpu.caps(), self.a_type)[0];
         let mut bounds =
-            tolerance::mul_mat_vec_id_bounds(&magnitude.values, self.k, block_size, self.a_type);
+            crate::cases::mul_mat_vec::bounds::mul_mat_vec_id_bounds(&magnitude.values, self.k, block_size, self.a_type);
         // Block scales of any bits (NaN, ±∞) reach dst by kernel-dependent factoring.
         crate::compare::undefined_where_non_finite(&want.values, &mut bounds);
         let mut verdict = match compare(

@@ -8,7 +8,7 @@
 //! (`mul_mm_cm2.comp`, rows `matmul_*_cm2`: f16 × f16, bf16 × bf16 and quantized × f16 with
 //! either accumulator; f32 operands reach them converted to f16 by the host), with its own K
 //! and N strategies ([`cm2_k_strategy`], [`cm2_n_strategy`]) and error model
-//! ([`tolerance::mul_mm_cm2_bounds`]).
+//! ([`crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]).
 //!
 //! One variant row per pipeline family the host selects on a scalar fp16 device (lavapipe):
 //! the SPIR-V name of the unaligned variant, e.g. `matmul_q4_0_f32_f16acc`. Each row also
@@ -29,6 +29,9 @@
 //! becomes 2; k_split = ⌈K/split_k⌉ is not a multiple of BK in general), long K for the f16
 //! accumulators, and data from every distribution and raw block kind.
 
+pub mod bounds;
+pub mod bounds_cm2;
+
 use std::fmt;
 
 use proptest::prelude::*;
@@ -47,7 +50,8 @@ use crate::findings::{bucket, host_cores, k_fact, mm_path, rows, NO_CORES, RAGGE
 use crate::ggml::Config;
 use crate::kernels::KernelDef;
 use vkdiff_gpu::DeviceCaps;
-use crate::tolerance::{self, Fp, MulMmArith};
+use crate::tolerance::{self, Fp};
+use crate::cases::mul_mm::bounds::MulMmArith;
 
 /// The quantized A types with a direct mul_mm pipeline (§6.1), in table order.
 pub const QUANT_TYPES: &[DType] = DType::WEIGHT_QUANTS;
@@ -126,7 +130,7 @@ impl KernelDef for MulMm {
     const NAME: &'static str = "mul_mm";
     const SHADER: &'static str = "mul_mm.comp";
     const SUMMARY: &'static str = "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path (mul_mm.comp), KHR coopmat path (`_cm1` rows, mul_mm.comp with COOPMAT) and NV coopmat2 path (`_cm2` rows, mul_mm_cm2.comp): A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq1_s..iq3_s/iq4_nl/iq4_xs, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)";
-    const ERROR_MODEL: &'static str = "scalar: running error bound along the exact partial sums (operands rounded to f16, products and adds in ACC_TYPE); cm1: the scalar operand roundings, then the cm2 step model over TK = 16; cm2: decoder roundings per type, then a running bound over BK-deep coopMatMulAdd steps whose inner order is free (γ over BK with directed-rounding units); flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (tolerance::mul_mm_bounds, mul_mm_cm2_bounds)";
+    const ERROR_MODEL: &'static str = "scalar: running error bound along the exact partial sums (operands rounded to f16, products and adds in ACC_TYPE); cm1: the scalar operand roundings, then the cm2 step model over TK = 16; cm2: decoder roundings per type, then a running bound over BK-deep coopMatMulAdd steps whose inner order is free (γ over BK with directed-rounding units); flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (src/cases/mul_mm/bounds.rs, bounds_cm2.rs)";
 
     fn variants() -> Vec<(String, Family)> {
         all_families(false)
@@ -683,7 +687,7 @@ impl CaseModel for MulMmCase {
         let mut splits = vec![(plan.split_k, plan.k_split)];
         if ctx.is_graph() {
             splits.extend(
-                tolerance::SPLIT_CANDIDATES
+                crate::cases::mul_mm::bounds::SPLIT_CANDIDATES
                     .iter()
                     .filter(|&&s| s <= self.k)
                     .map(|&s| (s, if s > 1 { self.k.div_ceil(s) } else { self.k })),
@@ -705,11 +709,11 @@ impl CaseModel for MulMmCase {
                     cm1_bounds(&arith, tk, self.k, self.m, &a_rows, &b_rows, &columns)
                 }
                 Mode::Fp16 | Mode::Fp32 => {
-                    tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+                    crate::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
                 }
             });
         }
-        let bounds = tolerance::loosest_mm(candidates);
+        let bounds = crate::cases::mul_mm::bounds::loosest_mm(candidates);
         // NaN and ±∞: IEEE propagation through the operands as staged (block formats: see
         // `dot_special`).
         let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
@@ -872,7 +876,7 @@ impl MulMmCase {
     }
 }
 
-/// The arithmetic the kernel performs for a plan (see [`tolerance::mul_mm_bounds`]): `a_in` is
+/// The arithmetic the kernel performs for a plan (see [`crate::cases::mul_mm::bounds::mul_mm_bounds`]): `a_in` is
 /// A's type before staging.
 pub fn arith_of(staging: &Staging, a_in: DType, split_k: usize, k_split: usize) -> MulMmArith {
     let sel = staging.selection;
@@ -937,17 +941,17 @@ pub fn scaled(t: Tensor, e: i32) -> Result<Tensor, String> {
 }
 
 /// Per-element operand errors |operand − exact| as the cm2 kernel reads them (None: may be
-/// ±∞): host-converted values exactly, quantized A by [`tolerance::cm2_decode_error`], f16 /
+/// ±∞): host-converted values exactly, quantized A by [`crate::cases::mul_mm::bounds_cm2::cm2_decode_error`], f16 /
 /// bf16 data exact unless subnormal (may be flushed).
 pub fn cm2_operand_errors(exact: &Tensor, staged: &Tensor) -> Result<Vec<Option<f64>>, String> {
     let x = exact.rows().map_err(|e| e.to_string())?;
     if staged.dtype().is_quantized() {
         let contiguous = staged.to_contiguous();
-        let terms = tolerance::cm2_decode_terms(staged.dtype(), contiguous.data())
+        let terms = crate::cases::mul_mm::bounds_cm2::cm2_decode_terms(staged.dtype(), contiguous.data())
             .ok_or_else(|| format!("no cm2 decoder model for {}", staged.dtype()))?;
         return Ok(terms
             .iter()
-            .map(|t| match tolerance::cm2_decode_error(staged.dtype(), t) {
+            .map(|t| match crate::cases::mul_mm::bounds_cm2::cm2_decode_error(staged.dtype(), t) {
                 (e, false) => Some(e),
                 _ => None,
             })
@@ -971,7 +975,7 @@ pub fn cm2_operand_errors(exact: &Tensor, staged: &Tensor) -> Result<Vec<Option<
         .collect())
 }
 
-/// The cm2 bounds of a plan (see [`tolerance::mul_mm_cm2_bounds`]).
+/// The cm2 bounds of a plan (see [`crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]).
 pub fn cm2_bounds(
     a: &Tensor,
     b: &Tensor,
@@ -980,7 +984,7 @@ pub fn cm2_bounds(
     split_k: usize,
     k_split: usize,
     columns: &[(usize, usize)],
-) -> Result<tolerance::MulMmBounds, String> {
+) -> Result<crate::cases::mul_mm::bounds::MulMmBounds, String> {
     let (sa, sb) = runners::mul_mm::staged(a, b, staging).map_err(|e| e.to_string())?;
     let ea = cm2_operand_errors(a, &sa)?;
     let eb = cm2_operand_errors(b, &sb)?;
@@ -988,7 +992,7 @@ pub fn cm2_bounds(
         a.rows().map_err(|e| e.to_string())?,
         b.rows().map_err(|e| e.to_string())?,
     );
-    let arith = tolerance::Cm2Arith {
+    let arith = crate::cases::mul_mm::bounds_cm2::Cm2Arith {
         acc: if staging.selection.acc16 {
             Fp::F16
         } else {
@@ -999,14 +1003,14 @@ pub fn cm2_bounds(
         k_split,
     };
     let [k, m, ..] = a.ne();
-    Ok(tolerance::mul_mm_cm2_bounds(
+    Ok(crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds(
         &arith, k, m, &a_rows, &ea, &b_rows, &eb, columns,
     ))
 }
 
 /// The cm1 bounds of a plan: the operands as the scalar fp16 path stages them ([`arith_of`]:
 /// A decoded in f32, then both rounded to FLOAT_TYPE) and the cm2 step model
-/// ([`tolerance::mul_mm_cm2_bounds`]) with one coopMatMulAdd per `tk` (= TK, 16) values of K,
+/// ([`crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]) with one coopMatMulAdd per `tk` (= TK, 16) values of K,
 /// steps from each split's start (the shader's order).
 #[allow(clippy::too_many_arguments)]
 pub fn cm1_bounds(
@@ -1017,25 +1021,25 @@ pub fn cm1_bounds(
     a_rows: &[f64],
     b_rows: &[f64],
     columns: &[(usize, usize)],
-) -> tolerance::MulMmBounds {
-    let ea = tolerance::staged_operand_errors(a_rows, arith.a_min_rounding, arith.a_operand);
-    let eb = tolerance::staged_operand_errors(b_rows, false, arith.b_operand);
-    let steps = tolerance::Cm2Arith {
+) -> crate::cases::mul_mm::bounds::MulMmBounds {
+    let ea = crate::cases::mul_mm::bounds::staged_operand_errors(a_rows, arith.a_min_rounding, arith.a_operand);
+    let eb = crate::cases::mul_mm::bounds::staged_operand_errors(b_rows, false, arith.b_operand);
+    let steps = crate::cases::mul_mm::bounds_cm2::Cm2Arith {
         acc: arith.acc,
         bk: tk,
         split_k: arith.split_k,
         k_split: arith.k_split,
     };
-    tolerance::mul_mm_cm2_bounds(&steps, k, m, a_rows, &ea, b_rows, &eb, columns)
+    crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds(&steps, k, m, a_rows, &ea, b_rows, &eb, columns)
 }
 
 /// Judges a kernel's output: the reference, the bounds, overflow (see
-/// [`tolerance::MulMmBounds::judged_bounds`]), and per element the class of a NaN or ±∞
+/// [`crate::cases::mul_mm::bounds::MulMmBounds::judged_bounds`]), and per element the class of a NaN or ±∞
 /// result ([`tolerance::Special`]; None: every non-finite expectation is undefined).
 pub fn judge(
     run: &vkdiff_gpu::runners::KernelRun,
     want: &vkdiff_reference::ops::Output,
-    bounds: &tolerance::MulMmBounds,
+    bounds: &crate::cases::mul_mm::bounds::MulMmBounds,
     specials: Option<&[tolerance::Special]>,
 ) -> Outcome {
     let mut judged = bounds.judged_bounds(&run.values);

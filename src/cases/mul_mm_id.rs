@@ -44,7 +44,6 @@ use crate::ggml::Config;
 use crate::kernels::KernelDef;
 use super::mul_mm::Family;
 use vkdiff_gpu::DeviceCaps;
-use crate::tolerance;
 
 /// Products a case may compute (M·K·n_used·n_tokens).
 const PRODUCTS: usize = 1 << 22;
@@ -100,7 +99,7 @@ impl KernelDef for MulMmId {
     const NAME: &'static str = "mul_mm_id";
     const SHADER: &'static str = "mul_mm.comp";
     const SUMMARY: &'static str = "MUL_MAT_ID (mixture of experts) for several tokens through the matrix-matrix kernel, scalar fp16 path, KHR coopmat path (`_cm1` rows) and NV coopmat2 path (`_cm2` rows): experts f32/f16/bf16/quantized, row-id gathering, token chunks of 4096/n_used";
-    const ERROR_MODEL: &'static str = "the mul_mm (scalar), mul_mm cm1 or mul_mm_cm2 (cm2) error bound per (slot, token) with its expert's rows (tolerance::mul_mm_bounds, mul_mm_cm2_bounds)";
+    const ERROR_MODEL: &'static str = "the mul_mm (scalar), mul_mm cm1 or mul_mm_cm2 (cm2) error bound per (slot, token) with its expert's rows (src/cases/mul_mm/bounds.rs, bounds_cm2.rs)";
 
     fn variants() -> Vec<(String, Family)> {
         all_families(true)
@@ -375,7 +374,7 @@ impl CaseModel for MulMmIdCase {
                 &columns,
             ),
             Mode::Fp16 | Mode::Fp32 => {
-                tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+                crate::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
             }
         };
         let op = GraphOp::MulMatId {

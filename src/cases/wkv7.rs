@@ -1,6 +1,8 @@
 //! RWKV_WKV7 cases. ggml accepts any head size S = C/H, so S is drawn widely (64 most often, as
 //! in real models); a shader that only handles some sizes fails on the others: a finding.
 
+pub mod bounds;
+
 use std::fmt;
 
 use proptest::prelude::*;
@@ -16,7 +18,6 @@ use crate::bench::Work;
 use crate::compare::compare;
 use crate::findings::bucket;
 use crate::kernels::KernelDef;
-use crate::tolerance;
 
 /// One RWKV_WKV7 evaluation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,7 +47,7 @@ impl KernelDef for Wkv7 {
     const NAME: &'static str = "wkv7";
     const SHADER: &'static str = "wkv7.comp";
     const SUMMARY: &'static str = "RWKV-7 recurrence (GGML_OP_RWKV_WKV7), f32";
-    const ERROR_MODEL: &'static str = "first-order running error of the recurrence: γ(S) per dot, γ(3) per state update, carried through |w| and |b| (tolerance::wkv7_bounds)";
+    const ERROR_MODEL: &'static str = "first-order running error of the recurrence: γ(S) per dot, γ(3) per state update, carried through |w| and |b| (src/cases/wkv7/bounds.rs)";
 
     fn variants() -> Vec<(String, ())> {
         vec![("rwkv_wkv7_f32".into(), ())]
@@ -170,7 +171,7 @@ impl CaseModel for Wkv7Case {
         let exact = |t: &Tensor| t.rows().expect("f32");
         let all = [&r, &w, &k, &v, &a, &b, &state].map(exact);
         let (s, h, t) = (self.head_size, self.heads, self.tokens_per_seq * self.seqs);
-        let mut bounds = tolerance::wkv7_bounds(
+        let mut bounds = crate::cases::wkv7::bounds::wkv7_bounds(
             s,
             h,
             t,
