@@ -98,9 +98,9 @@ impl Target {
 
     /// Applies `--validate` to this process and the workers it starts.
     fn apply(&self) {
-        if self.validate && std::env::var_os("VKDIFF_VALIDATE").is_none() {
-            // Set before any thread or worker exists.
-            std::env::set_var("VKDIFF_VALIDATE", "1");
+        if self.validate {
+            // Before any thread or worker exists.
+            vkdiff_gpu::env::request_validation();
         }
     }
 }
@@ -1095,9 +1095,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             })
         }
         Command::Worker { target, no_repeat } => {
-            if let Some(lib) = std::env::var_os("VKDIFF_GGML_LIB") {
-                let config = std::env::var("VKDIFF_GGML_CONFIG").unwrap_or_default();
-                crate::ggml::serve(target.device.as_deref(), lib.into(), &config, !no_repeat)
+            let env = vkdiff_gpu::env::env();
+            if let Some(lib) = &env.ggml_lib {
+                let config = &env.ggml_config;
+                crate::ggml::serve(target.device.as_deref(), lib.into(), config, !no_repeat)
                     .map_err(|e| format!("ggml worker: {e}"))?;
                 return Ok(ExitCode::SUCCESS);
             }

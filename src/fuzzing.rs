@@ -76,12 +76,12 @@ pub fn reproducer(case: &Case, finding: String, device: &str, shaders: &str) -> 
 /// The device and shaders a fuzz process shares across inputs (opened on first use).
 static DEVICE: Mutex<Option<(Gpu, ShaderTree)>> = Mutex::new(None);
 
-/// [`check`] for the kernel the fuzz target was started for (`VKDIFF_FUZZ_KERNEL`, else
-/// [`ANY`]).
+/// [`check`] for the kernel the fuzz target was started for
+/// ([`vkdiff_gpu::env::Env::fuzz_kernel`], else [`ANY`]).
 pub fn check_selected(data: &[u8]) -> Result<(), String> {
-    let kernel = std::env::var("VKDIFF_FUZZ_KERNEL")
-        .ok()
-        .filter(|k| !k.is_empty())
+    let kernel = vkdiff_gpu::env::env()
+        .fuzz_kernel
+        .clone()
         .unwrap_or_else(|| ANY.into());
     if kernel != ANY && kernels::kernel(&kernel).is_none() {
         return Err(format!("VKDIFF_FUZZ_KERNEL={kernel}: no such kernel"));

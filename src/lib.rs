@@ -43,15 +43,17 @@ pub mod embedded {
 /// from while it is there (edits take effect without a rebuild); else the tree built into the
 /// binary, written out once per content under the cache folder (an installed binary).
 pub fn default_shader_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("VKDIFF_SHADERS") {
-        return PathBuf::from(d);
+    let env = vkdiff_gpu::env::env();
+    if let Some(d) = &env.shaders {
+        return d.clone();
     }
     let built = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/shaders"));
     if built.is_dir() {
         return built;
     }
-    let base = std::env::var_os("VKDIFF_CACHE_DIR")
-        .map(PathBuf::from)
+    let base = env
+        .cache_dir
+        .clone()
         .or_else(|| {
             vkdiff_gpu::compile::default_cache_dir().and_then(|d| d.parent().map(Path::to_path_buf))
         })

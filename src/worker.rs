@@ -158,13 +158,13 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
 /// text: the stand-in, in tests, for a driver that segfaults inside a shader.
 /// `VKDIFF_INJECT_HANG=<text>` makes it hang there instead (a kernel that never finishes).
 pub(crate) fn fault_injection(case: &Case) {
-    if let Ok(needle) = std::env::var("VKDIFF_INJECT_CRASH") {
-        if !needle.is_empty() && case.to_string().contains(&needle) {
+    if let Some(needle) = vkdiff_gpu::env::env().inject_crash.as_deref() {
+        if !needle.is_empty() && case.to_string().contains(needle) {
             std::process::abort();
         }
     }
-    if let Ok(needle) = std::env::var("VKDIFF_INJECT_HANG") {
-        if !needle.is_empty() && case.to_string().contains(&needle) {
+    if let Some(needle) = vkdiff_gpu::env::env().inject_hang.as_deref() {
+        if !needle.is_empty() && case.to_string().contains(needle) {
             loop {
                 std::thread::sleep(Duration::from_secs(3600));
             }

@@ -165,7 +165,7 @@ impl GraphExec for Driver {
                 values: {
                     // VKDIFF_GGML_INJECT=<op name>: a wrong first element, the negative control
                     // that shows the comparison is live in backend mode.
-                    if std::env::var("VKDIFF_GGML_INJECT").is_ok_and(|o| o == op.name()) {
+                    if vkdiff_gpu::env::env().ggml_inject.as_deref() == Some(op.name()) {
                         r.values[0] += 1.0;
                     }
                     r.values
