@@ -81,6 +81,11 @@ pub const COLUMN_SWEEP_TYPES: [DType; 4] = [DType::F16, DType::Q4_0, DType::Q8_0
 ///
 /// `quick` keeps every row but shrinks its large dimensions ([`quick_dim`]), so the whole set
 /// runs in minutes on lavapipe: a smoke test of the rows, not a measurement.
+///
+/// Central on purpose, unlike the rest of a kernel: the rows are one model's shapes, chosen
+/// together (the same hidden size, FFN and heads across kernels) and ordered by where a decode
+/// step spends its time, so they read as one table. A new kernel runs everywhere else without
+/// a row here; its byte and flop counts come from its own [`CaseModel::work`](crate::cases::CaseModel::work).
 pub fn cases(quick: bool, all: bool) -> Vec<BenchCase> {
     let dim = |x: usize| if quick { quick_dim(x) } else { x };
     let mut v = Vec::new();

@@ -90,6 +90,16 @@ pub fn reach_of(case: &Case, caps: &DeviceCaps) -> Reach {
 pub const REPEATED: &str =
     "several slots of one token routed to the same expert (a top-k router picks distinct experts)";
 
+/// The reach reasons of a MUL_MAT_ID case ([`crate::cases::CaseModel::forced`]): forced when
+/// a token routes several slots to one expert.
+pub fn repeated_forced(ids: &[i32], n_used: usize) -> Vec<String> {
+    if repeated_expert(ids, n_used) {
+        vec![REPEATED.into()]
+    } else {
+        Vec::new()
+    }
+}
+
 /// Whether some token routes several of its `n_used` slots to the same expert.
 pub fn repeated_expert(ids: &[i32], n_used: usize) -> bool {
     ids.chunks(n_used.max(1)).any(|t| {

@@ -20,7 +20,7 @@ use super::data::{rng, tensor, Blocks, Dist};
 use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
 use crate::bench::Work;
 use crate::compare::compare;
-use crate::findings::{bucket, k_fact, repeated_expert, rows, REPEATED, REPEATED_FACT};
+use crate::findings::{bucket, k_fact, repeated_expert, repeated_forced, rows, REPEATED_FACT};
 use crate::kernels::KernelDef;
 use vkdiff_gpu::DeviceCaps;
 
@@ -304,11 +304,7 @@ impl CaseModel for MulMatVecIdCase {
     }
 
     fn forced(&self, _caps: &DeviceCaps) -> Vec<String> {
-        if repeated_expert(&self.ids(), self.n_used) {
-            vec![REPEATED.into()]
-        } else {
-            Vec::new()
-        }
+        repeated_forced(&self.ids(), self.n_used)
     }
 
     fn axes(&self) -> [&'static str; 4] {

@@ -39,7 +39,7 @@ use super::mul_mm::{
 };
 use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
 use crate::bench::Work;
-use crate::findings::{bucket, k_fact, mm_path, repeated_expert, rows, REPEATED, REPEATED_FACT};
+use crate::findings::{bucket, k_fact, mm_path, repeated_expert, repeated_forced, rows, REPEATED_FACT};
 use crate::ggml::Config;
 use crate::kernels::KernelDef;
 use super::mul_mm::Family;
@@ -403,11 +403,7 @@ impl CaseModel for MulMmIdCase {
     }
 
     fn forced(&self, _caps: &DeviceCaps) -> Vec<String> {
-        if repeated_expert(&self.ids(), self.n_used) {
-            vec![REPEATED.into()]
-        } else {
-            Vec::new()
-        }
+        repeated_forced(&self.ids(), self.n_used)
     }
 
     fn path(&self) -> String {
