@@ -112,14 +112,16 @@ pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std
 /// The worker's side: opens the device, then answers requests until stdin closes.
 pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::Result<()> {
     let (mut input, mut output) = (std::io::stdin().lock(), std::io::stdout().lock());
+    // Opened first with every extension, to learn the device; each case then runs on a device
+    // with only the optional extensions its kernel uses (reopened when that set changes).
     let mut gpu = match Gpu::open(device) {
-        Ok(g) => g,
+        Ok(g) => Some(g),
         Err(e) => return write_frame(&mut output, &Response::Failed(e.to_string())),
     };
     write_frame(
         &mut output,
         &Response::Ready {
-            caps: gpu.caps().clone(),
+            caps: gpu.as_ref().expect("opened").caps().clone(),
         },
     )?;
     let mut tree = ShaderTree::new(shaders);
@@ -136,12 +138,26 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
         let outcome = match serde_json::from_str::<Case>(&json) {
             Ok(case) => {
                 fault_injection(&case);
-                case.evaluate(&mut Ctx {
-                    gpu: &mut gpu,
-                    tree: &mut tree,
-                    repeat,
-                    graph: None,
-                })
+                let wanted = extensions_of(&case);
+                let mut reopen_error = String::new();
+                if gpu.as_ref().is_none_or(|g| g.device.differs_for(wanted)) {
+                    drop(gpu.take()); // the old device goes before the new one is made
+                    match Gpu::open_with(device, wanted) {
+                        Ok(g) => gpu = Some(g),
+                        Err(e) => reopen_error = e.to_string(),
+                    }
+                }
+                match gpu.as_mut() {
+                    Some(gpu) => case.evaluate(&mut Ctx {
+                        gpu,
+                        tree: &mut tree,
+                        repeat,
+                        graph: None,
+                    }),
+                    None => Outcome::DeviceLost(format!(
+                        "cannot reopen the device with extensions {wanted:?}: {reopen_error}"
+                    )),
+                }
             }
             Err(e) => Outcome::Error(format!("worker could not read the case: {e}")),
         };
@@ -151,6 +167,25 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
             // The device is unusable: exit, and the parent starts a worker with a new one.
             return Ok(());
         }
+    }
+}
+
+/// The optional device extensions `case`'s kernel uses: cooperative matrices on the cm1 and cm2
+/// paths, bf16 ones for a bf16 matrix on them. Scalar kernels (bf16 mat-vec included, which
+/// converts by hand) need none.
+fn extensions_of(case: &Case) -> vkdiff_gpu::device::Extensions {
+    use vkdiff_gpu::runners::flash_attn::Path;
+    use vkdiff_gpu::runners::mul_mm::Mode;
+    let (cm1, cm2, bf16) = match case {
+        Case::MulMm(c) => (c.mode() == Mode::Cm1, c.mode() == Mode::Cm2, c.a_type),
+        Case::MulMmId(c) => (c.mode() == Mode::Cm1, c.mode() == Mode::Cm2, c.a_type),
+        Case::FlashAttn(c) => (c.path == Path::Cm1, c.path == Path::Cm2, c.kv_type),
+        _ => return vkdiff_gpu::device::Extensions::NONE,
+    };
+    vkdiff_gpu::device::Extensions {
+        coopmat: cm1 || cm2,
+        coopmat2: cm2,
+        bf16: (cm1 || cm2) && bf16 == vkdiff_reference::DType::Bf16,
     }
 }
 
