@@ -460,3 +460,45 @@ pub fn own_executable() -> Result<PathBuf, String> {
     }
     std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vkdiff_gpu::device::Extensions;
+
+    #[test]
+    fn a_case_asks_for_the_extensions_of_its_path_only() {
+        let repro = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/runs/2026-11-24-h100-s19/q5k-probe/q5k_cm2_f16acc.json"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(repro).unwrap()).unwrap();
+        let Case::MulMm(cm2) = serde_json::from_value(json["case"].clone()).unwrap() else {
+            panic!("a mul_mm case");
+        };
+        let with = |cm1, cm2_, a| {
+            let mut c = cm2.clone();
+            (c.cm1, c.cm2, c.a_type) = (cm1, cm2_, a);
+            extensions_of(&Case::MulMm(c))
+        };
+        use vkdiff_reference::DType;
+        assert_eq!(with(false, false, DType::Bf16), Extensions::NONE);
+        assert_eq!(
+            with(false, true, DType::Q5_K),
+            Extensions {
+                coopmat: true,
+                coopmat2: true,
+                bf16: false
+            }
+        );
+        assert_eq!(
+            with(true, false, DType::Bf16),
+            Extensions {
+                coopmat: true,
+                coopmat2: false,
+                bf16: true
+            }
+        );
+    }
+}
