@@ -831,6 +831,21 @@ impl FlashAttnCase {
                     .into(),
             );
         }
+        if ctx.is_graph()
+            && self.path != Path::Scalar
+            && self.n == 1
+            && !(2..=16).contains(&self.gqa)
+            && !self.prec_f32
+            && ctx.gpu.caps().fp16
+        {
+            // Recent ggml (0.1.161 get_fa_tuning_params) runs a one-row dispatch (N = 1, GQA
+            // not folded into rows) on the scalar path whatever the coopmat configuration, and
+            // that path computes in f16 here, as above.
+            return Outcome::Skip(
+                "backend mode: a one-row coopmat flash attention at GGML_PREC_DEFAULT may run on recent ggml's f16 scalar path, which vkdiff does not model"
+                    .into(),
+            );
+        }
         let job = FlashAttnRun {
             inputs,
             force_split_k: split_k,
