@@ -18,9 +18,9 @@ use vkdiff_gpu::runners::KernelRun;
 use vkdiff_gpu::{DeviceCaps, Gpu, ShaderTree};
 
 use crate::cases::{Case, Ctx, GraphExec, GraphOp, Outcome};
-use vkdiff_reference::tensor::Tensor;
 use crate::kernels::{Variant, VariantParams};
 use crate::worker::{read_frame, write_frame, Request, Response};
+use vkdiff_reference::tensor::Tensor;
 
 /// A named path configuration, forced through ggml's environment switches (GGML_BACKEND.md §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,7 +241,13 @@ pub fn kq_mask_pad(dirs: &[&Path]) -> Option<usize> {
 
 /// Why a FLASH_ATTN_EXT graph is not run: a mask with fewer rows than the tree asserts.
 fn mask_pad_refusal(op: &GraphOp, pad: Option<usize>) -> Option<String> {
-    let (GraphOp::FlashAttn { q, mask: Some(m), .. }, Some(pad)) = (op, pad) else {
+    let (
+        GraphOp::FlashAttn {
+            q, mask: Some(m), ..
+        },
+        Some(pad),
+    ) = (op, pad)
+    else {
         return None;
     };
     let (n, rows) = (Tensor::ne(q)[1], Tensor::ne(m)[1]);
@@ -394,7 +400,10 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
 
         let t = |ne: [usize; 4], dt| Tensor::from_f32(dt, ne, &vec![0.5; ne.iter().product()]);
-        let (q, k) = (t([64, 2, 1, 1], DType::F32).unwrap(), t([64, 2, 1, 1], DType::F16).unwrap());
+        let (q, k) = (
+            t([64, 2, 1, 1], DType::F32).unwrap(),
+            t([64, 2, 1, 1], DType::F16).unwrap(),
+        );
         let op = |m| GraphOp::FlashAttn {
             q: &q,
             k: &k,
