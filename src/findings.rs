@@ -460,6 +460,18 @@ pub fn facts(case: &Case) -> Vec<String> {
             if c.b_row_pad > 0 {
                 f.push("padded B rows".into());
             }
+            // The host's dequant (cpy) shaders run before the matmul: their bugs show here.
+            if vkdiff_gpu::runners::mul_mm::choose(
+                c.mode(),
+                c.a_type,
+                c.b_type,
+                c.b_row_pad == 0,
+                c.prec,
+            )
+            .is_ok_and(|s| s.a_to_f16)
+            {
+                f.push("A converted to f16 first".into());
+            }
             if let Some((s, ragged)) = split_of(c) {
                 f.push(format!(
                     "split_k {s}{}",
@@ -481,6 +493,10 @@ pub fn facts(case: &Case) -> Vec<String> {
             }
             if c.b_row_pad > 0 {
                 f.push("padded B rows".into());
+            }
+            // July 2025 hosts keep row ids for at most 4096 pairs in one dispatch.
+            if c.n_used * c.n_tokens > 4096 {
+                f.push("more than 4096 (slot, token) pairs".into());
             }
         }
         Case::MulMatVec(c) => {
@@ -1296,5 +1312,39 @@ mod tests {
         };
         assert_eq!(cause(&mm(96)), vec![RAGGED.to_string()]);
         assert_eq!(cause(&mm(64)), vec!["split".to_string()]);
+    }
+
+    #[test]
+    fn a_host_converted_a_is_a_fact() {
+        // The host dequantizes a quantized A to f16 when B is f16 or not dim01-contiguous
+        // (no quant × f16 pipeline off cm2): the dequant shaders' bugs carry this fact.
+        use vkdiff_reference::DType;
+        let mm = |a, b, pad, cm2| {
+            Case::MulMm(crate::cases::mul_mm::MulMmCase {
+                a_type: a,
+                b_type: b,
+                k: 256,
+                m: 7,
+                n: 37,
+                ne02: 1,
+                r2: 1,
+                ne03: 1,
+                b_row_pad: pad,
+                prec: vkdiff_gpu::runners::mul_mm::Prec::Default,
+                force_split_k: None,
+                a_blocks: crate::cases::data::Blocks::Quantized(crate::cases::data::Dist::Normal),
+                b_dist: crate::cases::data::Dist::Normal,
+                seed: 0,
+                cm2,
+                cm1: false,
+                scale_log2: 0,
+            })
+        };
+        let has = |c: &Case| facts(c).iter().any(|f| f == "A converted to f16 first");
+        assert!(has(&mm(DType::Iq3S, DType::F16, 0, false)));
+        assert!(has(&mm(DType::Q3_K, DType::F32, 1, false)));
+        assert!(!has(&mm(DType::Q3_K, DType::F32, 0, false)));
+        assert!(!has(&mm(DType::Iq3S, DType::F16, 0, true)));
+        assert!(!has(&mm(DType::F16, DType::F16, 0, false)));
     }
 }

@@ -866,12 +866,7 @@ impl MulMmCase {
         // Through ggml's host the split is its own choice: the loosest of the candidates.
         let mut splits = vec![(plan.split_k, plan.k_split)];
         if ctx.is_graph() {
-            splits.extend(
-                tolerance::SPLIT_CANDIDATES
-                    .iter()
-                    .filter(|&&s| s <= self.k)
-                    .map(|&s| (s, if s > 1 { self.k.div_ceil(s) } else { self.k })),
-            );
+            splits.extend(tolerance::split_candidates(self.k));
         }
         let mut candidates = Vec::new();
         for (split_k, k_split) in splits {
