@@ -289,10 +289,15 @@ pub fn path_of(case: &Case) -> String {
     }
 }
 
+/// The kind of a crash that needed earlier cases in its worker ([`crate::worker::AFTER_EARLIER`]):
+/// kept apart from a case's own crash, since the case alone does not crash.
+pub const AFTER_EARLIER_KIND: &str = "crash after earlier cases";
+
 /// The outcome kind that names a failure, most telling first.
 pub fn primary_kind(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Crash(m) if m.starts_with("timed out") => "hang".into(),
+        Outcome::Crash(m) if crate::worker::after_earlier(m) => AFTER_EARLIER_KIND.into(),
         Outcome::Crash(_) => "crash".into(),
         Outcome::Nondeterministic(_) => "nondeterministic".into(),
         Outcome::Validation(m) => format!("validation {}", vuid(m)),
@@ -612,7 +617,12 @@ impl FindingKey {
         FindingKey {
             path: f.signature.path.clone(),
             symptom: symptom(&f.signature.kind),
-            cause: cause(&f.case),
+            // Such a crash's cause is what ran before it, not this case's configuration.
+            cause: if f.signature.kind == AFTER_EARLIER_KIND {
+                vec!["earlier cases in the same worker".into()]
+            } else {
+                cause(&f.case)
+            },
             reachable: f.signature.reach.reachable(),
         }
     }
