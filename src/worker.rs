@@ -156,10 +156,19 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
 
 /// `VKDIFF_INJECT_CRASH=<text>` aborts the worker on a case whose description contains the
 /// text: the stand-in, in tests, for a driver that segfaults inside a shader.
+/// `VKDIFF_INJECT_STATE_CRASH=<text>` aborts there only when the worker evaluated another case
+/// before (a driver whose state an earlier case left bad; [`AFTER_EARLIER`]).
 /// `VKDIFF_INJECT_HANG=<text>` makes it hang there instead (a kernel that never finishes).
 pub(crate) fn fault_injection(case: &Case) {
+    static SERVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let earlier = SERVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0;
     if let Ok(needle) = std::env::var("VKDIFF_INJECT_CRASH") {
         if !needle.is_empty() && case.to_string().contains(&needle) {
+            std::process::abort();
+        }
+    }
+    if let Ok(needle) = std::env::var("VKDIFF_INJECT_STATE_CRASH") {
+        if earlier && !needle.is_empty() && case.to_string().contains(&needle) {
             std::process::abort();
         }
     }
@@ -435,9 +444,9 @@ impl Evaluator for Worker {
         }
         let alone = self.evaluate_here(case);
         match alone {
-            Outcome::Crash(_) => {
-                Outcome::Crash(format!("{first}\n(it crashed again alone in a fresh worker)"))
-            }
+            Outcome::Crash(_) => Outcome::Crash(format!(
+                "{first}\n(it crashed again alone in a fresh worker)"
+            )),
             alone => Outcome::Crash(format!(
                 "{AFTER_EARLIER} ({count} before it, the last: {}); alone in a fresh worker it \
                  gave {}. The crash: {first}",
