@@ -1281,6 +1281,28 @@ mod tests {
     }
 
     #[test]
+    fn a_crash_after_earlier_cases_is_its_own_kind_and_cause() {
+        let own = Outcome::Crash("the worker process died inside this case (signal: 6)".into());
+        let after = Outcome::Crash(format!(
+            "{} (4 before it, the last: …); alone in a fresh worker it gave a pass",
+            crate::worker::AFTER_EARLIER
+        ));
+        assert_eq!(primary_kind(&own), "crash");
+        assert_eq!(primary_kind(&after), AFTER_EARLIER_KIND);
+        let (r, sym) = (Reach::default(), symptom(AFTER_EARLIER_KIND));
+        let own = FindingKey::of(&finding_of(wkv7(5), "crash", r.clone()));
+        let after = FindingKey::of(&finding_of(wkv7(5), AFTER_EARLIER_KIND, r));
+        assert_ne!(own, after);
+        assert_eq!(after.symptom, sym);
+        // Its cause is the worker's history, not the case's head size.
+        assert_eq!(own.cause, cause(&wkv7(5)));
+        assert_eq!(
+            after.cause,
+            vec!["earlier cases in the same worker".to_string()]
+        );
+    }
+
+    #[test]
     fn a_ragged_split_is_its_own_cause() {
         use vkdiff_gpu::runners::mul_mm::Prec;
         let mm = |k: usize| {
