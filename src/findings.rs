@@ -289,10 +289,15 @@ pub fn path_of(case: &Case) -> String {
     }
 }
 
+/// The kind of a crash that needed earlier cases in its worker ([`crate::worker::AFTER_EARLIER`]):
+/// kept apart from a case's own crash, since the case alone does not crash.
+pub const AFTER_EARLIER_KIND: &str = "crash after earlier cases";
+
 /// The outcome kind that names a failure, most telling first.
 pub fn primary_kind(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Crash(m) if m.starts_with("timed out") => "hang".into(),
+        Outcome::Crash(m) if crate::worker::after_earlier(m) => AFTER_EARLIER_KIND.into(),
         Outcome::Crash(_) => "crash".into(),
         Outcome::Nondeterministic(_) => "nondeterministic".into(),
         Outcome::Validation(m) => format!("validation {}", vuid(m)),
@@ -628,7 +633,12 @@ impl FindingKey {
         FindingKey {
             path: f.signature.path.clone(),
             symptom: symptom(&f.signature.kind),
-            cause: cause(&f.case),
+            // Such a crash's cause is what ran before it, not this case's configuration.
+            cause: if f.signature.kind == AFTER_EARLIER_KIND {
+                vec!["earlier cases in the same worker".into()]
+            } else {
+                cause(&f.case)
+            },
             reachable: f.signature.reach.reachable(),
         }
     }
@@ -1284,6 +1294,28 @@ mod tests {
         assert!(stale(&known, &d, &reports).is_empty());
         let whole = parse_known("wkv7 & | reachable :: any reachable wkv7 :: -\n").unwrap();
         assert!(distinct(&reports, &whole)[0].known.is_some());
+    }
+
+    #[test]
+    fn a_crash_after_earlier_cases_is_its_own_kind_and_cause() {
+        let own = Outcome::Crash("the worker process died inside this case (signal: 6)".into());
+        let after = Outcome::Crash(format!(
+            "{} (4 before it, the last: …); alone in a fresh worker it gave a pass",
+            crate::worker::AFTER_EARLIER
+        ));
+        assert_eq!(primary_kind(&own), "crash");
+        assert_eq!(primary_kind(&after), AFTER_EARLIER_KIND);
+        let (r, sym) = (Reach::default(), symptom(AFTER_EARLIER_KIND));
+        let own = FindingKey::of(&finding_of(wkv7(5), "crash", r.clone()));
+        let after = FindingKey::of(&finding_of(wkv7(5), AFTER_EARLIER_KIND, r));
+        assert_ne!(own, after);
+        assert_eq!(after.symptom, sym);
+        // Its cause is the worker's history, not the case's head size.
+        assert_eq!(own.cause, cause(&wkv7(5)));
+        assert_eq!(
+            after.cause,
+            vec!["earlier cases in the same worker".to_string()]
+        );
     }
 
     #[test]

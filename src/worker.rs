@@ -191,10 +191,19 @@ fn extensions_of(case: &Case) -> vkdiff_gpu::device::Extensions {
 
 /// `VKDIFF_INJECT_CRASH=<text>` aborts the worker on a case whose description contains the
 /// text: the stand-in, in tests, for a driver that segfaults inside a shader.
+/// `VKDIFF_INJECT_STATE_CRASH=<text>` aborts there only when the worker evaluated another case
+/// before (a driver whose state an earlier case left bad; [`AFTER_EARLIER`]).
 /// `VKDIFF_INJECT_HANG=<text>` makes it hang there instead (a kernel that never finishes).
 pub(crate) fn fault_injection(case: &Case) {
+    static SERVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let earlier = SERVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0;
     if let Ok(needle) = std::env::var("VKDIFF_INJECT_CRASH") {
         if !needle.is_empty() && case.to_string().contains(&needle) {
+            std::process::abort();
+        }
+    }
+    if let Ok(needle) = std::env::var("VKDIFF_INJECT_STATE_CRASH") {
+        if earlier && !needle.is_empty() && case.to_string().contains(&needle) {
             std::process::abort();
         }
     }
@@ -253,6 +262,8 @@ pub struct Worker {
     caps: DeviceCaps,
     running: Option<Running>,
     timeout: Option<Duration>,
+    /// The cases the running worker evaluated, oldest first (the last few, and how many).
+    history: (VecDeque<String>, usize),
     /// How many workers were started (1 + restarts).
     pub starts: u32,
     /// Variants the worker does not run, with the reason (backend mode's configuration).
@@ -287,6 +298,7 @@ impl Worker {
             caps: DeviceCaps::default(),
             running: None,
             timeout: None,
+            history: (VecDeque::new(), 0),
             starts: 0,
             variant_filter: None,
             real_graphs: false,
@@ -296,7 +308,7 @@ impl Worker {
     }
 
     fn start(&mut self) -> Result<(), String> {
-        let mut child = Command::new(&self.exe)
+        let mut child = wrapped(&self.exe)?
             .arg("worker")
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -308,6 +320,7 @@ impl Worker {
         let (stdin, mut stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
         let last_words = keep_last_words(child.stderr.take().unwrap());
         self.starts += 1;
+        self.history = (VecDeque::new(), 0);
         match read_frame::<Response>(&mut stdout) {
             Ok(Response::Ready { caps }) => self.caps = caps,
             Ok(Response::Failed(e)) => return Err(e),
@@ -361,13 +374,41 @@ impl Worker {
     }
 }
 
-impl Evaluator for Worker {
-    fn evaluate(&mut self, case: &Case) -> Outcome {
+/// Marks a crash that happened only after other cases ran in the same worker: alone, in a fresh
+/// worker, the case did not crash. Such a crash is the driver's or the host's state going bad
+/// (docs/ggml-backend.md: lavapipe 22.3 frees a buffer's resource twice once ggml's context
+/// outlives a destroyed tensor buffer), not this case's: it keeps its own finding kind.
+pub const AFTER_EARLIER: &str = "crashed only after earlier cases in the same worker";
+
+/// Whether a crash message is a [`AFTER_EARLIER`] crash.
+pub fn after_earlier(message: &str) -> bool {
+    message.contains(AFTER_EARLIER)
+}
+
+/// How many of the cases before a crash its message names.
+const NAMED_BEFORE: usize = 3;
+
+impl Worker {
+    /// Evaluates `case` in the running worker (started if needed), recording it in the history.
+    fn evaluate_here(&mut self, case: &Case) -> Outcome {
         if self.running.is_none() {
             if let Err(e) = self.start() {
                 return Outcome::Error(format!("cannot restart the worker: {e}"));
             }
         }
+        let outcome = self.evaluate_once(case);
+        if self.running.is_some() {
+            let (named, count) = &mut self.history;
+            if named.len() == NAMED_BEFORE {
+                named.pop_front();
+            }
+            named.push_back(format!("{} {case}", case.kernel()));
+            *count += 1;
+        }
+        outcome
+    }
+
+    fn evaluate_once(&mut self, case: &Case) -> Outcome {
         match self.ask(case) {
             Ok(outcome) => {
                 if matches!(outcome, Outcome::DeviceLost(_)) {
@@ -415,6 +456,48 @@ impl Evaluator for Worker {
             }
         }
     }
+}
+
+impl Evaluator for Worker {
+    /// A worker that dies inside a case after running others is not yet the case's fault: the
+    /// case runs again alone in a fresh worker, and only a second death there makes the crash
+    /// its own. Otherwise the crash is recorded as [`AFTER_EARLIER`], naming the cases before it.
+    fn evaluate(&mut self, case: &Case) -> Outcome {
+        if self.running.is_none() {
+            if let Err(e) = self.start() {
+                return Outcome::Error(format!("cannot restart the worker: {e}"));
+            }
+        }
+        let (before, count) = self.history.clone();
+        let outcome = self.evaluate_here(case);
+        let died = self.running.is_none() && count > 0;
+        let Outcome::Crash(first) = &outcome else {
+            return outcome;
+        };
+        if !died || first.starts_with("timed out") {
+            return outcome;
+        }
+        let alone = self.evaluate_here(case);
+        match alone {
+            Outcome::Crash(_) => Outcome::Crash(format!(
+                "{first}\n(it crashed again alone in a fresh worker)"
+            )),
+            alone => Outcome::Crash(format!(
+                "{AFTER_EARLIER} ({count} before it, the last: {}); alone in a fresh worker it \
+                 gave {}. The crash: {first}",
+                Vec::from(before).join("; "),
+                match &alone {
+                    Outcome::Pass { verdict, .. } =>
+                        format!("a pass (worst error/bound {:.3})", verdict.worst_ratio),
+                    Outcome::Skip(m)
+                    | Outcome::Missing(m)
+                    | Outcome::Error(m)
+                    | Outcome::DeviceLost(m) => format!("no result ({m})"),
+                    o => crate::findings::primary_kind(o),
+                }
+            )),
+        }
+    }
 
     fn caps(&self) -> &DeviceCaps {
         &self.caps
@@ -449,6 +532,26 @@ impl Drop for Worker {
             let _ = child.wait();
         }
     }
+}
+
+/// `VKDIFF_WORKER_WRAPPER`: a command line (split at whitespace) that worker processes run under,
+/// e.g. `valgrind --trace-children=no --log-file=/tmp/vg.%p`, for debugging a crash that needs
+/// the worker's history. The wrapper gets the binary's real path: `/proc/self/exe` would name the
+/// wrapper itself.
+fn wrapped(exe: &std::path::Path) -> Result<Command, String> {
+    let wrapper = std::env::var("VKDIFF_WORKER_WRAPPER").unwrap_or_default();
+    let mut words = wrapper.split_whitespace();
+    let Some(program) = words.next() else {
+        return Ok(Command::new(exe));
+    };
+    let exe = if exe == std::path::Path::new("/proc/self/exe") {
+        std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?
+    } else {
+        exe.to_path_buf()
+    };
+    let mut c = Command::new(program);
+    c.args(words).arg(exe);
+    Ok(c)
 }
 
 /// The running vkdiff binary, for worker processes. On Linux `/proc/self/exe`, which keeps naming
