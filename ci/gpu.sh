@@ -53,6 +53,8 @@ stage)
             break
         done
         strip "$pack"/*.so*
+        # Its ggml.h: vkdiff reads GGML_KQ_MASK_PAD from it (0.1.109 asserts the mask pad).
+        cp "$tree/ggml/include/ggml.h" "$pack/ggml.h"
         tar czf ".devbin/ggml-$v.tgz" -C "$(dirname "$pack")" "ggml-$v"
         rm -rf "$(dirname "$pack")"
         echo "ci/gpu.sh: staged ggml $v from $lib as .devbin/ggml-$v.tgz ($(du -h ".devbin/ggml-$v.tgz" | cut -f1))"

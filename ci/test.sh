@@ -10,8 +10,12 @@
 # `cargo test --release --workspace ARGS` instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash ci/install.sh
+t_install=$(date +%s)
 source ci/env.sh
+# What earlier runs left (CI's own output then says whether its times were measured cold).
+shaderc_cached=$(compgen -G "$CARGO_TARGET_DIR/release/build/shaderc-sys-*/out/lib*" >/dev/null && echo warm || echo cold)
+ggml_cached=$(find "${VKDIFF_GGML_CACHE:-$HOME/.cache/vkdiff-ggml}" -mindepth 2 -maxdepth 2 -name build -type d 2>/dev/null | wc -l)
+bash ci/install.sh
 # Every GPU call runs under the Khronos validation layer (with synchronization validation):
 # any message fails its case. Override with VKDIFF_VALIDATE=0.
 export VKDIFF_VALIDATE="${VKDIFF_VALIDATE:-1}"
@@ -23,7 +27,7 @@ if (($#)); then
     # under `cargo test` each runs once on cut-down shapes (about a second), results checked.
     cargo test --release --workspace "$@"
     ((fuzz == 0)) || bash ci/fuzz.sh
-    echo "ci/test.sh: done in $(($(date +%s) - start))s"
+    echo "ci/test.sh: done in $(($(date +%s) - t_install))s (install included)"
     exit 0
 fi
 
@@ -98,12 +102,13 @@ for line in sys.stdin:
     if m:
         p += int(m.group(1)); f += int(m.group(2)); i += int(m.group(3))
 print(f"{p} passed, {f} failed, {i} skipped")')
-echo "ci/test.sh: build $((built - start))s, then ($slots at a time):"
+echo "ci/test.sh: caches at start: shaderc build $shaderc_cached, $ggml_cached ggml build folder(s)"
+echo "ci/test.sh: install $((start - t_install))s, build $((built - start))s, then ($slots at a time):"
 printf '  %s\n' "${summary[@]}"
 if ((${#failed[@]})); then
     echo "ci/test.sh: FAILED: ${failed[*]}" >&2
     echo "tests: $counts"
     exit 1
 fi
-echo "ci/test.sh: done in $(($(date +%s) - start))s"
+echo "ci/test.sh: done in $(($(date +%s) - t_install))s (install included)"
 echo "tests: $counts"

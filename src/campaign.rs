@@ -348,7 +348,9 @@ fn shrink(
     let start_reach = reach.clone();
     let mut best = (original.clone(), outcome, reach);
     let mut steps = 0;
-    if value.simplify() {
+    // A crash that needed earlier cases in its worker does not come from this case's sizes:
+    // shrinking it would only chase the worker's history.
+    if findings::primary_kind(&best.1) != findings::AFTER_EARLIER_KIND && value.simplify() {
         while steps < settings.shrink_budget {
             steps += 1;
             let candidate = value.current();

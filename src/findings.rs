@@ -205,10 +205,15 @@ pub fn path_of(case: &Case) -> String {
     }
 }
 
+/// The kind of a crash that needed earlier cases in its worker ([`crate::worker::AFTER_EARLIER`]):
+/// kept apart from a case's own crash, since the case alone does not crash.
+pub const AFTER_EARLIER_KIND: &str = "crash after earlier cases";
+
 /// The outcome kind that names a failure, most telling first.
 pub fn primary_kind(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Crash(m) if m.starts_with("timed out") => "hang".into(),
+        Outcome::Crash(m) if crate::worker::after_earlier(m) => AFTER_EARLIER_KIND.into(),
         Outcome::Crash(_) => "crash".into(),
         Outcome::Nondeterministic(_) => "nondeterministic".into(),
         Outcome::Validation(m) => format!("validation {}", vuid(m)),
@@ -389,7 +394,12 @@ impl FindingKey {
         FindingKey {
             path: f.signature.path.clone(),
             symptom: symptom(&f.signature.kind),
-            cause: cause(&f.case),
+            // Such a crash's cause is what ran before it, not this case's configuration.
+            cause: if f.signature.kind == AFTER_EARLIER_KIND {
+                vec!["earlier cases in the same worker".into()]
+            } else {
+                cause(&f.case)
+            },
             reachable: f.signature.reach.reachable(),
         }
     }
@@ -1020,6 +1030,28 @@ mod tests {
     }
 
     #[test]
+    fn a_crash_after_earlier_cases_is_its_own_kind_and_cause() {
+        let own = Outcome::Crash("the worker process died inside this case (signal: 6)".into());
+        let after = Outcome::Crash(format!(
+            "{} (4 before it, the last: …); alone in a fresh worker it gave a pass",
+            crate::worker::AFTER_EARLIER
+        ));
+        assert_eq!(primary_kind(&own), "crash");
+        assert_eq!(primary_kind(&after), AFTER_EARLIER_KIND);
+        let (r, sym) = (Reach::default(), symptom(AFTER_EARLIER_KIND));
+        let own = FindingKey::of(&finding_of(wkv7(5), "crash", r.clone()));
+        let after = FindingKey::of(&finding_of(wkv7(5), AFTER_EARLIER_KIND, r));
+        assert_ne!(own, after);
+        assert_eq!(after.symptom, sym);
+        // Its cause is the worker's history, not the case's head size.
+        assert_eq!(own.cause, cause(&wkv7(5)));
+        assert_eq!(
+            after.cause,
+            vec!["earlier cases in the same worker".to_string()]
+        );
+    }
+
+    #[test]
     fn a_ragged_split_is_its_own_cause() {
         use vkdiff_gpu::runners::mul_mm::Prec;
         let mm = |k: usize| {
@@ -1045,5 +1077,39 @@ mod tests {
         };
         assert_eq!(cause(&mm(96)), vec![RAGGED.to_string()]);
         assert_eq!(cause(&mm(64)), vec!["split".to_string()]);
+    }
+
+    #[test]
+    fn a_host_converted_a_is_a_fact() {
+        // The host dequantizes a quantized A to f16 when B is f16 or not dim01-contiguous
+        // (no quant × f16 pipeline off cm2): the dequant shaders' bugs carry this fact.
+        use vkdiff_reference::DType;
+        let mm = |a, b, pad, cm2| {
+            Case::MulMm(crate::cases::mul_mm::MulMmCase {
+                a_type: a,
+                b_type: b,
+                k: 256,
+                m: 7,
+                n: 37,
+                ne02: 1,
+                r2: 1,
+                ne03: 1,
+                b_row_pad: pad,
+                prec: vkdiff_gpu::runners::mul_mm::Prec::Default,
+                force_split_k: None,
+                a_blocks: crate::cases::data::Blocks::Quantized(crate::cases::data::Dist::Normal),
+                b_dist: crate::cases::data::Dist::Normal,
+                seed: 0,
+                cm2,
+                cm1: false,
+                scale_log2: 0,
+            })
+        };
+        let has = |c: &Case| facts(c).iter().any(|f| f == "A converted to f16 first");
+        assert!(has(&mm(DType::Iq3S, DType::F16, 0, false)));
+        assert!(has(&mm(DType::Q3_K, DType::F32, 1, false)));
+        assert!(!has(&mm(DType::Q3_K, DType::F32, 0, false)));
+        assert!(!has(&mm(DType::Iq3S, DType::F16, 0, true)));
+        assert!(!has(&mm(DType::F16, DType::F16, 0, false)));
     }
 }

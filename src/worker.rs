@@ -112,14 +112,16 @@ pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std
 /// The worker's side: opens the device, then answers requests until stdin closes.
 pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::Result<()> {
     let (mut input, mut output) = (std::io::stdin().lock(), std::io::stdout().lock());
+    // Opened first with every extension, to learn the device; each case then runs on a device
+    // with only the optional extensions its kernel uses (reopened when that set changes).
     let mut gpu = match Gpu::open(device) {
-        Ok(g) => g,
+        Ok(g) => Some(g),
         Err(e) => return write_frame(&mut output, &Response::Failed(e.to_string())),
     };
     write_frame(
         &mut output,
         &Response::Ready {
-            caps: gpu.caps().clone(),
+            caps: gpu.as_ref().expect("opened").caps().clone(),
         },
     )?;
     let mut tree = ShaderTree::new(shaders);
@@ -136,12 +138,26 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
         let outcome = match serde_json::from_str::<Case>(&json) {
             Ok(case) => {
                 fault_injection(&case);
-                case.evaluate(&mut Ctx {
-                    gpu: &mut gpu,
-                    tree: &mut tree,
-                    repeat,
-                    graph: None,
-                })
+                let wanted = extensions_of(&case);
+                let mut reopen_error = String::new();
+                if gpu.as_ref().is_none_or(|g| g.device.differs_for(wanted)) {
+                    drop(gpu.take()); // the old device goes before the new one is made
+                    match Gpu::open_with(device, wanted) {
+                        Ok(g) => gpu = Some(g),
+                        Err(e) => reopen_error = e.to_string(),
+                    }
+                }
+                match gpu.as_mut() {
+                    Some(gpu) => case.evaluate(&mut Ctx {
+                        gpu,
+                        tree: &mut tree,
+                        repeat,
+                        graph: None,
+                    }),
+                    None => Outcome::DeviceLost(format!(
+                        "cannot reopen the device with extensions {wanted:?}: {reopen_error}"
+                    )),
+                }
             }
             Err(e) => Outcome::Error(format!("worker could not read the case: {e}")),
         };
@@ -154,16 +170,45 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
     }
 }
 
+/// The optional device extensions `case`'s kernel uses: cooperative matrices on the cm1 and cm2
+/// paths, bf16 ones for a bf16 matrix on them. Scalar kernels (bf16 mat-vec included, which
+/// converts by hand) need none.
+fn extensions_of(case: &Case) -> vkdiff_gpu::device::Extensions {
+    use vkdiff_gpu::runners::flash_attn::Path;
+    use vkdiff_gpu::runners::mul_mm::Mode;
+    let (cm1, cm2, bf16) = match case {
+        Case::MulMm(c) => (c.mode() == Mode::Cm1, c.mode() == Mode::Cm2, c.a_type),
+        Case::MulMmId(c) => (c.mode() == Mode::Cm1, c.mode() == Mode::Cm2, c.a_type),
+        Case::FlashAttn(c) => (c.path == Path::Cm1, c.path == Path::Cm2, c.kv_type),
+        _ => return vkdiff_gpu::device::Extensions::NONE,
+    };
+    vkdiff_gpu::device::Extensions {
+        coopmat: cm1 || cm2,
+        coopmat2: cm2,
+        bf16: (cm1 || cm2) && bf16 == vkdiff_reference::DType::Bf16,
+    }
+}
+
 /// `VKDIFF_INJECT_CRASH=<text>` aborts the worker on a case whose description contains the
 /// text: the stand-in, in tests, for a driver that segfaults inside a shader.
+/// `VKDIFF_INJECT_STATE_CRASH=<text>` aborts there only when the worker evaluated another case
+/// before (a driver whose state an earlier case left bad; [`AFTER_EARLIER`]).
 /// `VKDIFF_INJECT_HANG=<text>` makes it hang there instead (a kernel that never finishes).
 pub(crate) fn fault_injection(case: &Case) {
-    if let Some(needle) = vkdiff_gpu::env::env().inject_crash.as_deref() {
+    static SERVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let env = vkdiff_gpu::env::env();
+    let earlier = SERVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0;
+    if let Some(needle) = env.inject_crash.as_deref() {
         if !needle.is_empty() && case.to_string().contains(needle) {
             std::process::abort();
         }
     }
-    if let Some(needle) = vkdiff_gpu::env::env().inject_hang.as_deref() {
+    if let Some(needle) = env.inject_state_crash.as_deref() {
+        if earlier && !needle.is_empty() && case.to_string().contains(needle) {
+            std::process::abort();
+        }
+    }
+    if let Some(needle) = env.inject_hang.as_deref() {
         if !needle.is_empty() && case.to_string().contains(needle) {
             loop {
                 std::thread::sleep(Duration::from_secs(3600));
@@ -218,6 +263,8 @@ pub struct Worker {
     caps: DeviceCaps,
     running: Option<Running>,
     timeout: Option<Duration>,
+    /// The cases the running worker evaluated, oldest first (the last few, and how many).
+    history: (VecDeque<String>, usize),
     /// How many workers were started (1 + restarts).
     pub starts: u32,
     /// Variants the worker does not run, with the reason (backend mode's configuration).
@@ -252,6 +299,7 @@ impl Worker {
             caps: DeviceCaps::default(),
             running: None,
             timeout: None,
+            history: (VecDeque::new(), 0),
             starts: 0,
             variant_filter: None,
             real_graphs: false,
@@ -261,7 +309,7 @@ impl Worker {
     }
 
     fn start(&mut self) -> Result<(), String> {
-        let mut child = Command::new(&self.exe)
+        let mut child = wrapped(&self.exe)?
             .arg("worker")
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -273,6 +321,7 @@ impl Worker {
         let (stdin, mut stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
         let last_words = keep_last_words(child.stderr.take().unwrap());
         self.starts += 1;
+        self.history = (VecDeque::new(), 0);
         match read_frame::<Response>(&mut stdout) {
             Ok(Response::Ready { caps }) => self.caps = caps,
             Ok(Response::Failed(e)) => return Err(e),
@@ -326,13 +375,41 @@ impl Worker {
     }
 }
 
-impl Evaluator for Worker {
-    fn evaluate(&mut self, case: &Case) -> Outcome {
+/// Marks a crash that happened only after other cases ran in the same worker: alone, in a fresh
+/// worker, the case did not crash. Such a crash is the driver's or the host's state going bad
+/// (docs/ggml-backend.md: lavapipe 22.3 frees a buffer's resource twice once ggml's context
+/// outlives a destroyed tensor buffer), not this case's: it keeps its own finding kind.
+pub const AFTER_EARLIER: &str = "crashed only after earlier cases in the same worker";
+
+/// Whether a crash message is a [`AFTER_EARLIER`] crash.
+pub fn after_earlier(message: &str) -> bool {
+    message.contains(AFTER_EARLIER)
+}
+
+/// How many of the cases before a crash its message names.
+const NAMED_BEFORE: usize = 3;
+
+impl Worker {
+    /// Evaluates `case` in the running worker (started if needed), recording it in the history.
+    fn evaluate_here(&mut self, case: &Case) -> Outcome {
         if self.running.is_none() {
             if let Err(e) = self.start() {
                 return Outcome::Error(format!("cannot restart the worker: {e}"));
             }
         }
+        let outcome = self.evaluate_once(case);
+        if self.running.is_some() {
+            let (named, count) = &mut self.history;
+            if named.len() == NAMED_BEFORE {
+                named.pop_front();
+            }
+            named.push_back(format!("{} {case}", case.kernel()));
+            *count += 1;
+        }
+        outcome
+    }
+
+    fn evaluate_once(&mut self, case: &Case) -> Outcome {
         match self.ask(case) {
             Ok(outcome) => {
                 if matches!(outcome, Outcome::DeviceLost(_)) {
@@ -380,6 +457,48 @@ impl Evaluator for Worker {
             }
         }
     }
+}
+
+impl Evaluator for Worker {
+    /// A worker that dies inside a case after running others is not yet the case's fault: the
+    /// case runs again alone in a fresh worker, and only a second death there makes the crash
+    /// its own. Otherwise the crash is recorded as [`AFTER_EARLIER`], naming the cases before it.
+    fn evaluate(&mut self, case: &Case) -> Outcome {
+        if self.running.is_none() {
+            if let Err(e) = self.start() {
+                return Outcome::Error(format!("cannot restart the worker: {e}"));
+            }
+        }
+        let (before, count) = self.history.clone();
+        let outcome = self.evaluate_here(case);
+        let died = self.running.is_none() && count > 0;
+        let Outcome::Crash(first) = &outcome else {
+            return outcome;
+        };
+        if !died || first.starts_with("timed out") {
+            return outcome;
+        }
+        let alone = self.evaluate_here(case);
+        match alone {
+            Outcome::Crash(_) => Outcome::Crash(format!(
+                "{first}\n(it crashed again alone in a fresh worker)"
+            )),
+            alone => Outcome::Crash(format!(
+                "{AFTER_EARLIER} ({count} before it, the last: {}); alone in a fresh worker it \
+                 gave {}. The crash: {first}",
+                Vec::from(before).join("; "),
+                match &alone {
+                    Outcome::Pass { verdict, .. } =>
+                        format!("a pass (worst error/bound {:.3})", verdict.worst_ratio),
+                    Outcome::Skip(m)
+                    | Outcome::Missing(m)
+                    | Outcome::Error(m)
+                    | Outcome::DeviceLost(m) => format!("no result ({m})"),
+                    o => crate::findings::primary_kind(o),
+                }
+            )),
+        }
+    }
 
     fn caps(&self) -> &DeviceCaps {
         &self.caps
@@ -416,6 +535,26 @@ impl Drop for Worker {
     }
 }
 
+/// `VKDIFF_WORKER_WRAPPER`: a command line (split at whitespace) that worker processes run under,
+/// e.g. `valgrind --trace-children=no --log-file=/tmp/vg.%p`, for debugging a crash that needs
+/// the worker's history. The wrapper gets the binary's real path: `/proc/self/exe` would name the
+/// wrapper itself.
+fn wrapped(exe: &std::path::Path) -> Result<Command, String> {
+    let wrapper = &vkdiff_gpu::env::env().worker_wrapper;
+    let mut words = wrapper.split_whitespace();
+    let Some(program) = words.next() else {
+        return Ok(Command::new(exe));
+    };
+    let exe = if exe == std::path::Path::new("/proc/self/exe") {
+        std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?
+    } else {
+        exe.to_path_buf()
+    };
+    let mut c = Command::new(program);
+    c.args(words).arg(exe);
+    Ok(c)
+}
+
 /// The running vkdiff binary, for worker processes. On Linux `/proc/self/exe`, which keeps naming
 /// this image even when a rebuild replaces the file on disk mid-campaign.
 pub fn own_executable() -> Result<PathBuf, String> {
@@ -424,4 +563,46 @@ pub fn own_executable() -> Result<PathBuf, String> {
         return Ok(proc_self);
     }
     std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vkdiff_gpu::device::Extensions;
+
+    #[test]
+    fn a_case_asks_for_the_extensions_of_its_path_only() {
+        let repro = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/runs/2026-11-24-h100-s19/q5k-probe/q5k_cm2_f16acc.json"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(repro).unwrap()).unwrap();
+        let Case::MulMm(cm2) = serde_json::from_value(json["case"].clone()).unwrap() else {
+            panic!("a mul_mm case");
+        };
+        let with = |cm1, cm2_, a| {
+            let mut c = cm2.clone();
+            (c.cm1, c.cm2, c.a_type) = (cm1, cm2_, a);
+            extensions_of(&Case::MulMm(c))
+        };
+        use vkdiff_reference::DType;
+        assert_eq!(with(false, false, DType::Bf16), Extensions::NONE);
+        assert_eq!(
+            with(false, true, DType::Q5_K),
+            Extensions {
+                coopmat: true,
+                coopmat2: true,
+                bf16: false
+            }
+        );
+        assert_eq!(
+            with(true, false, DType::Bf16),
+            Extensions {
+                coopmat: true,
+                coopmat2: false,
+                bf16: true
+            }
+        );
+    }
 }

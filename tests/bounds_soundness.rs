@@ -606,3 +606,135 @@ use vkdiff::cases::mul_mm::bounds::staged_operand_errors;
         prop_assert!(bound.is_nan() || err <= bound, "{:?} {:?} toward_zero {} flush {}: |{} - {}| = {:e} > {:e}", arith, fmt, toward_zero, flush, total, exact, err, bound);
     }
 }
+
+/// The arithmetic chains of the cm2 decode callbacks (shaders/dequant_funcs_cm2.comp), by the
+/// formats that share one: which operations round to f16, which run in f32.
+#[derive(Debug, Clone, Copy)]
+enum DecodeChain {
+    /// q4_0, q5_0, q8_0, iq4_nl: d·q, one f16 rounding.
+    DQ,
+    /// q3_K, q6_K, iq4_xs: f16(d·sc), then ·q in f16.
+    DScQ,
+    /// q4_1, q5_1: d·q + m in f16, as two roundings or one fma.
+    DQPlusM { fused: bool },
+    /// q2_K: ((d·sc)·q) − dmin·mn, every operation an f16 rounding.
+    Q2K,
+    /// q4_K: d·sc·q − dmin·mn in f32 (exact products, one f32 rounding), then one f16 rounding.
+    Q4K,
+    /// q5_K: d·sc and dmin·mn rounded to f16, the rest in f32, then one f16 rounding.
+    Q5K,
+}
+
+/// One decode emulated from its factors: f16 operations as the exact f64 result rounded to
+/// nearest f16 (f16·f16 and f16 sums are exact in f64), f32 ones likewise; with `flush`, every
+/// f16 value below 2⁻¹⁴ (inputs included) becomes 0, as a device that flushes f16 denormals
+/// does.
+fn decode_emulated(
+    chain: DecodeChain,
+    [d, dmin]: [f64; 2],
+    sc: f64,
+    mn: f64,
+    q: f64,
+    flush: bool,
+) -> f64 {
+    let h = |x: f64| {
+        let r = half::f16::from_f64(x).to_f64();
+        if flush && r.abs() < 6.103515625e-5 {
+            0.0
+        } else {
+            r
+        }
+    };
+    let f = |x: f64| x as f32 as f64;
+    let (d, dmin) = (h(d), h(dmin));
+    match chain {
+        DecodeChain::DQ => h(d * q),
+        DecodeChain::DScQ => h(h(d * sc) * q),
+        DecodeChain::DQPlusM { fused: false } => h(h(d * q) + dmin),
+        DecodeChain::DQPlusM { fused: true } => h(d * q + dmin),
+        DecodeChain::Q2K => h(h(h(d * sc) * q) - h(dmin * mn)),
+        DecodeChain::Q4K => h(f(d * sc * q - dmin * mn)),
+        DecodeChain::Q5K => h(f(h(d * sc) * q - h(dmin * mn))),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(20000))]
+
+    /// `tolerance::cm2_decode_error` against every decode chain, with scales from anywhere in
+    /// f16's finite range (subnormals and the largest values included), the formats' integer
+    /// ranges for scales, mins and quants, and cancellations d·sc·q ≈ dmin·mn drawn on purpose.
+    /// Where the model says the f16 result may overflow, ±∞ is accepted.
+    #[test]
+    fn cm2_decode_bound_covers_emulated_f16_chains(
+        d_bits in any::<u16>(),
+        dmin_bits in any::<u16>(),
+        sc in 0u32..64,
+        mn in 0u32..64,
+        q in 0u32..32,
+        chain in prop_oneof![
+            Just(DecodeChain::DQ),
+            Just(DecodeChain::DScQ),
+            Just(DecodeChain::DQPlusM { fused: false }),
+            Just(DecodeChain::DQPlusM { fused: true }),
+            Just(DecodeChain::Q2K),
+            Just(DecodeChain::Q4K),
+            Just(DecodeChain::Q5K),
+        ],
+        cancel in any::<bool>(),
+        flush in any::<bool>(),
+    ) {
+        use vkdiff::cases::mul_mm::bounds_cm2::{cm2_decode_error, DecodeTerms};
+        use vkdiff_reference::DType;
+        let d = half::f16::from_bits(d_bits).to_f64();
+        // A cancelling min: dmin = d, so d·sc·q − dmin·mn = d·(sc·q − mn) is 0 for mn = sc·q.
+        let dmin = if cancel { d } else { half::f16::from_bits(dmin_bits).to_f64() };
+        prop_assume!(d.is_finite() && dmin.is_finite());
+        let (sc, mn, q) = (sc as f64, mn as f64, q as f64);
+        // The formats' ranges (signed quants and scales where the format has them).
+        let (dtype, sc, mn, q) = match chain {
+            DecodeChain::DQ => (DType::Q8_0, 1.0, 0.0, q * 8.0 - 128.0),
+            DecodeChain::DScQ => (DType::Q6_K, sc * 4.0 - 128.0, 0.0, q * 2.0 - 32.0),
+            DecodeChain::DQPlusM { .. } => (DType::Q5_1, 1.0, 0.0, q),
+            DecodeChain::Q2K => {
+                let (s, qq) = (sc % 16.0, q % 4.0);
+                (DType::Q2_K, s, if cancel { (s * qq).min(15.0) } else { mn % 16.0 }, qq)
+            }
+            DecodeChain::Q4K => {
+                let qq = q % 16.0;
+                (DType::Q4_K, sc, if cancel { (sc * qq).min(63.0) } else { mn }, qq)
+            }
+            DecodeChain::Q5K => (DType::Q5_K, sc, if cancel { (sc * q).min(63.0) } else { mn }, q),
+        };
+        let got = decode_emulated(chain, [d, dmin], sc, mn, q, flush);
+        let tiny = |v: &[f64]| v.iter().map(|x| x.abs()).filter(|&x| x > 0.0).fold(f64::INFINITY, f64::min);
+        // The model's terms as tolerance::cm2_decode_terms forms them (x = p − m exactly; the
+        // smallest and largest f16 intermediates of the chain).
+        let t = match chain {
+            DecodeChain::DQ => DecodeTerms { p: d * q, m: 0.0, tiny: tiny(&[d]), huge: 0.0 },
+            DecodeChain::DScQ => DecodeTerms { p: d * sc * q, m: 0.0, tiny: tiny(&[d, d * sc]), huge: (d * sc).abs() },
+            DecodeChain::DQPlusM { .. } => DecodeTerms { p: d * q, m: -dmin, tiny: tiny(&[d, d * q, dmin]), huge: (d * q).abs() },
+            DecodeChain::Q2K => DecodeTerms {
+                p: d * sc * q,
+                m: dmin * mn,
+                tiny: tiny(&[d, d * sc, dmin, dmin * mn]),
+                huge: (d * sc).abs().max((d * sc * q).abs()).max((dmin * mn).abs()),
+            },
+            DecodeChain::Q5K => DecodeTerms {
+                p: d * sc * q,
+                m: dmin * mn,
+                tiny: tiny(&[d, d * sc, dmin, dmin * mn]),
+                huge: (d * sc).abs().max((dmin * mn).abs()),
+            },
+            DecodeChain::Q4K => DecodeTerms { p: d * sc * q, m: dmin * mn, tiny: tiny(&[d, dmin]), huge: 0.0 },
+        };
+        let exact = t.p - t.m;
+        let (bound, may_overflow) = cm2_decode_error(dtype, &t);
+        if !got.is_finite() {
+            prop_assert!(may_overflow, "{chain:?} d {d:e} dmin {dmin:e} sc {sc} mn {mn} q {q}: {got} where the model says no overflow (exact {exact:e})");
+        } else {
+            let err = (got - exact).abs();
+            prop_assert!(err <= bound, "{chain:?} d {d:e} dmin {dmin:e} sc {sc} mn {mn} q {q} flush {flush}: got {got:e} want {exact:e}, |err| {err:e} > bound {bound:e}");
+        }
+    }
+}

@@ -77,6 +77,57 @@ fn a_crash_inside_a_case_becomes_a_finding_and_the_campaign_goes_on() {
     assert!(passed(row) > 20, "{row}");
 }
 
+fn a_crash_that_needs_earlier_cases_is_kept_apart_from_the_cases_own() {
+    let out = common::scratch("state-crash");
+    // Cases with one row "crash the driver" only after the worker ran another case: alone, in
+    // a fresh worker, they pass.
+    let (code, text) = vkdiff(
+        &[
+            "run",
+            "-o",
+            "mul_mat_vec",
+            "--variant",
+            "q8_0_f32",
+            "--cases",
+            "40",
+            "--jobs",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[("VKDIFF_INJECT_STATE_CRASH", " M=1 ")],
+    );
+    // Still a failure, never hidden, but of its own kind and not shrunk (the case is not the
+    // cause), naming the cases that ran before it.
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("mul_mat_vec | crash after earlier cases | earlier cases in the same worker"),
+        "{text}"
+    );
+    assert!(!text.contains("| crash |"), "a case's own crash: {text}");
+    assert!(
+        text.contains("crashed only after earlier cases in the same worker (")
+            && text.contains("alone in a fresh worker it gave a pass"),
+        "{text}"
+    );
+    let lines = vkdiff::report::read(&out.join("report.jsonl")).unwrap();
+    let crashes: Vec<_> = lines
+        .iter()
+        .filter_map(|l| match l {
+            vkdiff::report::Line::Case(c) if c.outcome == "crash" => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert!(!crashes.is_empty(), "{text}");
+    for c in crashes {
+        assert!(c.case.contains(" M=1 "), "{c:?}");
+        assert!(
+            vkdiff::worker::after_earlier(c.detail.as_deref().unwrap_or("")),
+            "{c:?}"
+        );
+    }
+}
+
 fn a_lost_device_marks_the_case_and_a_fresh_device_carries_on() {
     let (code, text) = vkdiff(
         &["run", "-o", "wkv7", "--cases", "30", "--no-repeat"],
@@ -327,10 +378,15 @@ fn main() {
     let lavapipe = caps.name.contains("llvmpipe");
     // (name, test, why it cannot run here)
     type Entry = (&'static str, fn(), Option<String>);
-    let tests: [Entry; 9] = [
+    let tests: [Entry; 10] = [
         (
             "a_crash_inside_a_case_becomes_a_finding_and_the_campaign_goes_on",
             a_crash_inside_a_case_becomes_a_finding_and_the_campaign_goes_on,
+            None,
+        ),
+        (
+            "a_crash_that_needs_earlier_cases_is_kept_apart_from_the_cases_own",
+            a_crash_that_needs_earlier_cases_is_kept_apart_from_the_cases_own,
             None,
         ),
         (

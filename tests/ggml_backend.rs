@@ -69,7 +69,8 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
         &[],
     );
     // Exit 1: ggml's wkv7 is only right for head size 64 (its shader hard-codes it while
-    // supports_op accepts any size), which these cases reach; nothing else may fail.
+    // supports_op accepts any size), which these cases reach; nothing else may fail but a
+    // crash after earlier cases (lavapipe 22.3, below).
     assert!(code == 0 || code == 1, "backend run failed:\n{text}");
     let lines = vkdiff::report::read(&dir.join("report.jsonl")).unwrap();
     let mut passed = std::collections::BTreeMap::<String, u32>::new();
@@ -84,11 +85,15 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
                 if c.outcome == "pass" {
                     *passed.entry(c.kernel.clone()).or_default() += 1;
                 } else if c.outcome != "skip" {
-                    // Known findings (docs/ggml-backend.md): wkv7 with S ≠ 64; a SIGSEGV in
-                    // lavapipe running scalar-fp32 flash attention with q8_0 K/V.
+                    // Known findings (docs/ggml-backend.md): wkv7 with S ≠ 64; lavapipe 22.3
+                    // releasing a destroyed tensor buffer's resource twice when ggml's context
+                    // runs its next graph, which kills the worker in whatever case comes next.
+                    // That crash is accepted only where the case, rerun alone in a fresh worker,
+                    // did not crash (the worker's isolation says so): a case's own crash fails.
+                    let after_earlier = c.outcome == "crash"
+                        && vkdiff::worker::after_earlier(c.detail.as_deref().unwrap_or(""));
                     assert!(
-                        (c.kernel == "wkv7" && !c.case.starts_with("S=64 "))
-                            || (c.kernel == "flash_attn" && c.outcome == "crash"),
+                        (c.kernel == "wkv7" && !c.case.starts_with("S=64 ")) || after_earlier,
                         "unexpected {} in backend mode: {} {}\n{:?}",
                         c.outcome,
                         c.variant,

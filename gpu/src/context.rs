@@ -120,9 +120,18 @@ impl Gpu {
     /// Opens the device chosen by `selector` (index or name substring; see
     /// [`Instance::select`]).
     pub fn open(selector: Option<&str>) -> Result<Self> {
+        Self::open_with(selector, crate::device::Extensions::ALL)
+    }
+
+    /// As [`Gpu::open`], with only the optional extensions in `extensions` (where the device
+    /// has them): a device for the kernels that use just those.
+    pub fn open_with(
+        selector: Option<&str>,
+        extensions: crate::device::Extensions,
+    ) -> Result<Self> {
         let instance = Instance::new()?;
         let adapter = instance.select(selector)?;
-        let device = Device::new(&instance, &adapter)?;
+        let device = Device::new(&instance, &adapter, extensions)?;
         // What the layer says about creating the device concerns no case: it is our host code's
         // problem, reported here rather than charged to whichever case runs first.
         let messages = crate::layer_messages::explain_consequences(instance.take_messages());

@@ -1,8 +1,10 @@
 //! Instance, physical-device choice, capability probing and logical-device creation.
 //!
-//! Like upstream, the logical device is created with every feature the device reports enabled
-//! and with the extensions the kernels can use, so shaders see the same device upstream's
-//! backend would give them.
+//! Like upstream, the logical device is created with every core feature the device reports
+//! enabled, so shaders see the same device upstream's backend would give them. Of the optional
+//! extensions (cooperative matrix 1 and 2, bf16) a device gets only those its kernels use
+//! ([`Extensions`]): an extension the validation layer does not know then draws its message only
+//! on the rows that need it.
 
 use std::ffi::{c_void, CStr};
 use std::sync::{Arc, Mutex};
@@ -79,8 +81,64 @@ const COMPONENT_BF16: i32 = 1_000_141_000;
 const EXT_COOPMAT: &CStr = c"VK_KHR_cooperative_matrix";
 const EXT_COOPMAT2: &CStr = c"VK_NV_cooperative_matrix2";
 const EXT_BF16: &CStr = c"VK_KHR_shader_bfloat16";
-const EXT_ROBUSTNESS: &CStr = c"VK_EXT_pipeline_robustness";
+/// Reported among the capabilities (upstream's integer-dot mat-vec path); no kernel of ours uses
+/// it, so it is never enabled.
 const EXT_INTEGER_DOT: &CStr = c"VK_KHR_shader_integer_dot_product";
+/// Our host's own (per-pipeline robustness), enabled whenever the device has it.
+const EXT_ROBUSTNESS: &CStr = c"VK_EXT_pipeline_robustness";
+
+/// The optional device extensions a kernel may use (each enabled only where the device has it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Extensions {
+    /// VK_KHR_cooperative_matrix (the cm1 paths; cm2 shaders use its types too).
+    pub coopmat: bool,
+    /// VK_NV_cooperative_matrix2 (the cm2 paths).
+    pub coopmat2: bool,
+    /// VK_KHR_shader_bfloat16 (bf16 cooperative matrices).
+    pub bf16: bool,
+}
+
+impl Extensions {
+    /// Every optional extension (a device for any kernel: bench, fuzzing, interactive use).
+    pub const ALL: Extensions = Extensions {
+        coopmat: true,
+        coopmat2: true,
+        bf16: true,
+    };
+    /// None: scalar kernels.
+    pub const NONE: Extensions = Extensions {
+        coopmat: false,
+        coopmat2: false,
+        bf16: false,
+    };
+
+    /// With what its members imply: coopmat2 shaders declare coopmat1 types too.
+    fn closed(self) -> Extensions {
+        Extensions {
+            coopmat: self.coopmat || self.coopmat2,
+            ..self
+        }
+    }
+
+    /// Those of `self` also in `other`.
+    pub fn and(self, other: Extensions) -> Extensions {
+        Extensions {
+            coopmat: self.coopmat && other.coopmat,
+            coopmat2: self.coopmat2 && other.coopmat2,
+            bf16: self.bf16 && other.bf16,
+        }
+    }
+
+    fn names(self) -> impl Iterator<Item = &'static CStr> {
+        [
+            (self.coopmat, EXT_COOPMAT),
+            (self.coopmat2, EXT_COOPMAT2),
+            (self.bf16, EXT_BF16),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+    }
+}
 
 /// The feature structs of one physical device, chained for vkGetPhysicalDeviceFeatures2 and then
 /// handed unchanged to vkCreateDevice (enable everything reported). Boxed so the chain's
@@ -124,7 +182,19 @@ impl FeatureChain {
                 bf16_cooperative_matrix: 0,
             }),
         };
-        let has = |e: &CStr| exts.iter().any(|x| x.as_bytes() == e.to_bytes());
+        c.link(api, &|e: &CStr| {
+            exts.iter().any(|x| x.as_bytes() == e.to_bytes())
+        });
+        // SAFETY: `link` chained live boxed Vulkan structs.
+        unsafe { instance.get_physical_device_features2(pd, &mut c.root) };
+        c
+    }
+
+    /// Chains the core structs and those of the extensions `has` names (query: every extension
+    /// the device has; creation: the enabled ones, since a chained struct of an extension not
+    /// enabled is invalid).
+    fn link(&mut self, api: u32, has: &dyn Fn(&CStr) -> bool) {
+        let c = self;
         // Build the pNext chain by hand: two members are raw structs ash does not know.
         let mut chain: Vec<*mut c_void> = vec![
             &mut *c.v11 as *mut _ as *mut c_void,
@@ -151,10 +221,9 @@ impl FeatureChain {
                 (*(pair[0] as *mut vk::BaseOutStructure)).p_next =
                     pair[1] as *mut vk::BaseOutStructure;
             }
+            (*(chain[chain.len() - 1] as *mut vk::BaseOutStructure)).p_next = std::ptr::null_mut();
             c.root.p_next = chain[0];
-            instance.get_physical_device_features2(pd, &mut c.root);
         }
-        c
     }
 }
 
@@ -662,11 +731,23 @@ pub struct Device {
     pub(crate) memory: vk::PhysicalDeviceMemoryProperties,
     /// Capabilities of the device.
     pub caps: DeviceCaps,
+    /// The optional extensions enabled (those asked for that the device has).
+    pub extensions: Extensions,
+    /// The optional extensions the device has.
+    pub available: Extensions,
 }
 
 impl Device {
-    /// Creates the logical device for `adapter` with every reported feature enabled.
-    pub fn new(instance: &Instance, adapter: &Adapter) -> Result<Self> {
+    /// Whether a device opened with `wanted` would enable other extensions than this one.
+    pub fn differs_for(&self, wanted: Extensions) -> bool {
+        self.extensions != wanted.closed().and(self.available)
+    }
+}
+
+impl Device {
+    /// Creates the logical device for `adapter` with every reported core feature enabled and,
+    /// of the optional extensions, those in `wanted` that the device has.
+    pub fn new(instance: &Instance, adapter: &Adapter, wanted: Extensions) -> Result<Self> {
         let inst = &instance.raw;
         let pd = adapter.handle;
         let families = unsafe { inst.get_physical_device_queue_family_properties(pd) };
@@ -686,23 +767,25 @@ impl Device {
             )));
         }
         let mut features = FeatureChain::query(inst, pd, api, &adapter.extensions);
-        let wanted = [
-            EXT_COOPMAT,
-            EXT_COOPMAT2,
-            EXT_BF16,
-            EXT_ROBUSTNESS,
-            EXT_INTEGER_DOT,
-        ];
-        let ext_ptrs: Vec<_> = wanted
-            .iter()
-            .filter(|w| {
-                adapter
-                    .extensions
-                    .iter()
-                    .any(|e| e.as_bytes() == w.to_bytes())
-            })
-            .map(|w| w.as_ptr())
+        let has = |w: &CStr| {
+            adapter
+                .extensions
+                .iter()
+                .any(|e| e.as_bytes() == w.to_bytes())
+        };
+        let available = Extensions {
+            coopmat: has(EXT_COOPMAT),
+            coopmat2: has(EXT_COOPMAT2),
+            bf16: has(EXT_BF16),
+        };
+        let extensions = wanted.closed().and(available);
+        let enabled: Vec<&CStr> = extensions
+            .names()
+            .chain([EXT_ROBUSTNESS])
+            .filter(|w| has(w))
             .collect();
+        features.link(api, &|e: &CStr| enabled.contains(&e));
+        let ext_ptrs: Vec<_> = enabled.iter().map(|w| w.as_ptr()).collect();
         let priorities = [1.0f32];
         let queue_ci = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
@@ -720,6 +803,8 @@ impl Device {
             queue_family,
             memory,
             caps: adapter.caps.clone(),
+            extensions,
+            available,
         })
     }
 

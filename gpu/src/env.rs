@@ -5,9 +5,8 @@
 //!
 //! Switches that are the environment's own business stay outside it: `HOME`,
 //! `XDG_CACHE_HOME`, `CXX`, and ggml's own `GGML_*` switches, which vkdiff sets for the ggml
-//! library it loads rather than reads. Test-harness switches that only the test files read
-//! (`VKDIFF_GGML_TREE`) and the CI scripts' own (`VKDIFF_CI_JOBS`, `VKDIFF_FUZZ_TARGET_DIR`)
-//! are documented where they are read.
+//! library it loads rather than reads. The CI scripts' own switches (`VKDIFF_CI_JOBS`,
+//! `VKDIFF_FUZZ_TARGET_DIR`) are documented in the scripts.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -45,6 +44,12 @@ pub struct Env {
     pub ggml_lib: Option<OsString>,
     /// See [`Env::ggml_lib`].
     pub ggml_config: String,
+    /// `VKDIFF_GGML_TREE`: the ggml source tree a ggml worker reads `ggml.h` from (default: the
+    /// library's folder); the backend tests also take their recent tree from it.
+    pub ggml_tree: Option<PathBuf>,
+    /// `VKDIFF_WORKER_WRAPPER`: a command line (split at whitespace) that worker processes run
+    /// under, e.g. valgrind (empty: none).
+    pub worker_wrapper: String,
     /// `VKDIFF_GGML_CACHE`: where ggml trees are built (default `~/.cache/vkdiff-ggml`).
     pub ggml_cache: Option<PathBuf>,
     /// `VKDIFF_GLSLC`: the glslc a ggml build uses (default: the one shaderc-sys built).
@@ -57,6 +62,9 @@ pub struct Env {
     /// Fault injection for vkdiff's own tests (negative controls). `VKDIFF_INJECT_CRASH=<text>`:
     /// the evaluating process aborts on a case whose description contains the text.
     pub inject_crash: Option<String>,
+    /// `VKDIFF_INJECT_STATE_CRASH=<text>`: it aborts there only after evaluating another case
+    /// (a driver whose state an earlier case left bad).
+    pub inject_state_crash: Option<String>,
     /// `VKDIFF_INJECT_HANG=<text>`: it hangs there instead.
     pub inject_hang: Option<String>,
     /// `VKDIFF_INJECT_DEVICE_LOST=N`: every Nth job reports a lost device.
@@ -91,11 +99,14 @@ impl Env {
             fuzz_kernel: s("VKDIFF_FUZZ_KERNEL").filter(|k| !k.is_empty()),
             ggml_lib: std::env::var_os("VKDIFF_GGML_LIB"),
             ggml_config: s("VKDIFF_GGML_CONFIG").unwrap_or_default(),
+            ggml_tree: path("VKDIFF_GGML_TREE"),
+            worker_wrapper: s("VKDIFF_WORKER_WRAPPER").unwrap_or_default(),
             ggml_cache: path("VKDIFF_GGML_CACHE"),
             glslc: path("VKDIFF_GLSLC"),
             vulkan_headers: path("VKDIFF_VULKAN_HEADERS"),
             ggml_jobs: s("VKDIFF_GGML_JOBS"),
             inject_crash: s("VKDIFF_INJECT_CRASH"),
+            inject_state_crash: s("VKDIFF_INJECT_STATE_CRASH"),
             inject_hang: s("VKDIFF_INJECT_HANG"),
             inject_device_lost: s("VKDIFF_INJECT_DEVICE_LOST").and_then(|v| v.parse().ok()),
             inject_nondeterminism: s("VKDIFF_INJECT_NONDETERMINISM").as_deref() == Some("1"),

@@ -686,12 +686,7 @@ impl CaseModel for MulMmCase {
         // Through ggml's host the split is its own choice: the loosest of the candidates.
         let mut splits = vec![(plan.split_k, plan.k_split)];
         if ctx.is_graph() {
-            splits.extend(
-                crate::cases::mul_mm::bounds::SPLIT_CANDIDATES
-                    .iter()
-                    .filter(|&&s| s <= self.k)
-                    .map(|&s| (s, if s > 1 { self.k.div_ceil(s) } else { self.k })),
-            );
+            splits.extend(bounds::split_candidates(self.k));
         }
         let mut candidates = Vec::new();
         for (split_k, k_split) in splits {
@@ -798,6 +793,18 @@ impl CaseModel for MulMmCase {
         }
         if self.b_row_pad > 0 {
             f.push("padded B rows".into());
+        }
+        // The host's dequant (cpy) shaders run before the matmul: their bugs show here.
+        if runners::mul_mm::choose(
+            self.mode(),
+            self.a_type,
+            self.b_type,
+            self.b_row_pad == 0,
+            self.prec,
+        )
+        .is_ok_and(|s| s.a_to_f16)
+        {
+            f.push("A converted to f16 first".into());
         }
         if let Some((s, ragged)) = self.split() {
             f.push(format!(

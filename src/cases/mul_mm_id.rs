@@ -359,10 +359,27 @@ impl CaseModel for MulMmIdCase {
         let arith = arith_of(&plan.staging, self.a_type, 1, self.k);
         let bounds = match self.mode() {
             Mode::Cm2 => {
-                match cm2_bounds(&a, &b, &plan.staging, spec(3, 16), 1, self.k, &columns) {
-                    Ok(b) => b,
-                    Err(e) => return Outcome::Error(e),
+                // The pin runs quantized MUL_MAT_ID on cm2 with f32 accumulators (§12 item 13);
+                // later upstream (0.1.161 ggml_vk_get_mul_mat_mat_f16acc) with f16 ones at
+                // GGML_PREC_DEFAULT. Through ggml's host: the looser of the two.
+                let mut stagings = vec![plan.staging];
+                if ctx.is_graph()
+                    && self.prec == Prec::Default
+                    && self.a_type.is_quantized()
+                    && !plan.staging.selection.acc16
+                {
+                    let mut f16acc = plan.staging;
+                    f16acc.selection.acc16 = true;
+                    stagings.push(f16acc);
                 }
+                let mut candidates = Vec::new();
+                for s in &stagings {
+                    match cm2_bounds(&a, &b, s, spec(3, 16), 1, self.k, &columns) {
+                        Ok(b) => candidates.push(b),
+                        Err(e) => return Outcome::Error(e),
+                    }
+                }
+                super::mul_mm::bounds::loosest_mm(candidates)
             }
             Mode::Cm1 => cm1_bounds(
                 &arith,
@@ -426,6 +443,10 @@ impl CaseModel for MulMmIdCase {
         }
         if self.b_row_pad > 0 {
             f.push("padded B rows".into());
+        }
+        // July 2025 hosts keep row ids for at most 4096 pairs in one dispatch.
+        if self.n_used * self.n_tokens > 4096 {
+            f.push("more than 4096 (slot, token) pairs".into());
         }
         f
     }

@@ -19,6 +19,7 @@ use vkdiff_gpu::{DeviceCaps, Gpu, ShaderTree};
 use crate::cases::{Case, Ctx, GraphExec, GraphOp, Outcome};
 use crate::kernels::Variant;
 use crate::worker::{read_frame, write_frame, Request, Response};
+use vkdiff_reference::tensor::Tensor;
 
 /// A named path configuration, forced through ggml's environment switches (GGML_BACKEND.md §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +147,9 @@ impl Config {
 pub struct Driver {
     ggml: ffi::Ggml,
     config: Config,
+    /// The tree's GGML_KQ_MASK_PAD where its ggml.h asserts one (0.1.109: 64; later trees
+    /// dropped it), read by [`kq_mask_pad`].
+    mask_pad: Option<usize>,
     /// `vkdiff bench --ggml`: time graph_compute (the reported time is its median).
     pub timing: Option<ffi::Timing>,
 }
@@ -159,6 +163,9 @@ impl Driver {
 
 impl GraphExec for Driver {
     fn run(&mut self, op: &GraphOp) -> Result<KernelRun, Outcome> {
+        if let Some(reason) = mask_pad_refusal(op, self.mask_pad) {
+            return Err(Outcome::Skip(reason));
+        }
         let start = std::time::Instant::now();
         match self.ggml.run(op, self.timing) {
             Ok(mut r) => Ok(KernelRun {
@@ -182,6 +189,44 @@ impl GraphExec for Driver {
             Err(ffi::Refusal::Error(m)) => Err(Outcome::Error(format!("ggml: {m}"))),
         }
     }
+}
+
+/// GGML_KQ_MASK_PAD as the tree's `ggml.h` defines it: `ggml_flash_attn_ext` asserts
+/// (GGML_ASSERT: the process aborts) that a mask has at least GGML_PAD(N, it) rows in trees that
+/// define it (0.1.109), and later trees do not. Looked for in the ggml root and in the library
+/// folder (`ci/gpu.sh stage` carries ggml.h there); None when neither has it.
+pub fn kq_mask_pad(dirs: &[&Path]) -> Option<usize> {
+    dirs.iter()
+        .flat_map(|d| [d.join("include/ggml.h"), d.join("ggml.h")])
+        .find_map(|h| std::fs::read_to_string(h).ok())
+        .and_then(|text| {
+            text.lines().find_map(|l| {
+                let mut w = l.split_whitespace();
+                (w.next() == Some("#define") && w.next() == Some("GGML_KQ_MASK_PAD"))
+                    .then(|| w.next()?.parse().ok())
+                    .flatten()
+            })
+        })
+}
+
+/// Why a FLASH_ATTN_EXT graph is not run: a mask with fewer rows than the tree asserts.
+fn mask_pad_refusal(op: &GraphOp, pad: Option<usize>) -> Option<String> {
+    let (
+        GraphOp::FlashAttn {
+            q, mask: Some(m), ..
+        },
+        Some(pad),
+    ) = (op, pad)
+    else {
+        return None;
+    };
+    let (n, rows) = (Tensor::ne(q)[1], Tensor::ne(m)[1]);
+    (rows < n.div_ceil(pad) * pad).then(|| {
+        format!(
+            "ggml: this tree asserts a mask of at least GGML_PAD(N, {pad}) = {} rows (GGML_KQ_MASK_PAD); the case's has {rows}",
+            n.div_ceil(pad) * pad
+        )
+    })
 }
 
 /// The environment that makes `vkdiff worker` a ggml worker for `config`.
@@ -236,11 +281,14 @@ pub fn open(device: Option<&str>, lib_dir: &Path, config: Config) -> Result<(Gpu
     }
     let caps = config.caps(gpu.caps());
     gpu.set_caps(caps);
+    let tree = vkdiff_gpu::env::env().ggml_tree.clone();
+    let mask_pad = kq_mask_pad(&[tree.as_deref().unwrap_or(lib_dir), lib_dir]);
     Ok((
         gpu,
         Driver {
             ggml,
             config,
+            mask_pad,
             timing: None,
         },
     ))
@@ -299,5 +347,47 @@ pub fn serve(
             Err(e) => Outcome::Error(format!("worker could not read the case: {e}")),
         };
         write_frame(&mut output, &Response::Outcome(outcome))?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vkdiff_reference::DType;
+
+    #[test]
+    fn a_short_mask_is_refused_only_where_the_tree_asserts_the_pad() {
+        let dir = std::env::temp_dir().join(format!("vkdiff-kqpad-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("include")).unwrap();
+        std::fs::write(
+            dir.join("include/ggml.h"),
+            "#pragma once\n#define GGML_KQ_MASK_PAD 64\n",
+        )
+        .unwrap();
+        let pad = kq_mask_pad(&[&dir]);
+        assert_eq!(pad, Some(64));
+        assert_eq!(kq_mask_pad(&[&dir.join("include/none")]), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let t = |ne: [usize; 4], dt| Tensor::from_f32(dt, ne, &vec![0.5; ne.iter().product()]);
+        let (q, k) = (
+            t([64, 2, 1, 1], DType::F32).unwrap(),
+            t([64, 2, 1, 1], DType::F16).unwrap(),
+        );
+        let op = |m| GraphOp::FlashAttn {
+            q: &q,
+            k: &k,
+            v: &k,
+            mask: Some(m),
+            scale: 1.0,
+            max_bias: 0.0,
+            softcap: 0.0,
+            prec_f32: false,
+        };
+        let short = t([2, 2, 1, 1], DType::F16).unwrap();
+        let padded = t([2, 64, 1, 1], DType::F16).unwrap();
+        assert!(mask_pad_refusal(&op(&short), pad).is_some_and(|r| r.contains("64 rows")));
+        assert!(mask_pad_refusal(&op(&padded), pad).is_none());
+        assert!(mask_pad_refusal(&op(&short), None).is_none());
     }
 }

@@ -546,17 +546,21 @@ pub fn generate(file: &str, src: &str) -> Vec<Mutant> {
 }
 
 /// The file and every file it includes, transitively (`#include "name"`, resolved in the tree
-/// root as the compiler does for a flat tree), whatever the preprocessor conditions.
+/// root as the compiler does for a flat tree), whatever the preprocessor conditions; files the
+/// compiler generates (not on disk) are left out.
 pub fn include_closure(dir: &Path, file: &str) -> BTreeSet<String> {
-    let mut seen = BTreeSet::new();
+    let (mut seen, mut visited) = (BTreeSet::new(), BTreeSet::new());
     let mut todo = vec![file.to_string()];
     while let Some(f) = todo.pop() {
-        if !seen.insert(f.clone()) {
+        if !visited.insert(f.clone()) {
             continue;
         }
+        // Not on disk: the compiler's generated include (the i-quant tables, data from
+        // iq_grids.json), which has nothing to mutate.
         let Ok(text) = std::fs::read_to_string(dir.join(&f)) else {
             continue;
         };
+        seen.insert(f);
         for line in text.lines() {
             let line = line.trim_start();
             let Some(rest) = line.strip_prefix('#') else {

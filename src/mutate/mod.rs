@@ -55,6 +55,31 @@ mod tests {
     use super::generate::*;
     use super::run::*;
 
+    /// Every entry of the checked-in equivalence file still names a mutant of today's shaders:
+    /// a shader edit that moves or removes the code behind an entry makes it stale, and this
+    /// fails until the entry is re-keyed (its reason checked again) or dropped.
+    #[test]
+    fn checked_in_equivalences_name_current_mutants() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(root.join("mutants-equivalent.txt")).unwrap();
+        let stale: Vec<String> = parse_equivalences(&text)
+            .unwrap()
+            .iter()
+            .filter(|e| {
+                let src =
+                    std::fs::read_to_string(root.join("shaders").join(&e.file)).unwrap_or_default();
+                !generate(&e.file, &src).iter().any(|m| e.matches(m))
+            })
+            .map(|e| e.key())
+            .collect();
+        assert!(
+            stale.is_empty(),
+            "{} stale entries in mutants-equivalent.txt:\n{}",
+            stale.len(),
+            stale.join("\n")
+        );
+    }
+
     fn muts(src: &str) -> Vec<(Operator, String, String)> {
         generate("t.comp", src)
             .into_iter()

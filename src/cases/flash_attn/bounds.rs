@@ -186,7 +186,7 @@ pub fn tanh_error(ax: f64) -> f64 {
 ///   1 ± h). With split-k, the reduce's f32 arithmetic as on the scalar path.
 /// * **f16 range.** What the interface computes in f16 can overflow for inputs ggml accepts:
 ///   q̂ (|q|, |s'·q| > 65504), decoded K or V elements beyond 65504 (cm2 decodes blocks in f16;
-///   cm1 stages K as f16), with f16 accumulators the logits (|s'|Σ|q·k| + error > 65504) and
+///   cm1 stages K as f16; a K element of any key, masked or not, since ∞ − ∞ in S is NaN), with f16 accumulators the logits (|s'|Σ|q·k| + error > 65504) and
 ///   O's partial sums (Σ_j |v_jd| over the row's live keys > 65504; cm2's per-tile P·V
 ///   accumulator is f16 even with f32 accumulators: per tile). On cm2 a decoded V element
 ///   beyond 65504, or NaN, of any key, masked or not, poisons its output column: its zero
@@ -308,7 +308,10 @@ pub fn flash_attn_bounds(
             } else {
                 x.q_max * s_abs > F16_MAX
             };
-            let k_over = (0..kv).filter(live).any(|j| x.k_max[j] > F16_MAX);
+            // Masked keys too: the coopmat S = Q·Kᵀ covers whole tiles, and an ∞ in k̂ makes
+            // S_j ±∞ or NaN, which the −∞ mask turns into NaN (∞ − ∞), not −∞ (0.1.161's cm1
+            // on the H100 clamped that NaN row to −65504).
+            let k_over = (0..kv).any(|j| x.k_max[j] > F16_MAX);
             // Every partial sum of the f16 logit is at most its terms' Σ|q̂·k̂| grown by the
             // roundings on its way, (1 + g_dot)·(|s'|Σ|q·k| + K's decode error), and the
             // bias sum adds at most |S_j|.

@@ -22,8 +22,26 @@ pub fn loosest_mm(candidates: Vec<MulMmBounds>) -> MulMmBounds {
     }
 }
 
-/// The split_k values a backend may choose beyond its host model's (backend mode candidates).
-pub const SPLIT_CANDIDATES: [usize; 4] = [1, 2, 3, 4];
+/// The (split_k, k_split) pairs a backend may choose for a K-long MUL_MAT beyond its host
+/// model's (backend mode candidates): the pinned host's split_k 1–4 with k_split = ⌈K/split_k⌉,
+/// and later upstream's (0.1.161 `ggml_vk_guess_split_k`): split_k up to 8 with k_split rounded
+/// up to a multiple of 256, split_k lowered while that would leave the last split empty.
+pub fn split_candidates(k: usize) -> Vec<(usize, usize)> {
+    let whole = |s: usize| if s > 1 { k.div_ceil(s) } else { k };
+    let mut out: Vec<(usize, usize)> = (1..=4.min(k.max(1))).map(|s| (s, whole(s))).collect();
+    for s in 2..=8 {
+        let rounded = |t: usize| k.div_ceil(t).next_multiple_of(256);
+        let mut t = s;
+        while t > 1 && rounded(t) * (t - 1) >= k {
+            t -= 1;
+        }
+        let pair = if t > 1 { (t, rounded(t)) } else { (1, k) };
+        if !out.contains(&pair) {
+            out.push(pair);
+        }
+    }
+    out
+}
 
 /// The arithmetic of one mul_mm dispatch (§6.6), as the runner's plan describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,6 +217,8 @@ pub fn mul_mm_bounds(
                 for s in 0..split_k {
                     let (from, to) = ((s * k_split).min(k), ((s + 1) * k_split).min(k));
                     let (mut sum, mut err, mut mag) = (0.0f64, 0.0f64, 0.0f64);
+                    // This split's own overflow flag (the element's is the OR over splits).
+                    let earlier = std::mem::take(&mut ovf);
                     for kk in from..to {
                         let (x, y, (ex, ox), (ey, oy)) = (a[kk], b[kk], ea[kk], eb[kk]);
                         let (ax, ay) = (x.abs(), y.abs());
@@ -234,6 +254,14 @@ pub fn mul_mm_bounds(
                     // partial sums stay below 65504.)
                     // (NaN-safe: a NaN magnitude counts as overflow too.)
                     ovf |= mag.partial_cmp(&acc.overflow()) != Some(std::cmp::Ordering::Less);
+                    if ovf && split_k > 1 {
+                        // Later upstream clamps each split's accumulators to ±ACC_TYPE_MAX
+                        // before the f32 reduce (§12 L7), so an overflowing split adds a finite
+                        // ±65504 whatever its exact partial (|·| ≤ mag): the result stays finite,
+                        // off by at most 65504 + mag for this split.
+                        err += acc.overflow() + mag;
+                    }
+                    ovf |= earlier;
                     (total, total_err) = add_split(split_k == 1, (total, total_err), (sum, err));
                 }
                 let _ = total;
@@ -280,6 +308,36 @@ mod mul_mm_tests {
             b.bounds[0]
         );
         assert!(!b.may_overflow[0]);
+    }
+
+    #[test]
+    fn a_clamped_overflowing_split_stays_within_the_bound() {
+        // Two splits of two keys with f16 accumulators: the first split's partial 80000 passes
+        // 65504, later upstream clamps it and the f32 reduce adds the second split's 2, so a
+        // finite 65506 comes back where the exact value is 80002.
+        let mut ar = arith(Fp::F16);
+        (ar.split_k, ar.k_split) = (2, 2);
+        let a = [40000., 40000., 1., 1.];
+        let b = mul_mm_bounds(&ar, 4, 1, &a, &[1.; 4], &[(0, 0)]);
+        assert!(b.may_overflow[0]);
+        assert!(b.bounds[0] >= 80002.0 - 65506.0, "{}", b.bounds[0]);
+        // Without a split nothing is added (an overflow is ±∞ or ±65504, judged apart), and a
+        // split that cannot overflow is charged nothing either.
+        let one = mul_mm_bounds(&arith(Fp::F16), 4, 1, &a, &[1.; 4], &[(0, 0)]);
+        assert!(one.bounds[0] < 1000.0, "{}", one.bounds[0]);
+        let small = mul_mm_bounds(&ar, 4, 1, &[3., 5., 1., 1.], &[1.; 4], &[(0, 0)]);
+        assert!(!small.may_overflow[0] && small.bounds[0] < 1.0);
+    }
+
+    #[test]
+    fn split_candidates_cover_both_hosts() {
+        // The pin: 1–4 with ⌈K/split⌉; later upstream: up to 8, k_split a multiple of 256.
+        let c = split_candidates(2048);
+        assert!(c.contains(&(4, 512)) && c.contains(&(8, 256)), "{c:?}");
+        // K = 2304: 8 → 5 splits of 512 (six or more would leave the last split empty).
+        assert!(split_candidates(2304).contains(&(5, 512)));
+        assert!(!split_candidates(2304).contains(&(8, 288)));
+        assert_eq!(split_candidates(1), vec![(1, 1)]);
     }
 
     #[test]

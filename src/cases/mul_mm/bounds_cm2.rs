@@ -19,6 +19,10 @@ pub struct DecodeTerms {
     pub m: f64,
     /// Smallest nonzero |intermediate| of the f16 chain (∞ when none).
     pub tiny: f64,
+    /// Largest exact |intermediate| the chain rounds to f16 before its result (0 when none):
+    /// at 65520 and above that intermediate is ±∞, and the result ±∞ or NaN (∞·0, ∞ − ∞)
+    /// although the exact value may be small.
+    pub huge: f64,
 }
 
 fn f16_at(b: &[u8], off: usize) -> f64 {
@@ -76,6 +80,7 @@ pub fn cm2_decode_terms(dtype: vkdiff_reference::DType, bytes: &[u8]) -> Option<
                         p: d * q,
                         m: 0.0,
                         tiny: tiny(&[d]),
+                        huge: 0.0,
                     }
                 }
                 T::Q4_1 | T::Q5_1 => {
@@ -90,6 +95,7 @@ pub fn cm2_decode_terms(dtype: vkdiff_reference::DType, bytes: &[u8]) -> Option<
                         p: d * q,
                         m: -mn,
                         tiny: tiny(&[d, d * q, mn]),
+                        huge: (d * q).abs(),
                     }
                 }
                 T::Iq4Xs => {
@@ -105,6 +111,7 @@ pub fn cm2_decode_terms(dtype: vkdiff_reference::DType, bytes: &[u8]) -> Option<
                         p: d * ls * q,
                         m: 0.0,
                         tiny: tiny(&[d, d * ls]),
+                        huge: (d * ls).abs(),
                     }
                 }
                 T::Q2_K => {
@@ -116,6 +123,7 @@ pub fn cm2_decode_terms(dtype: vkdiff_reference::DType, bytes: &[u8]) -> Option<
                         p: d * s * q,
                         m: dmin * mn,
                         tiny: tiny(&[d, d * s, dmin, dmin * mn]),
+                        huge: (d * s).abs().max((d * s * q).abs()).max((dmin * mn).abs()),
                     }
                 }
                 T::Q3_K => {
@@ -135,6 +143,7 @@ pub fn cm2_decode_terms(dtype: vkdiff_reference::DType, bytes: &[u8]) -> Option<
                         p: d * s * q,
                         m: 0.0,
                         tiny: tiny(&[d, d * s]),
+                        huge: (d * s).abs(),
                     }
                 }
                 T::Q4_K | T::Q5_K => {
@@ -157,6 +166,11 @@ pub fn cm2_decode_terms(dtype: vkdiff_reference::DType, bytes: &[u8]) -> Option<
                         p: d * sc * q,
                         m: dmin * mn,
                         tiny: chain,
+                        huge: if dtype == T::Q5_K {
+                            (d * sc).abs().max((dmin * mn).abs())
+                        } else {
+                            0.0
+                        },
                     }
                 }
                 T::Q6_K => {
@@ -169,6 +183,7 @@ pub fn cm2_decode_terms(dtype: vkdiff_reference::DType, bytes: &[u8]) -> Option<
                         p: d * sc * q,
                         m: 0.0,
                         tiny: tiny(&[d, d * sc]),
+                        huge: (d * sc).abs(),
                     }
                 }
                 t if T::LATTICE_IQUANTS.contains(&t) => {
@@ -177,6 +192,7 @@ pub fn cm2_decode_terms(dtype: vkdiff_reference::DType, bytes: &[u8]) -> Option<
                         p: parts.exact(),
                         m: 0.0,
                         tiny: tiny(&[parts.d.to_f64()]),
+                        huge: 0.0,
                     }
                 }
                 _ => return None,
@@ -207,6 +223,10 @@ const IQ4NL: [f64; 16] = [
 ///   difference rounds once (u₃₂·|x|) — then one f16 rounding.
 /// * q5_K: d·sc and dmin·mn rounded to f16 (u·|P|, u·|M|), the rest as q4_K.
 ///
+/// An f16 intermediate of 65520 or more ([`DecodeTerms::huge`]) is ±∞, so the result may be
+/// ±∞ or NaN (∞·0 where q = 0, ∞ − ∞) however small x is: flagged as a possible overflow
+/// (found by the emulation in tests/bounds_soundness.rs: q2_K with d·sc ≥ 65520 and q = 0).
+///
 /// Charging every rounding relative to the *terms* P and M (not to x) is what keeps the bound
 /// honest under cancellation (d·q ≈ −m). Subnormals: an intermediate in (0, 2⁻¹⁴) may be
 /// flushed, losing the whole term it feeds (|P| or |M| more), and the f16 result itself may be
@@ -229,7 +249,8 @@ pub fn cm2_decode_error(dtype: vkdiff_reference::DType, t: &DecodeTerms) -> (f64
         pre += p + m;
     }
     let (lo, hi) = ((x - pre).max(0.0), x + pre);
-    let ovf = hi >= Fp::F16.overflow();
+    // A second-level intermediate ((d·sc)·q) is formed from a rounded first one: (1 + u).
+    let ovf = hi >= Fp::F16.overflow() || t.huge * (1.0 + u) >= Fp::F16.overflow();
     if lo >= Fp::F16.overflow() {
         return (f64::INFINITY, true);
     }
@@ -425,6 +446,7 @@ mod cm2_tests {
             p: 1.0,
             m: 1.0,
             tiny: 1.0,
+            huge: 0.0,
         };
         let (e, _) = cm2_decode_error(DType::Q2_K, &t);
         assert!(e >= 2.0 * 2f64.powi(-11), "{e}");
@@ -434,6 +456,7 @@ mod cm2_tests {
                 p: 3.0,
                 m: 0.0,
                 tiny: 1.0,
+                huge: 0.0,
             },
         );
         assert!((e - 3.0 * Fp::F16.unit()).abs() < 1e-12);
