@@ -32,24 +32,39 @@ fi
 cd fuzz
 [ "$mode" = run ] || cargo +nightly fuzz build --release "${features[@]}"
 [ "$mode" != build ] || exit 0
+# The `kernel` target serves every kernel of the registry (VKDIFF_FUZZ_KERNEL picks one): it
+# runs once per kernel that `vkdiff list` names, as `kernel_<name>` with its own corpus.
+kernels=$(cd .. && CARGO_TARGET_DIR="$release_target" cargo run --release -q -p vkdiff -- list | awk '/^[a-z]/ {print $1}')
+runs=()
 for target in $(cargo +nightly fuzz list); do
-    corpus="$CARGO_TARGET_DIR/corpus/$target"
-    mkdir -p "$corpus"
-    echo "ci/fuzz.sh: $target for ${seconds}s"
-    log="$CARGO_TARGET_DIR/$target.log"
+    if [ "$target" = kernel ]; then
+        for k in $kernels; do runs+=("kernel:$k"); done
+    else
+        runs+=("$target:")
+    fi
+done
+for run in "${runs[@]}"; do
+    target=${run%%:*}
+    kernel=${run#*:}
+    name=$target${kernel:+_$kernel}
+    corpus="$CARGO_TARGET_DIR/corpus/$name"
+    mkdir -p "$corpus" "artifacts/$name"
+    echo "ci/fuzz.sh: $name for ${seconds}s"
+    log="$CARGO_TARGET_DIR/$name.log"
     set +e
     # The built binary directly (memory settings: see the README, Fuzzing). LeakSanitizer's exit check (ASAN_OPTIONS) would otherwise report
     # the Vulkan driver's allocations, which it frees only at process exit.
-    ASAN_OPTIONS="detect_leaks=0:detect_odr_violation=0:quarantine_size_mb=64" \
+    VKDIFF_FUZZ_KERNEL="$kernel" ASAN_OPTIONS="detect_leaks=0:detect_odr_violation=0:quarantine_size_mb=64" \
         "$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/release/$target" "$corpus" \
+        -artifact_prefix="artifacts/$name/" \
         -max_total_time="$seconds" -rss_limit_mb=6144 -detect_leaks=0 -print_final_stats=1 > "$log" 2>&1
     status=$?
     set -e
     grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec)" "$log" || true
     if [ "$status" -ne 0 ]; then
         tail -n 60 "$log"
-        echo "ci/fuzz.sh: $target failed (full log: $log); turn the artifact into a reproducer with" >&2
-        echo "  vkdiff fuzz-repro ${target#kernel_} fuzz/artifacts/$target/<file>" >&2
+        echo "ci/fuzz.sh: $name failed (full log: $log)" >&2
+        [ -z "$kernel" ] || echo "  reproducer: vkdiff fuzz-repro $kernel fuzz/artifacts/$name/<file>" >&2
         exit 1
     fi
 done

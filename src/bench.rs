@@ -33,71 +33,7 @@ pub struct Work {
 
 /// The minimum work of a case, for kernels that define it.
 pub fn work(case: &Case) -> Option<Work> {
-    match case {
-        Case::MulMatVec(c) => {
-            let batches = (c.ne02 * c.r2 * c.ne03) as f64;
-            let a = (c.a_type.row_bytes(c.k).ok()? * c.m * c.ne02 * c.ne03) as f64;
-            let b = (c.b_type.row_bytes(c.k).ok()? * c.n) as f64 * batches;
-            let d = (4 * c.m * c.n) as f64 * batches;
-            Some(Work {
-                bytes: a + b + d,
-                flops: 2.0 * (c.k * c.m * c.n) as f64 * batches,
-            })
-        }
-        Case::Wkv7(c) => {
-            let (s, h, t, b) = (
-                c.head_size as f64,
-                c.heads as f64,
-                (c.tokens_per_seq * c.seqs) as f64,
-                c.seqs as f64,
-            );
-            let tensors = 6.0 * t * h * s + t * h * s + 2.0 * s * s * h * b;
-            // Per token and head: sa (2S²), the update (5S²), y (2S²).
-            Some(Work {
-                bytes: 4.0 * tensors,
-                flops: 9.0 * t * h * s * s,
-            })
-        }
-        Case::MulMatVecId(c) => {
-            // The experts a token uses (each read once), its activation, its outputs.
-            let a = (c.a_type.row_bytes(c.k).ok()? * c.m * c.n_used) as f64;
-            Some(Work {
-                bytes: a + (4 * c.k * c.ne11 + 4 * c.m * c.n_used) as f64,
-                flops: 2.0 * (c.k * c.m * c.n_used) as f64,
-            })
-        }
-        Case::MulMm(c) => {
-            let batches = (c.ne02 * c.r2 * c.ne03) as f64;
-            let a = (c.a_type.row_bytes(c.k).ok()? * c.m * c.ne02 * c.ne03) as f64;
-            let b = (c.b_type.row_bytes(c.k).ok()? * c.n) as f64 * batches;
-            Some(Work {
-                bytes: a + b + (4 * c.m * c.n) as f64 * batches,
-                flops: 2.0 * (c.k * c.m * c.n) as f64 * batches,
-            })
-        }
-        Case::MulMmId(c) => {
-            // Every expert's weights once (a batch of tokens routes to most of them).
-            let a = (c.a_type.row_bytes(c.k).ok()? * c.m * c.n_as) as f64;
-            let rows = (c.n_used * c.n_tokens) as f64;
-            Some(Work {
-                bytes: a
-                    + (c.b_type.row_bytes(c.k).ok()? * c.ne11 * c.n_tokens) as f64
-                    + 4.0 * c.m as f64 * rows,
-                flops: 2.0 * (c.k * c.m) as f64 * rows,
-            })
-        }
-        Case::FlashAttn(c) => {
-            let heads = (c.kv_heads * c.gqa) as f64;
-            let (d, n, kv) = (c.d as f64, c.n as f64, c.kv as f64);
-            let kv_bytes = (c.kv_type.row_bytes(c.d).ok()? * c.kv * c.kv_heads) as f64;
-            Some(Work {
-                // Q and O in f32, K and V once, the f16 mask.
-                bytes: 8.0 * d * n * heads + 2.0 * kv_bytes + 2.0 * n * kv,
-                // Q·Kᵀ and P·V.
-                flops: 4.0 * d * n * kv * heads,
-            })
-        }
-    }
+    case.model().work()
 }
 
 /// A benchmark: a labelled case.
@@ -145,6 +81,11 @@ pub const COLUMN_SWEEP_TYPES: [DType; 4] = [DType::F16, DType::Q4_0, DType::Q8_0
 ///
 /// `quick` keeps every row but shrinks its large dimensions ([`quick_dim`]), so the whole set
 /// runs in minutes on lavapipe: a smoke test of the rows, not a measurement.
+///
+/// Central on purpose, unlike the rest of a kernel: the rows are one model's shapes, chosen
+/// together (the same hidden size, FFN and heads across kernels) and ordered by where a decode
+/// step spends its time, so they read as one table. A new kernel runs everywhere else without
+/// a row here; its byte and flop counts come from its own [`CaseModel::work`](crate::cases::CaseModel::work).
 pub fn cases(quick: bool, all: bool) -> Vec<BenchCase> {
     let dim = |x: usize| if quick { quick_dim(x) } else { x };
     let mut v = Vec::new();

@@ -98,9 +98,9 @@ impl Target {
 
     /// Applies `--validate` to this process and the workers it starts.
     fn apply(&self) {
-        if self.validate && std::env::var_os("VKDIFF_VALIDATE").is_none() {
-            // Set before any thread or worker exists.
-            std::env::set_var("VKDIFF_VALIDATE", "1");
+        if self.validate {
+            // Before any thread or worker exists.
+            vkdiff_gpu::env::request_validation();
         }
     }
 }
@@ -281,9 +281,10 @@ pub enum Command {
     List,
     /// Turn a cargo-fuzz artifact (crash or mismatch input) into a reproducer for `replay`.
     FuzzRepro {
-        /// The kernel whose fuzz target found it (the target is `kernel_<name>`).
+        /// The kernel the fuzz target ran for (its VKDIFF_FUZZ_KERNEL), or `any` when the
+        /// first byte picked the kernel.
         kernel: String,
-        /// The artifact file (fuzz/artifacts/kernel_<name>/crash-…).
+        /// The artifact file (fuzz/artifacts/kernel_<name>/crash-… from ci/fuzz.sh).
         artifact: PathBuf,
         /// Where to write the reproducer.
         #[arg(long, default_value = "vkdiff-out/repro")]
@@ -1017,7 +1018,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             artifact,
             out,
         } => {
-            kernels::select(std::slice::from_ref(&kernel), None)?;
+            if kernel != fuzzing::ANY {
+                kernels::select(std::slice::from_ref(&kernel), None)?;
+            }
             let data =
                 std::fs::read(&artifact).map_err(|e| format!("{}: {e}", artifact.display()))?;
             let case = fuzzing::case_from_bytes(&kernel, &data)
@@ -1092,9 +1095,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             })
         }
         Command::Worker { target, no_repeat } => {
-            if let Some(lib) = std::env::var_os("VKDIFF_GGML_LIB") {
-                let config = std::env::var("VKDIFF_GGML_CONFIG").unwrap_or_default();
-                crate::ggml::serve(target.device.as_deref(), lib.into(), &config, !no_repeat)
+            let env = vkdiff_gpu::env::env();
+            if let Some(lib) = &env.ggml_lib {
+                let config = &env.ggml_config;
+                crate::ggml::serve(target.device.as_deref(), lib.into(), config, !no_repeat)
                     .map_err(|e| format!("ggml worker: {e}"))?;
                 return Ok(ExitCode::SUCCESS);
             }

@@ -32,7 +32,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use vkdiff_gpu::DeviceCaps;
-use vkdiff_reference::ops::flash_attn::KQ_MASK_PAD;
 
 use crate::campaign::{Finding, VariantReport};
 use crate::cases::{Case, Outcome};
@@ -77,115 +76,37 @@ pub fn host_cores(caps: &DeviceCaps) -> Option<u32> {
     }
 }
 
-const NO_CORES: &str = "the host splits only with a shader core count, which this device does not report to it (or vkdiff does not know)";
+/// Why a split is forced on a device whose core count the host does not know.
+pub const NO_CORES: &str = "the host splits only with a shader core count, which this device does not report to it (or vkdiff does not know)";
 
 /// Reachability of `case` on `caps` under the pinned host's rules (§8.3, §8.5, §9.1, §9.6).
 pub fn reach_of(case: &Case, caps: &DeviceCaps) -> Reach {
-    let mut forced = Vec::new();
-    match case {
-        Case::MulMm(c) => {
-            if let Some(s) = c.force_split_k.filter(|&s| s > 1) {
-                match mul_mm_split_reachable(c, caps) {
-                    Ok(true) => {}
-                    Ok(false) => forced.push(format!(
-                        "split_k {s} forced where the host would not split this way (it splits only for K ≥ 2048 with fewer tiles than half the cores)"
-                    )),
-                    Err(e) => forced.push(format!("split_k {s} forced: {e}")),
-                }
-            }
-        }
-        Case::MulMmId(c) => {
-            if repeated_expert(&c.ids(), c.n_used) {
-                forced.push(REPEATED.into());
-            }
-        }
-        Case::MulMatVecId(c) => {
-            if repeated_expert(&c.ids(), c.n_used) {
-                forced.push(REPEATED.into());
-            }
-        }
-        Case::FlashAttn(c) => {
-            if let (Some(s), 1) = (c.split_k.filter(|&s| s > 1), c.n) {
-                let heads = c.kv_heads * c.gqa;
-                // GQA mode (one query, ratio within the scalar limit) folds the heads of a group.
-                let groups = if (2..=8).contains(&c.gqa) {
-                    c.kv_heads
-                } else {
-                    heads
-                };
-                let natural = host_cores(caps).map(|cores| cores * 2 / groups.max(1) as u32);
-                match natural {
-                    None => forced.push(format!("split_k {s} forced: {NO_CORES}")),
-                    Some(_) if c.kv < 512 => forced.push(format!(
-                        "split_k {s} forced with KV = {} < 512, where the host never splits",
-                        c.kv
-                    )),
-                    Some(n) if n != s => {
-                        forced.push(format!("split_k {s} forced where the host would take {n}"))
-                    }
-                    Some(_) => {}
-                }
-            }
-            if let crate::cases::flash_attn::MaskPad::Rows(extra) = c.mask_pad {
-                let rows = c.n + extra as usize;
-                if c.mask != crate::cases::flash_attn::MaskKind::None
-                    && rows < c.n.div_ceil(KQ_MASK_PAD) * KQ_MASK_PAD
-                {
-                    forced.push(format!(
-                        "mask with {rows} rows, fewer than GGML_PAD(N, {KQ_MASK_PAD}) which ggml asserts at the pinned interface"
-                    ));
-                }
-            }
-        }
-        Case::MulMatVec(_) | Case::Wkv7(_) => {}
+    Reach {
+        forced: case.model().forced(caps),
     }
-    Reach { forced }
 }
 
-const REPEATED: &str =
+/// Why repeated experts within a token are forced.
+pub const REPEATED: &str =
     "several slots of one token routed to the same expert (a top-k router picks distinct experts)";
 
-fn repeated_expert(ids: &[i32], n_used: usize) -> bool {
+/// The reach reasons of a MUL_MAT_ID case ([`crate::cases::CaseModel::forced`]): forced when
+/// a token routes several slots to one expert.
+pub fn repeated_forced(ids: &[i32], n_used: usize) -> Vec<String> {
+    if repeated_expert(ids, n_used) {
+        vec![REPEATED.into()]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Whether some token routes several of its `n_used` slots to the same expert.
+pub fn repeated_expert(ids: &[i32], n_used: usize) -> bool {
     ids.chunks(n_used.max(1)).any(|t| {
         let mut s = t.to_vec();
         s.sort_unstable();
         s.windows(2).any(|w| w[0] == w[1])
     })
-}
-
-/// Whether the pinned host, with this device's core count, would split K exactly as the forced
-/// split does (§8.3).
-fn mul_mm_split_reachable(
-    c: &crate::cases::mul_mm::MulMmCase,
-    caps: &DeviceCaps,
-) -> Result<bool, String> {
-    use vkdiff_gpu::runners::mul_mm::plan;
-    let Some(cores) = host_cores(caps) else {
-        return Err(NO_CORES.into());
-    };
-    let (a, b) = c.inputs()?;
-    let mode = crate::cases::mul_mm::mode_of(c.cm1, c.cm2);
-    let forced = plan(caps, mode, &a, &b, c.prec, c.force_split_k)?;
-    if forced.split_k <= 1 {
-        return Ok(true);
-    }
-    let tile = plan(caps, mode, &a, &b, c.prec, None)?;
-    let (bm, bn) = (
-        tile.dispatch.spec[1] as usize,
-        tile.dispatch.spec[2] as usize,
-    );
-    let tiles = c.m.div_ceil(bm) * c.n.div_ceil(bn);
-    let mut natural = 1;
-    if c.m >= bm && c.n >= bn && c.k >= 2048 && tiles < cores as usize / 2 {
-        natural = match (cores as usize / tiles).min(4) {
-            3 => 2,
-            s => s,
-        };
-        while c.cm2 && natural > 1 && (c.k / natural) % 256 != 0 {
-            natural /= 2;
-        }
-    }
-    Ok(natural == forced.split_k)
 }
 
 /// The coarse key a variant's failures are grouped by before shrinking, and which a shrink
@@ -264,7 +185,7 @@ pub fn signature(case: &Case, outcome: &Outcome, reach: &Reach) -> Signature {
 }
 
 /// The path name of a matmul mode, as signatures and known-findings entries spell it.
-fn mm_path(mode: vkdiff_gpu::runners::mul_mm::Mode) -> String {
+pub fn mm_path(mode: vkdiff_gpu::runners::mul_mm::Mode) -> String {
     use vkdiff_gpu::runners::mul_mm::Mode;
     match mode {
         Mode::Fp32 | Mode::Fp16 => "scalar",
@@ -276,12 +197,7 @@ fn mm_path(mode: vkdiff_gpu::runners::mul_mm::Mode) -> String {
 
 /// Kernel and path of a case.
 pub fn path_of(case: &Case) -> String {
-    let path = match case {
-        Case::MulMm(c) => mm_path(crate::cases::mul_mm::mode_of(c.cm1, c.cm2)),
-        Case::MulMmId(c) => mm_path(crate::cases::mul_mm::mode_of(c.cm1, c.cm2)),
-        Case::FlashAttn(c) => format!("{:?}", c.path).to_lowercase(),
-        Case::MulMatVec(_) | Case::MulMatVecId(_) | Case::Wkv7(_) => String::new(),
-    };
+    let path = case.model().path();
     if path.is_empty() {
         case.kernel().to_string()
     } else {
@@ -333,12 +249,7 @@ fn vuid(messages: &[String]) -> String {
 
 /// The names of dst's ggml axes for a case.
 pub fn axes(case: &Case) -> [&'static str; 4] {
-    match case {
-        Case::MulMm(_) | Case::MulMatVec(_) => ["rows", "columns", "batches", "batches3"],
-        Case::MulMmId(_) | Case::MulMatVecId(_) => ["rows", "slots", "tokens", "i3"],
-        Case::FlashAttn(_) => ["d", "heads", "queries", "i3"],
-        Case::Wkv7(_) => ["i0", "i1", "i2", "i3"],
-    }
+    case.model().axes()
 }
 
 /// Where the failing elements lie, per axis of extent > 1, relative to tile edges.
@@ -382,7 +293,7 @@ fn edge(i: usize) -> String {
 }
 
 /// A size as a bucket around the tile edges.
-fn bucket(x: usize) -> &'static str {
+pub fn bucket(x: usize) -> &'static str {
     match x {
         0 | 1 => "1",
         2..=8 => "2–8",
@@ -394,7 +305,7 @@ fn bucket(x: usize) -> &'static str {
 }
 
 /// Rows M as a bucket, and whether the last 32-row tile is partial.
-fn rows(m: usize) -> String {
+pub fn rows(m: usize) -> String {
     if m % 32 == 0 {
         format!("M {}", bucket(m))
     } else {
@@ -403,7 +314,7 @@ fn rows(m: usize) -> String {
 }
 
 /// K in type-independent terms: one BK step or block, or several.
-fn k_fact(k: usize, block: usize) -> String {
+pub fn k_fact(k: usize, block: usize) -> String {
     let unit = block.max(32);
     if k <= unit {
         "K one step".into()
@@ -419,147 +330,12 @@ fn k_fact(k: usize, block: usize) -> String {
 /// would otherwise shrink away into whatever simpler bug the same rows have (on the pinned tree,
 /// every flash-attention case shrinks to the key-tile bound at KV = 1).
 pub fn triggers(case: &Case) -> Vec<String> {
-    let mut t = Vec::new();
-    match case {
-        Case::MulMm(c) if c.force_split_k.is_some_and(|s| s > 1) => t.push("split".into()),
-        Case::FlashAttn(c) => {
-            if has_fully_masked_rows(c) {
-                t.push(FULLY_MASKED.into());
-            }
-            if c.split_k.is_some_and(|s| s > 1) && c.n == 1 {
-                t.push("split".into());
-            }
-        }
-        _ => {}
-    }
-    t
-}
-
-fn has_fully_masked_rows(c: &crate::cases::flash_attn::FlashAttnCase) -> bool {
-    use crate::cases::flash_attn::MaskKind;
-    match c.mask {
-        MaskKind::FullyMaskedRows => true,
-        MaskKind::Causal => c.n > c.kv,
-        _ => false,
-    }
+    case.model().triggers()
 }
 
 /// The shape facts of a case, types left out.
 pub fn facts(case: &Case) -> Vec<String> {
-    let mut f = Vec::new();
-    match case {
-        Case::MulMm(c) => {
-            f.push(k_fact(c.k, c.a_type.block_len()));
-            f.push(rows(c.m));
-            f.push(format!("N {}", bucket(c.n)));
-            if c.ne02 * c.r2 * c.ne03 > 1 {
-                f.push(
-                    if c.r2 > 1 {
-                        "broadcast batches"
-                    } else {
-                        "batches"
-                    }
-                    .into(),
-                );
-            }
-            if c.b_row_pad > 0 {
-                f.push("padded B rows".into());
-            }
-            // The host's dequant (cpy) shaders run before the matmul: their bugs show here.
-            if vkdiff_gpu::runners::mul_mm::choose(
-                c.mode(),
-                c.a_type,
-                c.b_type,
-                c.b_row_pad == 0,
-                c.prec,
-            )
-            .is_ok_and(|s| s.a_to_f16)
-            {
-                f.push("A converted to f16 first".into());
-            }
-            if let Some((s, ragged)) = split_of(c) {
-                f.push(format!(
-                    "split_k {s}{}",
-                    if ragged {
-                        ", K/split not a multiple of 32"
-                    } else {
-                        ""
-                    }
-                ));
-            }
-        }
-        Case::MulMmId(c) => {
-            f.push(k_fact(c.k, c.a_type.block_len()));
-            f.push(rows(c.m));
-            f.push(format!("tokens {}", bucket(c.n_tokens)));
-            f.push(format!("slots {}", bucket(c.n_used)));
-            if repeated_expert(&c.ids(), c.n_used) {
-                f.push("repeated experts in a token".into());
-            }
-            if c.b_row_pad > 0 {
-                f.push("padded B rows".into());
-            }
-            // July 2025 hosts keep row ids for at most 4096 pairs in one dispatch.
-            if c.n_used * c.n_tokens > 4096 {
-                f.push("more than 4096 (slot, token) pairs".into());
-            }
-        }
-        Case::MulMatVec(c) => {
-            f.push(k_fact(c.k, c.a_type.block_len()));
-            f.push(rows(c.m));
-            f.push(format!("N {}", bucket(c.n)));
-            if c.ne02 * c.r2 * c.ne03 > 1 {
-                f.push("batches".into());
-            }
-        }
-        Case::MulMatVecId(c) => {
-            f.push(k_fact(c.k, c.a_type.block_len()));
-            f.push(rows(c.m));
-            f.push(format!("slots {}", bucket(c.n_used)));
-            if repeated_expert(&c.ids(), c.n_used) {
-                f.push("repeated experts in a token".into());
-            }
-        }
-        Case::FlashAttn(c) => {
-            f.push(format!("D {}", c.d));
-            f.push(format!("N {}", bucket(c.n)));
-            f.push(format!(
-                "KV {}{}",
-                bucket(c.kv),
-                if c.kv % 32 != 0 {
-                    " (a partial key tile)"
-                } else {
-                    ""
-                }
-            ));
-            if c.gqa > 1 {
-                f.push("GQA".into());
-            }
-            f.push(format!("mask {:?}", c.mask).to_lowercase());
-            if c.max_bias != 0.0 {
-                f.push("ALiBi".into());
-            }
-            if c.softcap != 0.0 {
-                f.push("softcap".into());
-            }
-            if c.split_k.is_some_and(|s| s > 1) && c.n == 1 {
-                f.push("split".into());
-            }
-        }
-        Case::Wkv7(c) => {
-            // Upstream's shader is written for one head size, 64 (its workgroup size).
-            f.push(format!(
-                "head size {}{}",
-                c.head_size,
-                if c.head_size == 64 { "" } else { " (not 64)" }
-            ));
-            f.push(format!("tokens {}", bucket(c.tokens_per_seq)));
-            if c.seqs > 1 {
-                f.push("several sequences".into());
-            }
-        }
-    }
-    f
+    case.model().facts()
 }
 
 /// The symptom family of an outcome kind, which names a distinct finding: wrong, NaN, ±inf and
@@ -584,31 +360,16 @@ pub fn cause(case: &Case) -> Vec<String> {
         .into_iter()
         .filter(|w| w != FULLY_MASKED)
         .collect();
-    match case {
-        Case::MulMm(c) => {
-            if let Some((_, true)) = split_of(c) {
-                for w in t.iter_mut().filter(|w| *w == "split") {
-                    *w = RAGGED.into();
-                }
-            }
-        }
-        Case::MulMmId(c) if repeated_expert(&c.ids(), c.n_used) => t.push(REPEATED_FACT.into()),
-        Case::MulMatVecId(c) if repeated_expert(&c.ids(), c.n_used) => t.push(REPEATED_FACT.into()),
-        _ => {}
-    }
+    case.model().cause(&mut t);
     t
 }
 
-const FULLY_MASKED: &str = "fully masked rows";
-const RAGGED: &str = "split, K/split not a multiple of 32";
-const REPEATED_FACT: &str = "repeated experts in a token";
-
-/// A forced split_k of a matmul case (2 or 4) and whether a split is not whole 32-key steps.
-fn split_of(c: &crate::cases::mul_mm::MulMmCase) -> Option<(usize, bool)> {
-    let s = c.force_split_k.filter(|&s| s > 1)?;
-    let s = if s >= 4 { 4 } else { 2 };
-    Some((s, c.k.div_ceil(s) % 32 != 0))
-}
+/// The trigger of a flash-attention case with rows the mask empties.
+pub const FULLY_MASKED: &str = "fully masked rows";
+/// The cause fact of a split whose parts are not whole 32-key steps.
+pub const RAGGED: &str = "split, K/split not a multiple of 32";
+/// The shape and cause fact of a token that repeats an expert.
+pub const REPEATED_FACT: &str = "repeated experts in a token";
 
 /// What one distinct finding is: one root cause. Its kernel path, its symptom family, the
 /// configuration facts of its cause and its reachability; sizes, types, the outcome kind within
@@ -840,35 +601,7 @@ impl Distinct {
 
 /// The sizes of a case, named, for the evidence ranges of a finding.
 pub fn dims(case: &Case) -> Vec<(&'static str, usize)> {
-    match case {
-        Case::MulMm(c) => vec![("K", c.k), ("M", c.m), ("N", c.n)],
-        Case::MulMatVec(c) => vec![("K", c.k), ("M", c.m), ("N", c.n)],
-        Case::MulMmId(c) => vec![
-            ("K", c.k),
-            ("M", c.m),
-            ("experts", c.n_as),
-            ("slots", c.n_used),
-            ("tokens", c.n_tokens),
-        ],
-        Case::MulMatVecId(c) => vec![
-            ("K", c.k),
-            ("M", c.m),
-            ("experts", c.n_as),
-            ("slots", c.n_used),
-        ],
-        Case::FlashAttn(c) => vec![
-            ("D", c.d),
-            ("N", c.n),
-            ("KV", c.kv),
-            ("heads", c.kv_heads * c.gqa),
-        ],
-        Case::Wkv7(c) => vec![
-            ("head size", c.head_size),
-            ("heads", c.heads),
-            ("tokens", c.tokens_per_seq),
-            ("sequences", c.seqs),
-        ],
-    }
+    case.model().dims()
 }
 
 /// Groups the shrunk findings of every variant report into distinct findings by

@@ -6,6 +6,9 @@
 //! but strategies that derive RNGs split those bytes until they run dry, and proptest's weighted
 //! unions never finish on the zeros that follow.) Coverage guidance keeps the inputs that reach
 //! new code. A failing input becomes a reproducer with `vkdiff fuzz-repro KERNEL ARTIFACT`.
+//!
+//! One fuzz target serves every kernel of the registry: `VKDIFF_FUZZ_KERNEL` names the kernel,
+//! and without it the first byte picks one (the kernel `any`).
 
 use std::sync::Mutex;
 
@@ -17,8 +20,17 @@ use crate::cases::{Case, Ctx, Outcome};
 use crate::kernels;
 use crate::repro::Reproducer;
 
-/// The case that `data` stands for in `kernel`'s strategy (None for an unknown kernel).
+/// The kernel name that stands for "the first byte picks the kernel".
+pub const ANY: &str = "any";
+
+/// The case that `data` stands for in `kernel`'s strategy (None for an unknown kernel); for
+/// [`ANY`], the first byte picks the kernel and the rest is that kernel's input.
 pub fn case_from_bytes(kernel: &str, data: &[u8]) -> Option<Case> {
+    if kernel == ANY {
+        let (pick, rest) = data.split_first().unwrap_or((&0, &[]));
+        let k = &kernels::KERNELS[*pick as usize % kernels::KERNELS.len()];
+        return case_from_bytes(k.name, rest);
+    }
     let k = kernels::kernel(kernel)?;
     let variants = (k.variants)();
     let (pick, rest) = data.split_first().unwrap_or((&0, &[]));
@@ -63,6 +75,19 @@ pub fn reproducer(case: &Case, finding: String, device: &str, shaders: &str) -> 
 
 /// The device and shaders a fuzz process shares across inputs (opened on first use).
 static DEVICE: Mutex<Option<(Gpu, ShaderTree)>> = Mutex::new(None);
+
+/// [`check`] for the kernel the fuzz target was started for
+/// ([`vkdiff_gpu::env::Env::fuzz_kernel`], else [`ANY`]).
+pub fn check_selected(data: &[u8]) -> Result<(), String> {
+    let kernel = vkdiff_gpu::env::env()
+        .fuzz_kernel
+        .clone()
+        .unwrap_or_else(|| ANY.into());
+    if kernel != ANY && kernels::kernel(&kernel).is_none() {
+        return Err(format!("VKDIFF_FUZZ_KERNEL={kernel}: no such kernel"));
+    }
+    check(&kernel, data)
+}
 
 /// Evaluates the case `data` stands for on the default device with our shaders
 /// (`VKDIFF_SHADERS` overrides). Err holds the reproducer JSON and what failed, so the fuzz
@@ -113,5 +138,10 @@ mod tests {
             }
         }
         assert!(case_from_bytes("no_such_kernel", b"x").is_none());
+        for pick in 0..crate::kernels::KERNELS.len() as u8 {
+            let k = &crate::kernels::KERNELS[pick as usize];
+            let any = case_from_bytes(ANY, &[pick, 3, 1, 4]).unwrap();
+            assert_eq!(Some(any), case_from_bytes(k.name, &[3, 1, 4]));
+        }
     }
 }

@@ -1,22 +1,55 @@
-//! The kernel table: the single list every front end reads. `vkdiff list`, `vkdiff run`, the
-//! test suite and the fuzz targets all iterate [`KERNELS`]; adding a kernel means one row here
-//! plus one file per layer (reference op, shader, runner, case module) with the same stem.
+//! The kernel registry. A kernel is one module under [`crate::cases`] that implements
+//! [`KernelDef`] (its variants with its own parameter type, its case strategy, the device
+//! features a variant needs) and [`CaseModel`](crate::cases::CaseModel) for its case type (how a
+//! case is evaluated and judged, and the words its findings are described by). One line in the
+//! `registry!` of `src/cases/mod.rs` adds it to [`KERNELS`], from which `vkdiff list`/`run`, the
+//! differential tests, the fuzz target, mutation testing and the CLI's `--op` list are derived.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
 
 use proptest::strategy::BoxedStrategy;
 use vkdiff_gpu::DeviceCaps;
-use vkdiff_reference::DType;
 
-use crate::cases::{self, Case};
+use crate::cases::Case;
 
-/// A kernel family.
-pub struct Kernel {
-    /// Name used by `--op` and in reports (the case module's stem).
-    pub name: &'static str,
+/// What a kernel module implements (the registry turns it into a [`Kernel`] row).
+pub trait KernelDef: 'static {
+    /// What distinguishes this kernel's variants (types, path, accumulator…).
+    type Params: fmt::Debug + Clone + PartialEq + Send + Sync + 'static;
+    /// Name used by `--op`, in reports and as the `op` tag of reproducers (the module's stem).
+    const NAME: &'static str;
     /// Main shader file.
-    pub shader: &'static str,
+    const SHADER: &'static str;
     /// One line on what it computes.
+    const SUMMARY: &'static str;
+    /// One line on its error model (details beside the case model).
+    const ERROR_MODEL: &'static str;
+    /// Every variant upstream compiles and selects: (upstream's SPIR-V name, parameters).
+    fn variants() -> Vec<(String, Self::Params)>;
+    /// Case generator for a variant.
+    fn strategy(params: &Self::Params) -> BoxedStrategy<Case>;
+    /// Why this device cannot run the variant (a missing feature), or None.
+    fn requires(_params: &Self::Params, _caps: &DeviceCaps) -> Option<String> {
+        None
+    }
+    /// Why ggml's own host, under `config`, does not run the variant (another path), or None.
+    fn ggml_skip(_params: &Self::Params, _config: crate::ggml::Config) -> Option<String> {
+        None
+    }
+}
+
+/// A kernel family: a [`KernelDef`] with its parameter type erased, so that one table holds
+/// every kernel.
+pub struct Kernel {
+    /// See [`KernelDef::NAME`].
+    pub name: &'static str,
+    /// See [`KernelDef::SHADER`].
+    pub shader: &'static str,
+    /// See [`KernelDef::SUMMARY`].
     pub summary: &'static str,
-    /// One line on its error model (details in [`crate::tolerance`]).
+    /// See [`KernelDef::ERROR_MODEL`].
     pub error_model: &'static str,
     /// Every variant upstream compiles and selects.
     pub variants: fn() -> Vec<Variant>,
@@ -24,89 +57,112 @@ pub struct Kernel {
     pub strategy: fn(&Variant) -> BoxedStrategy<Case>,
     /// Why this device cannot run the variant (a missing feature), or None.
     pub requires: fn(&Variant, &DeviceCaps) -> Option<String>,
+    /// Why ggml's host under a configuration does not run the variant, or None.
+    pub ggml_skip: fn(&Variant, crate::ggml::Config) -> Option<String>,
 }
 
-/// What distinguishes the variants of a kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VariantParams {
-    /// The one wkv7 variant.
-    Wkv7,
-    /// Flash attention on `path` with K and V of type `kv` (the row covers both accumulator
-    /// precisions, which each case draws, and the aligned/unaligned, small/large pipelines).
-    FlashAttn {
-        /// The device path (scalar, cm1, cm2).
-        path: vkdiff_gpu::runners::flash_attn::Path,
-        /// K and V's type.
-        kv: DType,
-    },
-    /// Mat-vec over A type `a` and B type `b`.
-    MulMatVec {
-        /// A's type.
-        a: DType,
-        /// B's type.
-        b: DType,
-    },
-    /// Single-token MUL_MAT_ID through the mat-vec kernel, experts of type `a`, B f32.
-    MulMatVecId {
-        /// The experts' type.
-        a: DType,
-    },
-    /// MUL_MAT through the matrix-matrix kernel: the pipeline family's kernel A and B types
-    /// and accumulator (the row also covers the aligned twin).
-    MulMm {
-        /// A's type as the kernel reads it.
-        a: DType,
-        /// B's type as the kernel reads it.
-        b: DType,
-        /// f16 accumulators.
-        acc16: bool,
-        /// The path: scalar fp16, cm1 (`mul_mm.comp` with COOPMAT) or cm2 (`mul_mm_cm2.comp`).
-        mode: vkdiff_gpu::runners::mul_mm::Mode,
-    },
-    /// MUL_MAT_ID through the matrix-matrix kernel (as [`VariantParams::MulMm`]).
-    MulMmId {
-        /// The experts' type.
-        a: DType,
-        /// B's type as the kernel reads it.
-        b: DType,
-        /// f16 accumulators.
-        acc16: bool,
-        /// The path.
-        mode: vkdiff_gpu::runners::mul_mm::Mode,
-    },
+impl Kernel {
+    /// The row of kernel `K`.
+    pub const fn of<K: KernelDef>() -> Kernel {
+        Kernel {
+            name: K::NAME,
+            shader: K::SHADER,
+            summary: K::SUMMARY,
+            error_model: K::ERROR_MODEL,
+            variants: variants_of::<K>,
+            strategy: strategy_of::<K>,
+            requires: requires_of::<K>,
+            ggml_skip: ggml_skip_of::<K>,
+        }
+    }
+}
+
+fn variants_of<K: KernelDef>() -> Vec<Variant> {
+    K::variants()
+        .into_iter()
+        .map(|(name, params)| Variant {
+            kernel: K::NAME,
+            name,
+            params: Params(Arc::new(params)),
+        })
+        .collect()
+}
+
+/// `K`'s parameters of a variant. A row only ever receives the variants its own `variants`
+/// made (the registry pairs them), so another kernel's variant is a bug in the caller.
+fn params_of<K: KernelDef>(v: &Variant) -> &K::Params {
+    v.params::<K::Params>().unwrap_or_else(|| {
+        panic!(
+            "kernel {} was given variant {} of kernel {}",
+            K::NAME,
+            v.name,
+            v.kernel
+        )
+    })
+}
+
+fn strategy_of<K: KernelDef>(v: &Variant) -> BoxedStrategy<Case> {
+    K::strategy(params_of::<K>(v))
+}
+
+fn requires_of<K: KernelDef>(v: &Variant, caps: &DeviceCaps) -> Option<String> {
+    K::requires(params_of::<K>(v), caps)
+}
+
+fn ggml_skip_of<K: KernelDef>(v: &Variant, config: crate::ggml::Config) -> Option<String> {
+    K::ggml_skip(params_of::<K>(v), config)
+}
+
+/// A kernel's variant parameters, type-erased (each kernel reads back its own type).
+#[derive(Clone)]
+pub struct Params(Arc<dyn DynParams>);
+
+trait DynParams: Any + fmt::Debug + Send + Sync {
+    fn as_any(&self) -> &dyn Any;
+    fn eq_dyn(&self, other: &dyn DynParams) -> bool;
+}
+
+impl<T: Any + fmt::Debug + PartialEq + Send + Sync> DynParams for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn eq_dyn(&self, other: &dyn DynParams) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+}
+
+impl fmt::Debug for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl PartialEq for Params {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.eq_dyn(&*other.0)
+    }
 }
 
 /// One compiled variant of a kernel.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Variant {
     /// The kernel's name.
     pub kernel: &'static str,
     /// Upstream's SPIR-V name, e.g. `mul_mat_vec_q4_0_f32_f32`.
     pub name: String,
-    /// Its parameters.
-    pub params: VariantParams,
+    /// Its parameters (the kernel's [`KernelDef::Params`]).
+    pub params: Params,
 }
 
 impl Variant {
-    /// A variant of `kernel` named `name`.
-    pub fn new(kernel: &'static str, name: &str, params: VariantParams) -> Self {
-        Variant {
-            kernel,
-            name: name.to_string(),
-            params,
-        }
+    /// The parameters as `T`, when they are of that type.
+    pub fn params<T: Any>(&self) -> Option<&T> {
+        self.params.0.as_any().downcast_ref::<T>()
     }
 }
 
-/// Every kernel vkdiff tests.
-pub const KERNELS: &[Kernel] = &[
-    cases::wkv7::KERNEL,
-    cases::mul_mat_vec::KERNEL,
-    cases::mul_mat_vec_id::KERNEL,
-    cases::flash_attn::KERNEL,
-    cases::mul_mm::KERNEL,
-    cases::mul_mm_id::KERNEL,
-];
+/// Every kernel vkdiff tests: the registry of `src/cases/mod.rs`.
+pub const KERNELS: &[Kernel] = crate::cases::REGISTRY;
 
 /// The kernel named `name`.
 pub fn kernel(name: &str) -> Option<&'static Kernel> {

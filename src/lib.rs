@@ -3,7 +3,8 @@
 //!
 //! - [`kernels`]: the table of kernels and variants every front end iterates.
 //! - [`cases`]: one case model per kernel (shapes, types, seeded data, proptest strategies).
-//! - [`tolerance`]: the error models behind every per-element bound.
+//! - [`tolerance`]: the arithmetic the error models share (each kernel's own model is its
+//!   case module's `bounds`).
 //! - [`compare`]: per-element verdicts.
 //! - [`findings`]: signatures, reachability, distinct and known findings.
 //! - [`campaign`]: running, shrinking, summarising; [`repro`]: reproducer files;
@@ -42,15 +43,17 @@ pub mod embedded {
 /// from while it is there (edits take effect without a rebuild); else the tree built into the
 /// binary, written out once per content under the cache folder (an installed binary).
 pub fn default_shader_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("VKDIFF_SHADERS") {
-        return PathBuf::from(d);
+    let env = vkdiff_gpu::env::env();
+    if let Some(d) = &env.shaders {
+        return d.clone();
     }
     let built = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/shaders"));
     if built.is_dir() {
         return built;
     }
-    let base = std::env::var_os("VKDIFF_CACHE_DIR")
-        .map(PathBuf::from)
+    let base = env
+        .cache_dir
+        .clone()
         .or_else(|| {
             vkdiff_gpu::compile::default_cache_dir().and_then(|d| d.parent().map(Path::to_path_buf))
         })

@@ -196,19 +196,20 @@ fn extensions_of(case: &Case) -> vkdiff_gpu::device::Extensions {
 /// `VKDIFF_INJECT_HANG=<text>` makes it hang there instead (a kernel that never finishes).
 pub(crate) fn fault_injection(case: &Case) {
     static SERVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let env = vkdiff_gpu::env::env();
     let earlier = SERVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0;
-    if let Ok(needle) = std::env::var("VKDIFF_INJECT_CRASH") {
-        if !needle.is_empty() && case.to_string().contains(&needle) {
+    if let Some(needle) = env.inject_crash.as_deref() {
+        if !needle.is_empty() && case.to_string().contains(needle) {
             std::process::abort();
         }
     }
-    if let Ok(needle) = std::env::var("VKDIFF_INJECT_STATE_CRASH") {
-        if earlier && !needle.is_empty() && case.to_string().contains(&needle) {
+    if let Some(needle) = env.inject_state_crash.as_deref() {
+        if earlier && !needle.is_empty() && case.to_string().contains(needle) {
             std::process::abort();
         }
     }
-    if let Ok(needle) = std::env::var("VKDIFF_INJECT_HANG") {
-        if !needle.is_empty() && case.to_string().contains(&needle) {
+    if let Some(needle) = env.inject_hang.as_deref() {
+        if !needle.is_empty() && case.to_string().contains(needle) {
             loop {
                 std::thread::sleep(Duration::from_secs(3600));
             }
@@ -539,7 +540,7 @@ impl Drop for Worker {
 /// the worker's history. The wrapper gets the binary's real path: `/proc/self/exe` would name the
 /// wrapper itself.
 fn wrapped(exe: &std::path::Path) -> Result<Command, String> {
-    let wrapper = std::env::var("VKDIFF_WORKER_WRAPPER").unwrap_or_default();
+    let wrapper = &vkdiff_gpu::env::env().worker_wrapper;
     let mut words = wrapper.split_whitespace();
     let Some(program) = words.next() else {
         return Ok(Command::new(exe));

@@ -5,7 +5,7 @@
 //! bounds, not the shaders.
 
 use proptest::prelude::*;
-use vkdiff::tolerance::wkv7_bounds;
+use vkdiff::cases::wkv7::bounds::wkv7_bounds;
 
 /// How one RWKV-7 state update `St·w + v·k + sa·b` is rounded: the shader writes it without
 /// explicit fmas, so a compiler may contract any product into an add and sum in any order.
@@ -178,7 +178,7 @@ proptest! {
         let got = mat_vec_emulated(&a, &b, block_size, &perm, pairing);
         let exact: f64 = a.iter().zip(&b).map(|(&x, &y)| x as f64 * y as f64).sum();
         let magnitude: f64 = a.iter().zip(&b).map(|(&x, &y)| (x as f64 * y as f64).abs()).sum();
-        let bound = vkdiff::tolerance::mul_mat_vec_bounds(&[magnitude], k, block_size as u32, false)[0];
+        let bound = vkdiff::cases::mul_mat_vec::bounds::mul_mat_vec_bounds(&[magnitude], k, block_size as u32, false)[0];
         let err = (got as f64 - exact).abs();
         prop_assert!(err <= bound, "K={} BLOCK_SIZE={}: |{} - {}| = {:e} > {:e}", k, block_size, got, exact, err, bound);
     }
@@ -209,7 +209,7 @@ fn round_to(x: f32, f: vkdiff::tolerance::Fp, flush: bool) -> f32 {
 fn mul_mm_emulated(
     a: &[f32],
     b: &[f32],
-    arith: &vkdiff::tolerance::MulMmArith,
+    arith: &vkdiff::cases::mul_mm::bounds::MulMmArith,
     fused: bool,
     flush: bool,
 ) -> f32 {
@@ -264,7 +264,7 @@ proptest! {
             )
         })
     ) {
-        use vkdiff::tolerance::{mul_mm_bounds, MulMmArith};
+        use vkdiff::cases::mul_mm::bounds::{mul_mm_bounds, MulMmArith};
         let k = a.len();
         let arith = MulMmArith {
             a_min_rounding: false,
@@ -348,7 +348,8 @@ fn fa_row_emulated(
             let mut s = lanes[0];
             if softcap != 0.0 {
                 let ax = (s as f64).abs();
-                let t = (s as f64).tanh() + 0.99 * vkdiff::tolerance::tanh_error(ax) * signs.next();
+                let t = (s as f64).tanh()
+                    + 0.99 * vkdiff::cases::flash_attn::bounds::tanh_error(ax) * signs.next();
                 s = softcap * (t.clamp(-1.0, 1.0) as f32);
             }
             if let Some(m) = mask {
@@ -434,7 +435,7 @@ proptest! {
         })
     ) {
         use vkdiff_reference::ops::flash_attn::{flash_attn_ext, FlashAttnInputs};
-        use vkdiff::tolerance::{flash_attn_bounds, FaArith, FlashAttnShape};
+        use vkdiff::cases::flash_attn::bounds::{flash_attn_bounds, FaArith, FlashAttnShape};
         let (q, k, v, m) = c.inputs().unwrap();
         let p = FlashAttnInputs { q: &q, k: &k, v: &v, mask: m.as_ref(), params: c.params() };
         let want = flash_attn_ext(&p).unwrap();
@@ -563,7 +564,9 @@ proptest! {
             )
         })
     ) {
-        use vkdiff::tolerance::{mul_mm_cm2_bounds, staged_operand_errors, Cm2Arith, Fp};
+        use vkdiff::tolerance::Fp;
+use vkdiff::cases::mul_mm::bounds_cm2::{mul_mm_cm2_bounds, Cm2Arith};
+use vkdiff::cases::mul_mm::bounds::staged_operand_errors;
         let k = a.len();
         let a64: Vec<f64> = a.iter().map(|&x| x as f64).collect();
         let b64: Vec<f64> = b.iter().map(|&x| x as f64).collect();
@@ -681,7 +684,7 @@ proptest! {
         cancel in any::<bool>(),
         flush in any::<bool>(),
     ) {
-        use vkdiff::tolerance::{cm2_decode_error, DecodeTerms};
+        use vkdiff::cases::mul_mm::bounds_cm2::{cm2_decode_error, DecodeTerms};
         use vkdiff_reference::DType;
         let d = half::f16::from_bits(d_bits).to_f64();
         // A cancelling min: dmin = d, so d·sc·q − dmin·mn = d·(sc·q − mn) is 0 for mn = sc·q.

@@ -291,8 +291,8 @@ impl ShaderTree {
 
 /// `$VKDIFF_CACHE_DIR`, else `$XDG_CACHE_HOME/vkdiff/spirv`, else `~/.cache/vkdiff/spirv`.
 pub fn default_cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("VKDIFF_CACHE_DIR") {
-        return Some(PathBuf::from(d));
+    if let Some(d) = &crate::env::env().cache_dir {
+        return Some(d.clone());
     }
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)

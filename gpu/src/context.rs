@@ -205,17 +205,12 @@ impl Gpu {
         }
         .during("vkCreateQueryPool")?;
         let same_memory = matches!(device.caps.kind.as_str(), "cpu" | "integrated");
-        let mode = if same_memory && std::env::var("VKDIFF_STAGING").as_deref() != Ok("1") {
+        let mode = if same_memory && !crate::env::env().staging {
             MemoryMode::Direct
         } else {
             MemoryMode::Staged
         };
-        let timeout = Duration::from_secs(
-            std::env::var("VKDIFF_TIMEOUT_S")
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(120),
-        );
+        let timeout = Duration::from_secs(crate::env::env().timeout_s);
         Ok(Gpu {
             pipelines: HashMap::new(),
             layouts: HashMap::new(),
@@ -951,10 +946,7 @@ impl Job<'_> {
 /// `VKDIFF_INJECT_DEVICE_LOST=N` makes every Nth job of this process report a lost device: the
 /// stand-in, in tests, for a GPU reset in the middle of a campaign.
 fn inject_device_loss(gpu: &mut Gpu) -> Result<()> {
-    let Some(every) = std::env::var("VKDIFF_INJECT_DEVICE_LOST")
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
+    let Some(every) = crate::env::env().inject_device_lost else {
         return Ok(());
     };
     gpu.jobs_run += 1;
@@ -969,7 +961,7 @@ fn inject_device_loss(gpu: &mut Gpu) -> Result<()> {
 /// `VKDIFF_INJECT_NONDETERMINISM=1` flips the lowest bit of the first output element of every
 /// second job: the stand-in, in tests, for a race that changes one element between two runs.
 fn inject_nondeterminism(gpu: &mut Gpu, outputs: &mut HashMap<BufferId, Vec<u8>>) {
-    if std::env::var("VKDIFF_INJECT_NONDETERMINISM").as_deref() != Ok("1") {
+    if !crate::env::env().inject_nondeterminism {
         return;
     }
     gpu.jobs_run += 1;

@@ -325,7 +325,7 @@ impl Instance {
         let layer_ptrs: Vec<_> = layers.iter().map(|l| l.as_ptr()).collect();
         let validating = !layers.is_empty();
         let mut enables = vec![vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
-        if std::env::var("VKDIFF_VALIDATE").as_deref() == Ok("gpu") {
+        if crate::env::env().gpu_assisted_validation() {
             enables.push(vk::ValidationFeatureEnableEXT::GPU_ASSISTED);
         }
         let mut features =
@@ -407,7 +407,7 @@ impl Instance {
                 "the loader found no Vulkan devices (is mesa-vulkan-drivers installed?)".into(),
             ));
         }
-        let env = std::env::var("VKDIFF_DEVICE").ok();
+        let env = crate::env::env().device.clone();
         let names = || {
             adapters
                 .iter()
@@ -698,10 +698,7 @@ pub fn validation_layer_installed() -> bool {
 /// Whether `VKDIFF_VALIDATE` asks for the validation layer (`1`, or `gpu` for GPU-assisted
 /// validation too); any other value, `0` included, means no layer.
 pub fn validation_requested() -> bool {
-    matches!(
-        std::env::var("VKDIFF_VALIDATE").as_deref(),
-        Ok("1") | Ok("gpu")
-    )
+    crate::env::env().validation_requested()
 }
 
 /// Khronos validation with synchronization validation, when `VKDIFF_VALIDATE` is `1` (or

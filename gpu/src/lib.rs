@@ -12,6 +12,7 @@ pub mod caps;
 pub mod compile;
 pub mod context;
 pub mod device;
+pub mod env;
 pub mod error;
 pub mod iq_glsl;
 pub mod layer_messages;

@@ -17,7 +17,7 @@ static STATE: AtomicU8 = AtomicU8::new(0);
 fn enabled() -> bool {
     match STATE.load(Ordering::Relaxed) {
         0 => {
-            let on = std::env::var("VKDIFF_PROFILE").is_ok_and(|v| !v.is_empty() && v != "0");
+            let on = crate::env::env().profile;
             STATE.store(if on { 2 } else { 1 }, Ordering::Relaxed);
             on
         }

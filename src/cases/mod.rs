@@ -7,21 +7,104 @@
 //! skipped with that name), never a narrowing of the strategy.
 
 pub mod data;
-pub mod flash_attn;
-pub mod mul_mat_vec;
-pub mod mul_mat_vec_id;
-pub mod mul_mm;
-pub mod mul_mm_id;
-pub mod wkv7;
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use vkdiff_gpu::runners::KernelRun;
-use vkdiff_gpu::{Gpu, GpuError, ShaderTree};
+use vkdiff_gpu::{DeviceCaps, Gpu, GpuError, ShaderTree};
 use vkdiff_reference::tensor::Tensor;
 
 use crate::compare::Verdict;
+use crate::kernels::{Kernel, KernelDef};
+
+/// The registry: one line per kernel, `module::Def(CaseType)`, declares the module, its variant
+/// of [`Case`] (whose snake_case name is the `op` tag of reproducers and must equal
+/// [`KernelDef::NAME`]: a unit test checks it) and its row in [`REGISTRY`]. The module holds
+/// everything else about the kernel.
+macro_rules! registry {
+    ($($module:ident :: $Def:ident ( $Case:ident ),)*) => {
+        $(pub mod $module;)*
+
+        /// A case of any kernel. The `op` tag names the kernel in reproducer files.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "op", rename_all = "snake_case")]
+        pub enum Case {
+            $(
+                #[doc = concat!("A case of the `", stringify!($module), "` kernel.")]
+                $Def($module::$Case),
+            )*
+        }
+
+        impl Case {
+            /// The kernel's case model behind the case.
+            pub fn model(&self) -> &dyn CaseModel {
+                match self {
+                    $(Case::$Def(c) => c,)*
+                }
+            }
+
+            /// The kernel's name in the [`KERNELS`](crate::kernels::KERNELS) table.
+            pub fn kernel(&self) -> &'static str {
+                match self {
+                    $(Case::$Def(_) => <$module::$Def as KernelDef>::NAME,)*
+                }
+            }
+        }
+
+        /// Every kernel, in `vkdiff list` order.
+        pub const REGISTRY: &[Kernel] = &[$(Kernel::of::<$module::$Def>(),)*];
+    };
+}
+
+registry! {
+    wkv7::Wkv7(Wkv7Case),
+    mul_mat_vec::MulMatVec(MulMatVecCase),
+    mul_mat_vec_id::MulMatVecId(MulMatVecIdCase),
+    flash_attn::FlashAttn(FlashAttnCase),
+    mul_mm::MulMm(MulMmCase),
+    mul_mm_id::MulMmId(MulMmIdCase),
+}
+
+/// What a kernel's case type implements: evaluation against the reference with its error
+/// model, and the words [`crate::findings`] describes its failures with (the defaults suit a
+/// kernel with one path and nothing forced).
+pub trait CaseModel: fmt::Display {
+    /// The upstream variant name the case runs.
+    fn variant(&self) -> String;
+    /// See [`Case::validate`].
+    fn validate(&self) -> Result<(), String>;
+    /// Runs the case on the device (or through `ctx`'s graph executor) and judges it.
+    fn evaluate(&self, ctx: &mut Ctx) -> Outcome;
+    /// Why the configuration is one the modelled host never produces for a real graph on
+    /// `caps` (empty: reachable). See [`crate::findings::reach_of`].
+    fn forced(&self, _caps: &DeviceCaps) -> Vec<String> {
+        Vec::new()
+    }
+    /// The path within the kernel (`scalar`, `cm1`, `cm2`), empty for a one-path kernel.
+    fn path(&self) -> String {
+        String::new()
+    }
+    /// The names of dst's ggml axes.
+    fn axes(&self) -> [&'static str; 4] {
+        ["i0", "i1", "i2", "i3"]
+    }
+    /// The facts that mark a different failure mode, kept while shrinking
+    /// ([`crate::findings::triggers`]).
+    fn triggers(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The shape facts, types left out ([`crate::findings::facts`]).
+    fn facts(&self) -> Vec<String>;
+    /// Adjusts the cause facts that [`crate::findings::cause`] took from the triggers.
+    fn cause(&self, _facts: &mut Vec<String>) {}
+    /// The sizes of the case, named, for the evidence ranges of a finding.
+    fn dims(&self) -> Vec<(&'static str, usize)>;
+    /// The least bytes and flops the kernel must move and do, where defined (`vkdiff bench`).
+    fn work(&self) -> Option<crate::bench::Work> {
+        None
+    }
+}
 
 /// The most elements one generated tensor may have (1 GiB of f32): beyond this a case is
 /// rejected as invalid rather than allowed to exhaust host memory.
@@ -47,60 +130,16 @@ pub fn check_sizes(what: &str, sizes: &[(&str, usize)]) -> Result<(), String> {
     }
 }
 
-/// A case of any kernel. The `op` tag names the kernel in reproducer files.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum Case {
-    /// RWKV_WKV7.
-    Wkv7(wkv7::Wkv7Case),
-    /// MUL_MAT through the matrix-vector kernel.
-    MulMatVec(mul_mat_vec::MulMatVecCase),
-    /// FLASH_ATTN_EXT through the scalar flash-attention kernel.
-    FlashAttn(flash_attn::FlashAttnCase),
-    /// Single-token MUL_MAT_ID through the matrix-vector ID kernel.
-    MulMatVecId(mul_mat_vec_id::MulMatVecIdCase),
-    /// MUL_MAT through the matrix-matrix kernel.
-    MulMm(mul_mm::MulMmCase),
-    /// MUL_MAT_ID through the matrix-matrix ID kernel.
-    MulMmId(mul_mm_id::MulMmIdCase),
-}
-
 impl Case {
-    /// The kernel's name in the [`KERNELS`](crate::kernels::KERNELS) table.
-    pub fn kernel(&self) -> &'static str {
-        match self {
-            Case::Wkv7(_) => "wkv7",
-            Case::MulMatVec(_) => "mul_mat_vec",
-            Case::FlashAttn(_) => "flash_attn",
-            Case::MulMatVecId(_) => "mul_mat_vec_id",
-            Case::MulMm(_) => "mul_mm",
-            Case::MulMmId(_) => "mul_mm_id",
-        }
-    }
-
     /// The upstream variant name the case runs.
     pub fn variant(&self) -> String {
-        match self {
-            Case::Wkv7(c) => c.variant(),
-            Case::MulMatVec(c) => c.variant(),
-            Case::FlashAttn(c) => c.variant(),
-            Case::MulMatVecId(c) => c.variant(),
-            Case::MulMm(c) => c.variant(),
-            Case::MulMmId(c) => c.variant(),
-        }
+        self.model().variant()
     }
 
     /// Checks that the case describes inputs ggml could hold and vkdiff can generate; the
     /// error names the field and the rule (a hand-edited or fuzzed reproducer can break them).
     pub fn validate(&self) -> Result<(), String> {
-        match self {
-            Case::Wkv7(c) => c.validate(),
-            Case::MulMatVec(c) => c.validate(),
-            Case::FlashAttn(c) => c.validate(),
-            Case::MulMatVecId(c) => c.validate(),
-            Case::MulMm(c) => c.validate(),
-            Case::MulMmId(c) => c.validate(),
-        }
+        self.model().validate()
     }
 
     /// Runs the case on the device and judges it.
@@ -109,27 +148,13 @@ impl Case {
         if let Err(e) = self.validate() {
             return Outcome::Error(format!("invalid case: {e}"));
         }
-        match self {
-            Case::Wkv7(c) => c.evaluate(ctx),
-            Case::MulMatVec(c) => c.evaluate(ctx),
-            Case::FlashAttn(c) => c.evaluate(ctx),
-            Case::MulMatVecId(c) => c.evaluate(ctx),
-            Case::MulMm(c) => c.evaluate(ctx),
-            Case::MulMmId(c) => c.evaluate(ctx),
-        }
+        self.model().evaluate(ctx)
     }
 }
 
 impl fmt::Display for Case {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Case::Wkv7(c) => write!(f, "{c}"),
-            Case::MulMatVec(c) => write!(f, "{c}"),
-            Case::FlashAttn(c) => write!(f, "{c}"),
-            Case::MulMatVecId(c) => write!(f, "{c}"),
-            Case::MulMm(c) => write!(f, "{c}"),
-            Case::MulMmId(c) => write!(f, "{c}"),
-        }
+        self.model().fmt(f)
     }
 }
 
@@ -147,6 +172,9 @@ pub struct Ctx<'a> {
 
 /// One ggml op as a case describes it, independent of who executes it: the tensors (types,
 /// shapes, strides: a strided tensor's data holds its backing bytes) and the op's parameters.
+/// Central on purpose: this is the vocabulary of ggml ops that the ggml backend driver
+/// (`crate::ggml`) knows how to build through ggml's C API; a kernel for an op not listed here
+/// runs through vkdiff's own runner only, until the driver learns the op.
 pub enum GraphOp<'a> {
     /// `ggml_mul_mat(a, b)`.
     MulMat {
@@ -400,4 +428,29 @@ pub fn batched_columns(
             ((i3 * ne02 + i2 / r2) * m, c)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::TestRunner;
+
+    use crate::kernels::KERNELS;
+
+    #[test]
+    fn every_registry_row_s_cases_carry_its_name_as_their_op_tag() {
+        let mut runner = TestRunner::deterministic();
+        for k in KERNELS {
+            let variants = (k.variants)();
+            assert!(!variants.is_empty(), "{} has variants", k.name);
+            for v in &variants {
+                assert_eq!(v.kernel, k.name);
+                let case = (k.strategy)(v).new_tree(&mut runner).unwrap().current();
+                assert_eq!(case.kernel(), k.name);
+                let json = serde_json::to_value(&case).unwrap();
+                assert_eq!(json["op"], k.name);
+                assert_eq!(serde_json::from_value::<super::Case>(json).unwrap(), case);
+            }
+        }
+    }
 }

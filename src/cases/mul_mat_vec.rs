@@ -1,6 +1,8 @@
 //! MUL_MAT cases that upstream routes to the matrix-vector kernel: dst.ne1 = 1 (any batches,
 //! broadcast over dim 2), or 2..8 columns without batches (NUM_COLS > 1).
 
+pub mod bounds;
+
 use std::fmt;
 
 use proptest::prelude::*;
@@ -11,9 +13,11 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{tensor, Blocks, Dist};
-use super::{Case, Ctx, GraphOp, Outcome};
+use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
+use crate::bench::Work;
 use crate::compare::compare;
-use crate::kernels::{Kernel, Variant, VariantParams};
+use crate::findings::{bucket, k_fact, rows};
+use crate::kernels::KernelDef;
 use crate::tolerance::{self, Fp};
 
 /// A types the mat-vec kernel takes, in table order.
@@ -71,36 +75,33 @@ pub struct MulMatVecCase {
     pub seed: u64,
 }
 
-/// The row in the kernel table.
-pub const KERNEL: Kernel = Kernel {
-    name: "mul_mat_vec",
-    shader: "mul_mat_vec.comp",
-    summary: "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs, B f32/f16",
-    error_model: "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min] (tolerance::mul_mat_vec_bounds_of)",
-    variants,
-    strategy: |v| match v.params {
-        VariantParams::MulMatVec { a, b } => strategy(a, b).prop_map(Case::MulMatVec).boxed(),
-        _ => unreachable!("mul_mat_vec variant"),
-    },
-    requires: |_, _| None,
-};
+/// The matrix-vector kernel (registry line in `src/cases/mod.rs`).
+pub struct MulMatVec;
 
-fn variants() -> Vec<Variant> {
-    let mut v = Vec::new();
-    for &a in A_TYPES {
-        for b in [DType::F32, DType::F16] {
-            // bf16 × f16 is rejected by upstream's supports_op: no such variant is ever selected.
-            if a == DType::Bf16 && b == DType::F16 {
-                continue;
+impl KernelDef for MulMatVec {
+    type Params = (DType, DType);
+    const NAME: &'static str = "mul_mat_vec";
+    const SHADER: &'static str = "mul_mat_vec.comp";
+    const SUMMARY: &'static str = "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs, B f32/f16";
+    const ERROR_MODEL: &'static str = "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min] (src/cases/mul_mat_vec/bounds.rs)";
+
+    fn variants() -> Vec<(String, (DType, DType))> {
+        let mut v = Vec::new();
+        for &a in A_TYPES {
+            for b in [DType::F32, DType::F16] {
+                // bf16 × f16 is rejected by upstream's supports_op: no such variant is ever selected.
+                if a == DType::Bf16 && b == DType::F16 {
+                    continue;
+                }
+                v.push((runners::mul_mat_vec::variant(a, b).name, (a, b)));
             }
-            v.push(Variant::new(
-                "mul_mat_vec",
-                &runners::mul_mat_vec::variant(a, b).name,
-                VariantParams::MulMatVec { a, b },
-            ));
         }
+        v
     }
-    v
+
+    fn strategy(p: &(DType, DType)) -> BoxedStrategy<Case> {
+        strategy(p.0, p.1).prop_map(Case::MulMatVec).boxed()
+    }
 }
 
 /// Sizes around every block and workgroup edge, small first; rare huge M exercises the
@@ -176,14 +177,12 @@ impl fmt::Display for MulMatVecCase {
     }
 }
 
-impl MulMatVecCase {
-    /// The upstream variant name.
-    pub fn variant(&self) -> String {
+impl CaseModel for MulMatVecCase {
+    fn variant(&self) -> String {
         runners::mul_mat_vec::variant(self.a_type, self.b_type).name
     }
 
-    /// See [`Case::validate`](super::Case::validate).
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         if !A_TYPES.contains(&self.a_type) {
             return Err(format!("mat-vec A may not be {}", self.a_type));
         }
@@ -220,36 +219,7 @@ impl MulMatVecCase {
         )
     }
 
-    /// A and B, regenerated from the seed. B's rows are `b_row_pad` elements apart beyond K.
-    pub fn inputs(&self) -> Result<(Tensor, Tensor), String> {
-        let ne12 = self.ne02 * self.r2;
-        let a = tensor(
-            self.a_type,
-            [self.k, self.m, self.ne02, self.ne03],
-            self.a_blocks,
-            self.seed,
-            0,
-        );
-        let b_dense = tensor(
-            self.b_type,
-            [self.k + self.b_row_pad, self.n, ne12, self.ne03],
-            Blocks::Quantized(self.b_dist),
-            self.seed,
-            1,
-        );
-        // View the first K elements of each padded row (a ggml view with nb1 > ne0·nb0).
-        let b = Tensor::new(
-            self.b_type,
-            [self.k, self.n, ne12, self.ne03],
-            b_dense.nb(),
-            b_dense.data().to_vec(),
-        )
-        .map_err(|e| e.to_string())?;
-        Ok((a, b))
-    }
-
-    /// Runs and judges the case.
-    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+    fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
         let (a, b) = match self.inputs() {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
@@ -278,7 +248,7 @@ impl MulMatVecCase {
         let block_size =
             runners::mul_mat_vec::spec_constants(ctx.gpu.caps(), self.a_type, self.n as u32)[0];
         let mut bounds =
-            tolerance::mul_mat_vec_bounds_of(&magnitude.values, self.k, block_size, self.a_type);
+            crate::cases::mul_mat_vec::bounds::mul_mat_vec_bounds_of(&magnitude.values, self.k, block_size, self.a_type);
         // NaN and ±∞: IEEE propagation through f32 arithmetic on the operands as stored (their
         // format says what may be flushed); block formats as `dot_special` says.
         let mut expected = want.values.clone();
@@ -312,7 +282,7 @@ impl MulMatVecCase {
                 tolerance::apply_specials(&specials, &mut expected, &mut bounds);
                 // The f32 sums may overflow in some order where Σ|a·b|, grown by the
                 // roundings of its depth, reaches f32's range: ±∞ there is legitimate.
-                let depth = tolerance::mul_mat_vec_depth_of(self.a_type, self.k, block_size);
+                let depth = crate::cases::mul_mat_vec::bounds::mul_mat_vec_depth_of(self.a_type, self.k, block_size);
                 for (b, m) in bounds.iter_mut().zip(&magnitude.values) {
                     if m * (1.0 + tolerance::gamma(depth)) >= f32::MAX as f64 {
                         *b = f64::NAN;
@@ -334,6 +304,70 @@ impl MulMatVecCase {
         verdict.overrun = run.overrun;
         Outcome::from_verdict(verdict, run.gpu_ns)
     }
+
+    fn axes(&self) -> [&'static str; 4] {
+        ["rows", "columns", "batches", "batches3"]
+    }
+
+    fn facts(&self) -> Vec<String> {
+        let mut f = vec![
+            k_fact(self.k, self.a_type.block_len()),
+            rows(self.m),
+            format!("N {}", bucket(self.n)),
+        ];
+        if self.ne02 * self.r2 * self.ne03 > 1 {
+            f.push("batches".into());
+        }
+        f
+    }
+
+    fn dims(&self) -> Vec<(&'static str, usize)> {
+        vec![("K", self.k), ("M", self.m), ("N", self.n)]
+    }
+
+    fn work(&self) -> Option<Work> {
+        let batches = (self.ne02 * self.r2 * self.ne03) as f64;
+        let a = (self.a_type.row_bytes(self.k).ok()? * self.m * self.ne02 * self.ne03) as f64;
+        let b = (self.b_type.row_bytes(self.k).ok()? * self.n) as f64 * batches;
+        let d = (4 * self.m * self.n) as f64 * batches;
+        Some(Work {
+            bytes: a + b + d,
+            flops: 2.0 * (self.k * self.m * self.n) as f64 * batches,
+        })
+    }
+}
+
+impl MulMatVecCase {
+
+
+    /// A and B, regenerated from the seed. B's rows are `b_row_pad` elements apart beyond K.
+    pub fn inputs(&self) -> Result<(Tensor, Tensor), String> {
+        let ne12 = self.ne02 * self.r2;
+        let a = tensor(
+            self.a_type,
+            [self.k, self.m, self.ne02, self.ne03],
+            self.a_blocks,
+            self.seed,
+            0,
+        );
+        let b_dense = tensor(
+            self.b_type,
+            [self.k + self.b_row_pad, self.n, ne12, self.ne03],
+            Blocks::Quantized(self.b_dist),
+            self.seed,
+            1,
+        );
+        // View the first K elements of each padded row (a ggml view with nb1 > ne0·nb0).
+        let b = Tensor::new(
+            self.b_type,
+            [self.k, self.n, ne12, self.ne03],
+            b_dense.nb(),
+            b_dense.data().to_vec(),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok((a, b))
+    }
+
 }
 
 #[cfg(test)]

@@ -17,10 +17,12 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, tensor, Blocks, Dist};
-use super::{Case, Ctx, GraphOp, Outcome};
+use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
+use crate::bench::Work;
 use crate::compare::compare;
-use crate::kernels::{Kernel, Variant, VariantParams};
-use crate::tolerance;
+use crate::findings::{bucket, k_fact, repeated_expert, repeated_forced, rows, REPEATED_FACT};
+use crate::kernels::KernelDef;
+use vkdiff_gpu::DeviceCaps;
 
 /// Expert types the mat-vec ID kernel takes: the mat-vec A types except bf16, which upstream
 /// routes to the matrix-matrix ID kernel even for one token (§4.3; its `mul_mat_vec_id_bf16_f32`
@@ -88,31 +90,25 @@ pub struct MulMatVecIdCase {
     pub seed: u64,
 }
 
-/// The row in the kernel table.
-pub const KERNEL: Kernel = Kernel {
-    name: "mul_mat_vec_id",
-    shader: "mul_mat_vec.comp",
-    summary: "single-token MUL_MAT_ID (mixture of experts) through the mat-vec kernel, B f32",
-    error_model:
-        "the mat-vec model of the experts' type, per expert slot (tolerance::mul_mat_vec_id_bounds)",
-    variants,
-    strategy: |v| match v.params {
-        VariantParams::MulMatVecId { a } => strategy(a).prop_map(Case::MulMatVecId).boxed(),
-        _ => unreachable!("mul_mat_vec_id variant"),
-    },
-    requires: |_, _| None,
-};
+/// The single-token MUL_MAT_ID kernel (registry line in `src/cases/mod.rs`).
+pub struct MulMatVecId;
 
-fn variants() -> Vec<Variant> {
-    a_types()
-        .map(|a| {
-            Variant::new(
-                "mul_mat_vec_id",
-                &runners::mul_mat_vec_id::variant(a).name,
-                VariantParams::MulMatVecId { a },
-            )
-        })
-        .collect()
+impl KernelDef for MulMatVecId {
+    type Params = DType;
+    const NAME: &'static str = "mul_mat_vec_id";
+    const SHADER: &'static str = "mul_mat_vec.comp";
+    const SUMMARY: &'static str = "single-token MUL_MAT_ID (mixture of experts) through the mat-vec kernel, B f32";
+    const ERROR_MODEL: &'static str = "the mat-vec model of the experts' type, per expert slot (src/cases/mul_mat_vec/bounds.rs)";
+
+    fn variants() -> Vec<(String, DType)> {
+        a_types()
+            .map(|a| (runners::mul_mat_vec_id::variant(a).name, a))
+            .collect()
+    }
+
+    fn strategy(p: &DType) -> BoxedStrategy<Case> {
+        strategy(*p).prop_map(Case::MulMatVecId).boxed()
+    }
 }
 
 /// Elements of the experts tensor a case may have (4M: generating and decoding them dominates
@@ -221,14 +217,12 @@ impl fmt::Display for MulMatVecIdCase {
     }
 }
 
-impl MulMatVecIdCase {
-    /// The upstream variant name.
-    pub fn variant(&self) -> String {
+impl CaseModel for MulMatVecIdCase {
+    fn variant(&self) -> String {
         runners::mul_mat_vec_id::variant(self.a_type).name
     }
 
-    /// See [`Case::validate`](super::Case::validate).
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         if !a_types().any(|a| a == self.a_type) {
             return Err(format!("mat-vec ID experts may not be {}", self.a_type));
         }
@@ -260,6 +254,102 @@ impl MulMatVecIdCase {
         }
         Ok(())
     }
+
+    fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        let (a, b, ids) = match self.inputs() {
+            Ok(x) => x,
+            Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
+        };
+        if let Err(reason) = runners::mul_mat_vec_id::precondition(&a, &b, &ids) {
+            return Outcome::Skip(format!("precondition: {reason}"));
+        }
+        let (want, magnitude) = match (
+            mul_mat_id::mul_mat_id(&a, &b, &ids),
+            mul_mat_id::mul_mat_id_magnitude(&a, &b, &ids),
+        ) {
+            (Ok(w), Ok(m)) => (w, m),
+            (Err(e), _) | (_, Err(e)) => {
+                return Outcome::Skip(format!("ggml rejects the inputs: {e}"))
+            }
+        };
+        let op = GraphOp::MulMatId {
+            a: &a,
+            b: &b,
+            ids: &ids,
+            prec_f32: false,
+        };
+        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
+            runners::mul_mat_vec_id::run(gpu, tree, &a, &b, &ids)
+        }) {
+            Ok(r) => r,
+            Err(outcome) => return outcome,
+        };
+        let block_size = runners::mul_mat_vec_id::spec_constants(ctx.gpu.caps(), self.a_type)[0];
+        let mut bounds =
+            crate::cases::mul_mat_vec::bounds::mul_mat_vec_id_bounds(&magnitude.values, self.k, block_size, self.a_type);
+        // Block scales of any bits (NaN, ±∞) reach dst by kernel-dependent factoring.
+        crate::compare::undefined_where_non_finite(&want.values, &mut bounds);
+        let mut verdict = match compare(
+            &run.values,
+            &want.values,
+            &bounds,
+            |i| want.index_of(i),
+            |_| "",
+        ) {
+            Ok(v) => v,
+            Err(e) => return Outcome::Error(e),
+        };
+        verdict.overrun = run.overrun;
+        Outcome::from_verdict(verdict, run.gpu_ns)
+    }
+
+    fn forced(&self, _caps: &DeviceCaps) -> Vec<String> {
+        repeated_forced(&self.ids(), self.n_used)
+    }
+
+    fn axes(&self) -> [&'static str; 4] {
+        ["rows", "slots", "tokens", "i3"]
+    }
+
+    fn facts(&self) -> Vec<String> {
+        let mut f = vec![
+            k_fact(self.k, self.a_type.block_len()),
+            rows(self.m),
+            format!("slots {}", bucket(self.n_used)),
+        ];
+        if repeated_expert(&self.ids(), self.n_used) {
+            f.push(REPEATED_FACT.into());
+        }
+        f
+    }
+
+    fn cause(&self, facts: &mut Vec<String>) {
+        if repeated_expert(&self.ids(), self.n_used) {
+            facts.push(REPEATED_FACT.into());
+        }
+    }
+
+    fn dims(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("K", self.k),
+            ("M", self.m),
+            ("experts", self.n_as),
+            ("slots", self.n_used),
+        ]
+    }
+
+    fn work(&self) -> Option<Work> {
+        // The experts a token uses (each read once), its activation, its outputs.
+        let a = (self.a_type.row_bytes(self.k).ok()? * self.m * self.n_used) as f64;
+        Some(Work {
+            bytes: a + (4 * self.k * self.ne11 + 4 * self.m * self.n_used) as f64,
+            flops: 2.0 * (self.k * self.m * self.n_used) as f64,
+        })
+    }
+}
+
+impl MulMatVecIdCase {
+
 
     /// The token's expert ids, each in [0, n_as), from the seed's ids stream.
     pub fn ids(&self) -> Vec<i32> {
@@ -314,54 +404,6 @@ impl MulMatVecIdCase {
         Ok((experts, b, ids))
     }
 
-    /// Runs and judges the case.
-    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
-        let (a, b, ids) = match self.inputs() {
-            Ok(x) => x,
-            Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
-        };
-        if let Err(reason) = runners::mul_mat_vec_id::precondition(&a, &b, &ids) {
-            return Outcome::Skip(format!("precondition: {reason}"));
-        }
-        let (want, magnitude) = match (
-            mul_mat_id::mul_mat_id(&a, &b, &ids),
-            mul_mat_id::mul_mat_id_magnitude(&a, &b, &ids),
-        ) {
-            (Ok(w), Ok(m)) => (w, m),
-            (Err(e), _) | (_, Err(e)) => {
-                return Outcome::Skip(format!("ggml rejects the inputs: {e}"))
-            }
-        };
-        let op = GraphOp::MulMatId {
-            a: &a,
-            b: &b,
-            ids: &ids,
-            prec_f32: false,
-        };
-        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
-            runners::mul_mat_vec_id::run(gpu, tree, &a, &b, &ids)
-        }) {
-            Ok(r) => r,
-            Err(outcome) => return outcome,
-        };
-        let block_size = runners::mul_mat_vec_id::spec_constants(ctx.gpu.caps(), self.a_type)[0];
-        let mut bounds =
-            tolerance::mul_mat_vec_id_bounds(&magnitude.values, self.k, block_size, self.a_type);
-        // Block scales of any bits (NaN, ±∞) reach dst by kernel-dependent factoring.
-        crate::compare::undefined_where_non_finite(&want.values, &mut bounds);
-        let mut verdict = match compare(
-            &run.values,
-            &want.values,
-            &bounds,
-            |i| want.index_of(i),
-            |_| "",
-        ) {
-            Ok(v) => v,
-            Err(e) => return Outcome::Error(e),
-        };
-        verdict.overrun = run.overrun;
-        Outcome::from_verdict(verdict, run.gpu_ns)
-    }
 }
 
 #[cfg(test)]

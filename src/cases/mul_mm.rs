@@ -8,7 +8,7 @@
 //! (`mul_mm_cm2.comp`, rows `matmul_*_cm2`: f16 × f16, bf16 × bf16 and quantized × f16 with
 //! either accumulator; f32 operands reach them converted to f16 by the host), with its own K
 //! and N strategies ([`cm2_k_strategy`], [`cm2_n_strategy`]) and error model
-//! ([`tolerance::mul_mm_cm2_bounds`]).
+//! ([`crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]).
 //!
 //! One variant row per pipeline family the host selects on a scalar fp16 device (lavapipe):
 //! the SPIR-V name of the unaligned variant, e.g. `matmul_q4_0_f32_f16acc`. Each row also
@@ -29,6 +29,9 @@
 //! becomes 2; k_split = ⌈K/split_k⌉ is not a multiple of BK in general), long K for the f16
 //! accumulators, and data from every distribution and raw block kind.
 
+pub mod bounds;
+pub mod bounds_cm2;
+
 use std::fmt;
 
 use proptest::prelude::*;
@@ -40,10 +43,15 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{tensor, Blocks, Dist};
-use super::{Case, Ctx, GraphOp, Outcome};
+use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
+use crate::bench::Work;
 use crate::compare::compare;
-use crate::kernels::{Kernel, Variant, VariantParams};
-use crate::tolerance::{self, Fp, MulMmArith};
+use crate::findings::{bucket, host_cores, k_fact, mm_path, rows, NO_CORES, RAGGED};
+use crate::ggml::Config;
+use crate::kernels::KernelDef;
+use vkdiff_gpu::DeviceCaps;
+use crate::tolerance::{self, Fp};
+use crate::cases::mul_mm::bounds::MulMmArith;
 
 /// The quantized A types with a direct mul_mm pipeline (§6.1), in table order.
 pub const QUANT_TYPES: &[DType] = DType::WEIGHT_QUANTS;
@@ -100,21 +108,54 @@ pub struct MulMmCase {
     pub scale_log2: i32,
 }
 
-/// The row in the kernel table.
-pub const KERNEL: Kernel = Kernel {
-    name: "mul_mm",
-    shader: "mul_mm.comp",
-    summary: "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path (mul_mm.comp), KHR coopmat path (`_cm1` rows, mul_mm.comp with COOPMAT) and NV coopmat2 path (`_cm2` rows, mul_mm_cm2.comp): A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq1_s..iq3_s/iq4_nl/iq4_xs, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)",
-    error_model: "scalar: running error bound along the exact partial sums (operands rounded to f16, products and adds in ACC_TYPE); cm1: the scalar operand roundings, then the cm2 step model over TK = 16; cm2: decoder roundings per type, then a running bound over BK-deep coopMatMulAdd steps whose inner order is free (γ over BK with directed-rounding units); flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (tolerance::mul_mm_bounds, mul_mm_cm2_bounds)",
-    variants,
-    strategy: |v| match v.params {
-        VariantParams::MulMm { a, b, acc16, mode } => strategy(a, b, acc16, mode)
+/// A mul_mm or mul_mm_id row: the pipeline family's kernel A and B types and accumulator on a
+/// path (the row also covers the aligned twin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Family {
+    /// A's type as the kernel reads it (the experts' type for mul_mm_id).
+    pub a: DType,
+    /// B's type as the kernel reads it.
+    pub b: DType,
+    /// f16 accumulators.
+    pub acc16: bool,
+    /// The path: scalar fp16, cm1 (`mul_mm.comp` with COOPMAT) or cm2 (`mul_mm_cm2.comp`).
+    pub mode: Mode,
+}
+
+/// The matrix-matrix kernel (registry line in `src/cases/mod.rs`).
+pub struct MulMm;
+
+impl KernelDef for MulMm {
+    type Params = Family;
+    const NAME: &'static str = "mul_mm";
+    const SHADER: &'static str = "mul_mm.comp";
+    const SUMMARY: &'static str = "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path (mul_mm.comp), KHR coopmat path (`_cm1` rows, mul_mm.comp with COOPMAT) and NV coopmat2 path (`_cm2` rows, mul_mm_cm2.comp): A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq1_s..iq3_s/iq4_nl/iq4_xs, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)";
+    const ERROR_MODEL: &'static str = "scalar: running error bound along the exact partial sums (operands rounded to f16, products and adds in ACC_TYPE); cm1: the scalar operand roundings, then the cm2 step model over TK = 16; cm2: decoder roundings per type, then a running bound over BK-deep coopMatMulAdd steps whose inner order is free (γ over BK with directed-rounding units); flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (src/cases/mul_mm/bounds.rs, bounds_cm2.rs)";
+
+    fn variants() -> Vec<(String, Family)> {
+        all_families(false)
+            .into_iter()
+            .map(|(a, b, acc16, mode)| {
+                let name = family_name(a, b, acc16, false, mode);
+                (name, Family { a, b, acc16, mode })
+            })
+            .collect()
+    }
+
+    fn strategy(p: &Family) -> BoxedStrategy<Case> {
+        strategy(p.a, p.b, p.acc16, p.mode)
             .prop_map(Case::MulMm)
-            .boxed(),
-        _ => unreachable!("mul_mm variant"),
-    },
-    requires,
-};
+            .boxed()
+    }
+
+    fn requires(p: &Family, caps: &DeviceCaps) -> Option<String> {
+        requires(p, caps)
+    }
+
+    fn ggml_skip(p: &Family, config: Config) -> Option<String> {
+        ggml_skip(p, config)
+    }
+}
 
 /// Why `caps` does not run the row, if it does not. Scalar rows run on any shaderFloat16
 /// device (on a coopmat device as upstream does with GGML_VK_DISABLE_COOPMAT /
@@ -123,12 +164,8 @@ pub const KERNEL: Kernel = Kernel {
 /// their `_f16acc` rows the f16-accumulator shape (without it upstream selects the f32 ones);
 /// cm2 rows need VK_NV_cooperative_matrix2; the bf16 coopmat rows bf16 cooperative matrices
 /// (VK_KHR_shader_bfloat16 with shaderBFloat16Type and shaderBFloat16CooperativeMatrix).
-pub fn requires(v: &Variant, caps: &vkdiff_gpu::DeviceCaps) -> Option<String> {
-    let (a, acc16, mode) = match v.params {
-        VariantParams::MulMm { a, acc16, mode, .. }
-        | VariantParams::MulMmId { a, acc16, mode, .. } => (a, acc16, mode),
-        _ => return None,
-    };
+pub fn requires(f: &Family, caps: &DeviceCaps) -> Option<String> {
+    let Family { a, acc16, mode, .. } = *f;
     if mode == Mode::Fp16 {
         return (!caps.fp16).then(|| {
             "no shaderFloat16: upstream selects the `_fp32` variants, which the table does not list"
@@ -151,6 +188,25 @@ pub fn requires(v: &Variant, caps: &vkdiff_gpu::DeviceCaps) -> Option<String> {
         );
     }
     None
+}
+
+/// Why ggml's host under `config` does not run the row: it takes one matmul path per
+/// configuration, and no f16 accumulators without fp16.
+pub fn ggml_skip(f: &Family, config: Config) -> Option<String> {
+    let path = match config {
+        Config::ScalarFp32 | Config::ScalarFp16 => Mode::Fp16,
+        Config::Cm1 => Mode::Cm1,
+        Config::Cm2 => Mode::Cm2,
+    };
+    match config {
+        _ if f.mode != path => Some(format!(
+            "config {}: ggml runs MUL_MAT on the {path:?} matmul, not {:?}",
+            config.name(),
+            f.mode
+        )),
+        Config::ScalarFp32 if f.acc16 => Some("config scalar-fp32: no f16 accumulators".into()),
+        _ => None,
+    }
 }
 
 /// The pipeline families of a scalar fp16 device, as (kernel A, kernel B, f16 accumulator).
@@ -206,19 +262,6 @@ pub fn all_families(id: bool) -> Vec<(DType, DType, bool, Mode)> {
         .into_iter()
         .map(on(Mode::Cm2));
     scalar.chain(cm1).chain(cm2).collect()
-}
-
-fn variants() -> Vec<Variant> {
-    all_families(false)
-        .into_iter()
-        .map(|(a, b, acc16, mode)| {
-            Variant::new(
-                "mul_mm",
-                &family_name(a, b, acc16, false, mode),
-                VariantParams::MulMm { a, b, acc16, mode },
-            )
-        })
-        .collect()
 }
 
 /// The precision request a family needs: f16 accumulators come with GGML_PREC_DEFAULT, the
@@ -543,7 +586,304 @@ impl fmt::Display for MulMmCase {
     }
 }
 
-/// The arithmetic the kernel performs for a plan (see [`tolerance::mul_mm_bounds`]): `a_in` is
+impl CaseModel for MulMmCase {
+    fn variant(&self) -> String {
+        match runners::mul_mm::choose(
+            self.mode(),
+            self.a_type,
+            self.b_type,
+            self.b_row_pad == 0,
+            self.prec,
+        ) {
+            Ok(s) => s.selection.name(false),
+            Err(_) => format!("matmul_{}_{}", self.a_type, self.b_type),
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let a_ok = matches!(self.a_type, DType::F32 | DType::F16 | DType::Bf16)
+            || QUANT_TYPES.contains(&self.a_type);
+        if !a_ok {
+            return Err(format!("matmul A may not be {}", self.a_type));
+        }
+        match self.b_type {
+            DType::F32 | DType::F16 => {}
+            DType::Bf16 if self.a_type == DType::Bf16 => {}
+            b => return Err(format!("matmul B may not be {b} with a {} A", self.a_type)),
+        }
+        if self.k % self.a_type.block_len() != 0 {
+            return Err(format!(
+                "K = {} is not a multiple of {}'s block size {}",
+                self.k,
+                self.a_type,
+                self.a_type.block_len()
+            ));
+        }
+        if self.force_split_k.is_some_and(|s| s == 0) {
+            return Err("force_split_k must be at least 1".into());
+        }
+        super::check_sizes(
+            "A",
+            &[
+                ("K", self.k),
+                ("M", self.m),
+                ("ne02", self.ne02),
+                ("ne03", self.ne03),
+            ],
+        )?;
+        super::check_sizes(
+            "B",
+            &[
+                ("K + pad", self.k.saturating_add(self.b_row_pad)),
+                ("N", self.n),
+                ("ne02", self.ne02),
+                ("r2", self.r2),
+                ("ne03", self.ne03),
+            ],
+        )?;
+        super::check_sizes(
+            "dst",
+            &[
+                ("M", self.m),
+                ("N", self.n),
+                ("ne02", self.ne02),
+                ("r2", self.r2),
+                ("ne03", self.ne03),
+            ],
+        )
+    }
+
+    fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        let (a, b) = match self.inputs() {
+            Ok(x) => x,
+            Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
+        };
+        let plan = match runners::mul_mm::plan(
+            ctx.gpu.caps(),
+            self.mode(),
+            &a,
+            &b,
+            self.prec,
+            // ggml's host chooses its own split: judge with the host model's choice.
+            if ctx.is_graph() {
+                None
+            } else {
+                self.force_split_k
+            },
+        ) {
+            Ok(p) => p,
+            Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
+        };
+        let want = match mul_mat::mul_mat(&a, &b) {
+            Ok(w) => w,
+            Err(e) => return Outcome::Skip(format!("ggml rejects the shapes: {e}")),
+        };
+        let (a_rows, b_rows) = match (a.rows(), b.rows()) {
+            (Ok(x), Ok(y)) => (x, y),
+            (Err(e), _) | (_, Err(e)) => return Outcome::Error(e.to_string()),
+        };
+        let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
+        // Through ggml's host the split is its own choice: the loosest of the candidates.
+        let mut splits = vec![(plan.split_k, plan.k_split)];
+        if ctx.is_graph() {
+            splits.extend(bounds::split_candidates(self.k));
+        }
+        let mut candidates = Vec::new();
+        for (split_k, k_split) in splits {
+            let arith = arith_of(&plan.staging, self.a_type, split_k, k_split);
+            candidates.push(match self.mode() {
+                Mode::Cm2 => {
+                    let bk = plan.dispatch.spec[3] as usize;
+                    match cm2_bounds(&a, &b, &plan.staging, bk, split_k, k_split, &columns) {
+                        Ok(b) => b,
+                        Err(e) => return Outcome::Error(e),
+                    }
+                }
+                Mode::Cm1 => {
+                    let tk = plan.dispatch.spec[9] as usize;
+                    cm1_bounds(&arith, tk, self.k, self.m, &a_rows, &b_rows, &columns)
+                }
+                Mode::Fp16 | Mode::Fp32 => {
+                    crate::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+                }
+            });
+        }
+        let bounds = crate::cases::mul_mm::bounds::loosest_mm(candidates);
+        // NaN and ±∞: IEEE propagation through the operands as staged (block formats: see
+        // `dot_special`).
+        let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
+        let specials = tolerance::mul_mat_specials(
+            &a_rows,
+            &b_rows,
+            self.k,
+            self.m,
+            &columns,
+            (arith.a_operand, arith.b_operand, arith.acc),
+            !self.a_type.is_quantized(),
+        );
+        let op = GraphOp::MulMat {
+            a: &a,
+            b: &b,
+            prec_f32: self.prec == Prec::F32,
+        };
+        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
+            runners::mul_mm::run(
+                gpu,
+                tree,
+                &MulMmRun {
+                    a: &a,
+                    b: &b,
+                    mode: self.mode(),
+                    prec: self.prec,
+                    force_split_k: self.force_split_k,
+                },
+            )
+        }) {
+            Ok(r) => r,
+            Err(outcome) => return outcome,
+        };
+        judge(&run, &want, &bounds, Some(&specials))
+    }
+
+    fn forced(&self, caps: &DeviceCaps) -> Vec<String> {
+        let mut forced = Vec::new();
+        if let Some(s) = self.force_split_k.filter(|&s| s > 1) {
+            match self.split_reachable(caps) {
+                Ok(true) => {}
+                Ok(false) => forced.push(format!(
+                    "split_k {s} forced where the host would not split this way (it splits only for K ≥ 2048 with fewer tiles than half the cores)"
+                )),
+                Err(e) => forced.push(format!("split_k {s} forced: {e}")),
+            }
+        }
+        forced
+    }
+
+    fn path(&self) -> String {
+        mm_path(mode_of(self.cm1, self.cm2))
+    }
+
+    fn axes(&self) -> [&'static str; 4] {
+        ["rows", "columns", "batches", "batches3"]
+    }
+
+    fn triggers(&self) -> Vec<String> {
+        if self.force_split_k.is_some_and(|s| s > 1) {
+            vec!["split".into()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn facts(&self) -> Vec<String> {
+        let mut f = vec![
+            k_fact(self.k, self.a_type.block_len()),
+            rows(self.m),
+            format!("N {}", bucket(self.n)),
+        ];
+        if self.ne02 * self.r2 * self.ne03 > 1 {
+            f.push(
+                if self.r2 > 1 {
+                    "broadcast batches"
+                } else {
+                    "batches"
+                }
+                .into(),
+            );
+        }
+        if self.b_row_pad > 0 {
+            f.push("padded B rows".into());
+        }
+        // The host's dequant (cpy) shaders run before the matmul: their bugs show here.
+        if runners::mul_mm::choose(
+            self.mode(),
+            self.a_type,
+            self.b_type,
+            self.b_row_pad == 0,
+            self.prec,
+        )
+        .is_ok_and(|s| s.a_to_f16)
+        {
+            f.push("A converted to f16 first".into());
+        }
+        if let Some((s, ragged)) = self.split() {
+            f.push(format!(
+                "split_k {s}{}",
+                if ragged {
+                    ", K/split not a multiple of 32"
+                } else {
+                    ""
+                }
+            ));
+        }
+        f
+    }
+
+    fn cause(&self, facts: &mut Vec<String>) {
+        if let Some((_, true)) = self.split() {
+            for w in facts.iter_mut().filter(|w| *w == "split") {
+                *w = RAGGED.into();
+            }
+        }
+    }
+
+    fn dims(&self) -> Vec<(&'static str, usize)> {
+        vec![("K", self.k), ("M", self.m), ("N", self.n)]
+    }
+
+    fn work(&self) -> Option<Work> {
+        let batches = (self.ne02 * self.r2 * self.ne03) as f64;
+        let a = (self.a_type.row_bytes(self.k).ok()? * self.m * self.ne02 * self.ne03) as f64;
+        let b = (self.b_type.row_bytes(self.k).ok()? * self.n) as f64 * batches;
+        Some(Work {
+            bytes: a + b + (4 * self.m * self.n) as f64 * batches,
+            flops: 2.0 * (self.k * self.m * self.n) as f64 * batches,
+        })
+    }
+}
+
+impl MulMmCase {
+    /// A forced split_k (2 or 4) and whether a split is not whole 32-key steps.
+    fn split(&self) -> Option<(usize, bool)> {
+        let s = self.force_split_k.filter(|&s| s > 1)?;
+        let s = if s >= 4 { 4 } else { 2 };
+        Some((s, self.k.div_ceil(s) % 32 != 0))
+    }
+
+    /// Whether the pinned host, with this device's core count, would split K exactly as the
+    /// forced split does (§8.3).
+    fn split_reachable(&self, caps: &DeviceCaps) -> Result<bool, String> {
+        use vkdiff_gpu::runners::mul_mm::plan;
+        let Some(cores) = host_cores(caps) else {
+            return Err(NO_CORES.into());
+        };
+        let (a, b) = self.inputs()?;
+        let mode = mode_of(self.cm1, self.cm2);
+        let forced = plan(caps, mode, &a, &b, self.prec, self.force_split_k)?;
+        if forced.split_k <= 1 {
+            return Ok(true);
+        }
+        let tile = plan(caps, mode, &a, &b, self.prec, None)?;
+        let (bm, bn) = (
+            tile.dispatch.spec[1] as usize,
+            tile.dispatch.spec[2] as usize,
+        );
+        let tiles = self.m.div_ceil(bm) * self.n.div_ceil(bn);
+        let mut natural = 1;
+        if self.m >= bm && self.n >= bn && self.k >= 2048 && tiles < cores as usize / 2 {
+            natural = match (cores as usize / tiles).min(4) {
+                3 => 2,
+                s => s,
+            };
+            while self.cm2 && natural > 1 && (self.k / natural) % 256 != 0 {
+                natural /= 2;
+            }
+        }
+        Ok(natural == forced.split_k)
+    }
+}
+
+/// The arithmetic the kernel performs for a plan (see [`crate::cases::mul_mm::bounds::mul_mm_bounds`]): `a_in` is
 /// A's type before staging.
 pub fn arith_of(staging: &Staging, a_in: DType, split_k: usize, k_split: usize) -> MulMmArith {
     let sel = staging.selection;
@@ -608,17 +948,17 @@ pub fn scaled(t: Tensor, e: i32) -> Result<Tensor, String> {
 }
 
 /// Per-element operand errors |operand − exact| as the cm2 kernel reads them (None: may be
-/// ±∞): host-converted values exactly, quantized A by [`tolerance::cm2_decode_error`], f16 /
+/// ±∞): host-converted values exactly, quantized A by [`crate::cases::mul_mm::bounds_cm2::cm2_decode_error`], f16 /
 /// bf16 data exact unless subnormal (may be flushed).
 pub fn cm2_operand_errors(exact: &Tensor, staged: &Tensor) -> Result<Vec<Option<f64>>, String> {
     let x = exact.rows().map_err(|e| e.to_string())?;
     if staged.dtype().is_quantized() {
         let contiguous = staged.to_contiguous();
-        let terms = tolerance::cm2_decode_terms(staged.dtype(), contiguous.data())
+        let terms = crate::cases::mul_mm::bounds_cm2::cm2_decode_terms(staged.dtype(), contiguous.data())
             .ok_or_else(|| format!("no cm2 decoder model for {}", staged.dtype()))?;
         return Ok(terms
             .iter()
-            .map(|t| match tolerance::cm2_decode_error(staged.dtype(), t) {
+            .map(|t| match crate::cases::mul_mm::bounds_cm2::cm2_decode_error(staged.dtype(), t) {
                 (e, false) => Some(e),
                 _ => None,
             })
@@ -642,7 +982,7 @@ pub fn cm2_operand_errors(exact: &Tensor, staged: &Tensor) -> Result<Vec<Option<
         .collect())
 }
 
-/// The cm2 bounds of a plan (see [`tolerance::mul_mm_cm2_bounds`]).
+/// The cm2 bounds of a plan (see [`crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]).
 pub fn cm2_bounds(
     a: &Tensor,
     b: &Tensor,
@@ -651,7 +991,7 @@ pub fn cm2_bounds(
     split_k: usize,
     k_split: usize,
     columns: &[(usize, usize)],
-) -> Result<tolerance::MulMmBounds, String> {
+) -> Result<crate::cases::mul_mm::bounds::MulMmBounds, String> {
     let (sa, sb) = runners::mul_mm::staged(a, b, staging).map_err(|e| e.to_string())?;
     let ea = cm2_operand_errors(a, &sa)?;
     let eb = cm2_operand_errors(b, &sb)?;
@@ -659,7 +999,7 @@ pub fn cm2_bounds(
         a.rows().map_err(|e| e.to_string())?,
         b.rows().map_err(|e| e.to_string())?,
     );
-    let arith = tolerance::Cm2Arith {
+    let arith = crate::cases::mul_mm::bounds_cm2::Cm2Arith {
         acc: if staging.selection.acc16 {
             Fp::F16
         } else {
@@ -670,14 +1010,14 @@ pub fn cm2_bounds(
         k_split,
     };
     let [k, m, ..] = a.ne();
-    Ok(tolerance::mul_mm_cm2_bounds(
+    Ok(crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds(
         &arith, k, m, &a_rows, &ea, &b_rows, &eb, columns,
     ))
 }
 
 /// The cm1 bounds of a plan: the operands as the scalar fp16 path stages them ([`arith_of`]:
 /// A decoded in f32, then both rounded to FLOAT_TYPE) and the cm2 step model
-/// ([`tolerance::mul_mm_cm2_bounds`]) with one coopMatMulAdd per `tk` (= TK, 16) values of K,
+/// ([`crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]) with one coopMatMulAdd per `tk` (= TK, 16) values of K,
 /// steps from each split's start (the shader's order).
 #[allow(clippy::too_many_arguments)]
 pub fn cm1_bounds(
@@ -688,25 +1028,25 @@ pub fn cm1_bounds(
     a_rows: &[f64],
     b_rows: &[f64],
     columns: &[(usize, usize)],
-) -> tolerance::MulMmBounds {
-    let ea = tolerance::staged_operand_errors(a_rows, arith.a_min_rounding, arith.a_operand);
-    let eb = tolerance::staged_operand_errors(b_rows, false, arith.b_operand);
-    let steps = tolerance::Cm2Arith {
+) -> crate::cases::mul_mm::bounds::MulMmBounds {
+    let ea = crate::cases::mul_mm::bounds::staged_operand_errors(a_rows, arith.a_min_rounding, arith.a_operand);
+    let eb = crate::cases::mul_mm::bounds::staged_operand_errors(b_rows, false, arith.b_operand);
+    let steps = crate::cases::mul_mm::bounds_cm2::Cm2Arith {
         acc: arith.acc,
         bk: tk,
         split_k: arith.split_k,
         k_split: arith.k_split,
     };
-    tolerance::mul_mm_cm2_bounds(&steps, k, m, a_rows, &ea, b_rows, &eb, columns)
+    crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds(&steps, k, m, a_rows, &ea, b_rows, &eb, columns)
 }
 
 /// Judges a kernel's output: the reference, the bounds, overflow (see
-/// [`tolerance::MulMmBounds::judged_bounds`]), and per element the class of a NaN or ±∞
+/// [`crate::cases::mul_mm::bounds::MulMmBounds::judged_bounds`]), and per element the class of a NaN or ±∞
 /// result ([`tolerance::Special`]; None: every non-finite expectation is undefined).
 pub fn judge(
     run: &vkdiff_gpu::runners::KernelRun,
     want: &vkdiff_reference::ops::Output,
-    bounds: &tolerance::MulMmBounds,
+    bounds: &crate::cases::mul_mm::bounds::MulMmBounds,
     specials: Option<&[tolerance::Special]>,
 ) -> Outcome {
     let mut judged = bounds.judged_bounds(&run.values);
@@ -737,73 +1077,7 @@ impl MulMmCase {
         mode_of(self.cm1, self.cm2)
     }
 
-    /// The row's name: the unaligned SPIR-V the host selects on the case's path.
-    pub fn variant(&self) -> String {
-        match runners::mul_mm::choose(
-            self.mode(),
-            self.a_type,
-            self.b_type,
-            self.b_row_pad == 0,
-            self.prec,
-        ) {
-            Ok(s) => s.selection.name(false),
-            Err(_) => format!("matmul_{}_{}", self.a_type, self.b_type),
-        }
-    }
 
-    /// See [`Case::validate`](super::Case::validate).
-    pub fn validate(&self) -> Result<(), String> {
-        let a_ok = matches!(self.a_type, DType::F32 | DType::F16 | DType::Bf16)
-            || QUANT_TYPES.contains(&self.a_type);
-        if !a_ok {
-            return Err(format!("matmul A may not be {}", self.a_type));
-        }
-        match self.b_type {
-            DType::F32 | DType::F16 => {}
-            DType::Bf16 if self.a_type == DType::Bf16 => {}
-            b => return Err(format!("matmul B may not be {b} with a {} A", self.a_type)),
-        }
-        if self.k % self.a_type.block_len() != 0 {
-            return Err(format!(
-                "K = {} is not a multiple of {}'s block size {}",
-                self.k,
-                self.a_type,
-                self.a_type.block_len()
-            ));
-        }
-        if self.force_split_k.is_some_and(|s| s == 0) {
-            return Err("force_split_k must be at least 1".into());
-        }
-        super::check_sizes(
-            "A",
-            &[
-                ("K", self.k),
-                ("M", self.m),
-                ("ne02", self.ne02),
-                ("ne03", self.ne03),
-            ],
-        )?;
-        super::check_sizes(
-            "B",
-            &[
-                ("K + pad", self.k.saturating_add(self.b_row_pad)),
-                ("N", self.n),
-                ("ne02", self.ne02),
-                ("r2", self.r2),
-                ("ne03", self.ne03),
-            ],
-        )?;
-        super::check_sizes(
-            "dst",
-            &[
-                ("M", self.m),
-                ("N", self.n),
-                ("ne02", self.ne02),
-                ("r2", self.r2),
-                ("ne03", self.ne03),
-            ],
-        )
-    }
 
     /// A and B, regenerated from the seed. B's rows are `b_row_pad` elements apart beyond K.
     pub fn inputs(&self) -> Result<(Tensor, Tensor), String> {
@@ -832,98 +1106,6 @@ impl MulMmCase {
         Ok((scaled(a, self.scale_log2)?, scaled(b, self.scale_log2)?))
     }
 
-    /// Runs and judges the case.
-    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
-        let (a, b) = match self.inputs() {
-            Ok(x) => x,
-            Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
-        };
-        let plan = match runners::mul_mm::plan(
-            ctx.gpu.caps(),
-            self.mode(),
-            &a,
-            &b,
-            self.prec,
-            // ggml's host chooses its own split: judge with the host model's choice.
-            if ctx.is_graph() {
-                None
-            } else {
-                self.force_split_k
-            },
-        ) {
-            Ok(p) => p,
-            Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
-        };
-        let want = match mul_mat::mul_mat(&a, &b) {
-            Ok(w) => w,
-            Err(e) => return Outcome::Skip(format!("ggml rejects the shapes: {e}")),
-        };
-        let (a_rows, b_rows) = match (a.rows(), b.rows()) {
-            (Ok(x), Ok(y)) => (x, y),
-            (Err(e), _) | (_, Err(e)) => return Outcome::Error(e.to_string()),
-        };
-        let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
-        // Through ggml's host the split is its own choice: the loosest of the candidates.
-        let mut splits = vec![(plan.split_k, plan.k_split)];
-        if ctx.is_graph() {
-            splits.extend(tolerance::split_candidates(self.k));
-        }
-        let mut candidates = Vec::new();
-        for (split_k, k_split) in splits {
-            let arith = arith_of(&plan.staging, self.a_type, split_k, k_split);
-            candidates.push(match self.mode() {
-                Mode::Cm2 => {
-                    let bk = plan.dispatch.spec[3] as usize;
-                    match cm2_bounds(&a, &b, &plan.staging, bk, split_k, k_split, &columns) {
-                        Ok(b) => b,
-                        Err(e) => return Outcome::Error(e),
-                    }
-                }
-                Mode::Cm1 => {
-                    let tk = plan.dispatch.spec[9] as usize;
-                    cm1_bounds(&arith, tk, self.k, self.m, &a_rows, &b_rows, &columns)
-                }
-                Mode::Fp16 | Mode::Fp32 => {
-                    tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
-                }
-            });
-        }
-        let bounds = tolerance::loosest_mm(candidates);
-        // NaN and ±∞: IEEE propagation through the operands as staged (block formats: see
-        // `dot_special`).
-        let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
-        let specials = tolerance::mul_mat_specials(
-            &a_rows,
-            &b_rows,
-            self.k,
-            self.m,
-            &columns,
-            (arith.a_operand, arith.b_operand, arith.acc),
-            !self.a_type.is_quantized(),
-        );
-        let op = GraphOp::MulMat {
-            a: &a,
-            b: &b,
-            prec_f32: self.prec == Prec::F32,
-        };
-        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
-            runners::mul_mm::run(
-                gpu,
-                tree,
-                &MulMmRun {
-                    a: &a,
-                    b: &b,
-                    mode: self.mode(),
-                    prec: self.prec,
-                    force_split_k: self.force_split_k,
-                },
-            )
-        }) {
-            Ok(r) => r,
-            Err(outcome) => return outcome,
-        };
-        judge(&run, &want, &bounds, Some(&specials))
-    }
 }
 
 #[cfg(test)]

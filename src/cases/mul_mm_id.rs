@@ -37,9 +37,13 @@ use super::mul_mm::{
     all_families, arith_of, cm1_bounds, cm2_bounds, cm2_k_strategy, edge_strategy, family_name,
     inputs_for, judge, k_strategy, mode_of, pad_strategy, QUANT_TYPES,
 };
-use super::{Case, Ctx, GraphOp, Outcome};
-use crate::kernels::{Kernel, Variant, VariantParams};
-use crate::tolerance;
+use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
+use crate::bench::Work;
+use crate::findings::{bucket, k_fact, mm_path, repeated_expert, repeated_forced, rows, REPEATED_FACT};
+use crate::ggml::Config;
+use crate::kernels::KernelDef;
+use super::mul_mm::Family;
+use vkdiff_gpu::DeviceCaps;
 
 /// Products a case may compute (M·K·n_used·n_tokens).
 const PRODUCTS: usize = 1 << 22;
@@ -87,33 +91,39 @@ pub struct MulMmIdCase {
     pub cm1: bool,
 }
 
-/// The row in the kernel table.
-pub const KERNEL: Kernel = Kernel {
-    name: "mul_mm_id",
-    shader: "mul_mm.comp",
-    summary: "MUL_MAT_ID (mixture of experts) for several tokens through the matrix-matrix kernel, scalar fp16 path, KHR coopmat path (`_cm1` rows) and NV coopmat2 path (`_cm2` rows): experts f32/f16/bf16/quantized, row-id gathering, token chunks of 4096/n_used",
-    error_model: "the mul_mm (scalar), mul_mm cm1 or mul_mm_cm2 (cm2) error bound per (slot, token) with its expert's rows (tolerance::mul_mm_bounds, mul_mm_cm2_bounds)",
-    variants,
-    strategy: |v| match v.params {
-        VariantParams::MulMmId { a, b, acc16, mode } => strategy(a, b, acc16, mode)
-            .prop_map(Case::MulMmId)
-            .boxed(),
-        _ => unreachable!("mul_mm_id variant"),
-    },
-    requires: super::mul_mm::requires,
-};
+/// The MUL_MAT_ID matrix-matrix kernel (registry line in `src/cases/mod.rs`).
+pub struct MulMmId;
 
-fn variants() -> Vec<Variant> {
-    all_families(true)
-        .into_iter()
-        .map(|(a, b, acc16, mode)| {
-            Variant::new(
-                "mul_mm_id",
-                &family_name(a, b, acc16, true, mode),
-                VariantParams::MulMmId { a, b, acc16, mode },
-            )
-        })
-        .collect()
+impl KernelDef for MulMmId {
+    type Params = Family;
+    const NAME: &'static str = "mul_mm_id";
+    const SHADER: &'static str = "mul_mm.comp";
+    const SUMMARY: &'static str = "MUL_MAT_ID (mixture of experts) for several tokens through the matrix-matrix kernel, scalar fp16 path, KHR coopmat path (`_cm1` rows) and NV coopmat2 path (`_cm2` rows): experts f32/f16/bf16/quantized, row-id gathering, token chunks of 4096/n_used";
+    const ERROR_MODEL: &'static str = "the mul_mm (scalar), mul_mm cm1 or mul_mm_cm2 (cm2) error bound per (slot, token) with its expert's rows (src/cases/mul_mm/bounds.rs, bounds_cm2.rs)";
+
+    fn variants() -> Vec<(String, Family)> {
+        all_families(true)
+            .into_iter()
+            .map(|(a, b, acc16, mode)| {
+                let name = family_name(a, b, acc16, true, mode);
+                (name, Family { a, b, acc16, mode })
+            })
+            .collect()
+    }
+
+    fn strategy(p: &Family) -> BoxedStrategy<Case> {
+        strategy(p.a, p.b, p.acc16, p.mode)
+            .prop_map(Case::MulMmId)
+            .boxed()
+    }
+
+    fn requires(p: &Family, caps: &DeviceCaps) -> Option<String> {
+        super::mul_mm::requires(p, caps)
+    }
+
+    fn ggml_skip(p: &Family, config: Config) -> Option<String> {
+        super::mul_mm::ggml_skip(p, config)
+    }
 }
 
 /// Cases for the ID family (a, b, acc16) on the path `mode` (cm1 as scalar).
@@ -246,14 +256,8 @@ impl fmt::Display for MulMmIdCase {
     }
 }
 
-impl MulMmIdCase {
-    /// The case's path.
-    pub fn mode(&self) -> Mode {
-        mode_of(self.cm1, self.cm2)
-    }
-
-    /// The row's name: the unaligned SPIR-V the host selects on the case's path.
-    pub fn variant(&self) -> String {
+impl CaseModel for MulMmIdCase {
+    fn variant(&self) -> String {
         match runners::mul_mm::choose_id(
             self.mode(),
             self.a_type,
@@ -266,8 +270,7 @@ impl MulMmIdCase {
         }
     }
 
-    /// See [`Case::validate`](super::Case::validate).
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         let a_ok = matches!(self.a_type, DType::F32 | DType::F16 | DType::Bf16)
             || QUANT_TYPES.contains(&self.a_type);
         if !a_ok {
@@ -320,62 +323,7 @@ impl MulMmIdCase {
         Ok(())
     }
 
-    /// The ids, token-major, each in [0, n_as), from the seed's ids stream.
-    pub fn ids(&self) -> Vec<i32> {
-        let mut r = rng(self.seed, 2);
-        let n = self.n_as;
-        let mut ids = Vec::with_capacity(self.n_used * self.n_tokens);
-        for _ in 0..self.n_tokens {
-            match self.routing {
-                Routing::AllToOne => ids.extend(std::iter::repeat_n(n - 1, self.n_used)),
-                Routing::Distinct => {
-                    let mut perm: Vec<usize> = (0..n).collect();
-                    perm.shuffle(&mut r);
-                    ids.extend((0..self.n_used).map(|e| perm[e % n]));
-                }
-                Routing::Random => ids.extend((0..self.n_used).map(|_| r.gen_range(0..n))),
-                Routing::Repeated => {
-                    let pairs: Vec<usize> = (0..self.n_used.div_ceil(2))
-                        .map(|_| r.gen_range(0..n))
-                        .collect();
-                    ids.extend((0..self.n_used).map(|e| pairs[e / 2]));
-                }
-            }
-        }
-        ids.into_iter().map(|x| x as i32).collect()
-    }
-
-    /// The experts, b and ids, regenerated from the seed.
-    pub fn inputs(&self) -> Result<(Tensor, Tensor, Tensor), String> {
-        let experts = tensor(
-            self.a_type,
-            [self.k, self.m, self.n_as, 1],
-            self.a_blocks,
-            self.seed,
-            0,
-        );
-        let b_dense = tensor(
-            self.b_type,
-            [self.k + self.b_row_pad, self.ne11, self.n_tokens, 1],
-            Blocks::Quantized(self.b_dist),
-            self.seed,
-            1,
-        );
-        let b = Tensor::new(
-            self.b_type,
-            [self.k, self.ne11, self.n_tokens, 1],
-            b_dense.nb(),
-            b_dense.data().to_vec(),
-        )
-        .map_err(|e| e.to_string())?;
-        let ids_bytes = self.ids().iter().flat_map(|x| x.to_le_bytes()).collect();
-        let ids = Tensor::from_bytes(DType::I32, [self.n_used, self.n_tokens, 1, 1], ids_bytes)
-            .map_err(|e| e.to_string())?;
-        Ok((experts, b, ids))
-    }
-
-    /// Runs and judges the case.
-    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+    fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
         let (a, b, ids) = match self.inputs() {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
@@ -431,7 +379,7 @@ impl MulMmIdCase {
                         Err(e) => return Outcome::Error(e),
                     }
                 }
-                tolerance::loosest_mm(candidates)
+                super::mul_mm::bounds::loosest_mm(candidates)
             }
             Mode::Cm1 => cm1_bounds(
                 &arith,
@@ -443,7 +391,7 @@ impl MulMmIdCase {
                 &columns,
             ),
             Mode::Fp16 | Mode::Fp32 => {
-                tolerance::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+                crate::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
             }
         };
         let op = GraphOp::MulMatId {
@@ -470,6 +418,130 @@ impl MulMmIdCase {
         };
         judge(&run, &want, &bounds, None)
     }
+
+    fn forced(&self, _caps: &DeviceCaps) -> Vec<String> {
+        repeated_forced(&self.ids(), self.n_used)
+    }
+
+    fn path(&self) -> String {
+        mm_path(mode_of(self.cm1, self.cm2))
+    }
+
+    fn axes(&self) -> [&'static str; 4] {
+        ["rows", "slots", "tokens", "i3"]
+    }
+
+    fn facts(&self) -> Vec<String> {
+        let mut f = vec![
+            k_fact(self.k, self.a_type.block_len()),
+            rows(self.m),
+            format!("tokens {}", bucket(self.n_tokens)),
+            format!("slots {}", bucket(self.n_used)),
+        ];
+        if repeated_expert(&self.ids(), self.n_used) {
+            f.push(REPEATED_FACT.into());
+        }
+        if self.b_row_pad > 0 {
+            f.push("padded B rows".into());
+        }
+        // July 2025 hosts keep row ids for at most 4096 pairs in one dispatch.
+        if self.n_used * self.n_tokens > 4096 {
+            f.push("more than 4096 (slot, token) pairs".into());
+        }
+        f
+    }
+
+    fn cause(&self, facts: &mut Vec<String>) {
+        if repeated_expert(&self.ids(), self.n_used) {
+            facts.push(REPEATED_FACT.into());
+        }
+    }
+
+    fn dims(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("K", self.k),
+            ("M", self.m),
+            ("experts", self.n_as),
+            ("slots", self.n_used),
+            ("tokens", self.n_tokens),
+        ]
+    }
+
+    fn work(&self) -> Option<Work> {
+        // Every expert's weights once (a batch of tokens routes to most of them).
+        let a = (self.a_type.row_bytes(self.k).ok()? * self.m * self.n_as) as f64;
+        let rows = (self.n_used * self.n_tokens) as f64;
+        Some(Work {
+            bytes: a
+                + (self.b_type.row_bytes(self.k).ok()? * self.ne11 * self.n_tokens) as f64
+                + 4.0 * self.m as f64 * rows,
+            flops: 2.0 * (self.k * self.m) as f64 * rows,
+        })
+    }
+}
+
+impl MulMmIdCase {
+    /// The case's path.
+    pub fn mode(&self) -> Mode {
+        mode_of(self.cm1, self.cm2)
+    }
+
+
+
+    /// The ids, token-major, each in [0, n_as), from the seed's ids stream.
+    pub fn ids(&self) -> Vec<i32> {
+        let mut r = rng(self.seed, 2);
+        let n = self.n_as;
+        let mut ids = Vec::with_capacity(self.n_used * self.n_tokens);
+        for _ in 0..self.n_tokens {
+            match self.routing {
+                Routing::AllToOne => ids.extend(std::iter::repeat_n(n - 1, self.n_used)),
+                Routing::Distinct => {
+                    let mut perm: Vec<usize> = (0..n).collect();
+                    perm.shuffle(&mut r);
+                    ids.extend((0..self.n_used).map(|e| perm[e % n]));
+                }
+                Routing::Random => ids.extend((0..self.n_used).map(|_| r.gen_range(0..n))),
+                Routing::Repeated => {
+                    let pairs: Vec<usize> = (0..self.n_used.div_ceil(2))
+                        .map(|_| r.gen_range(0..n))
+                        .collect();
+                    ids.extend((0..self.n_used).map(|e| pairs[e / 2]));
+                }
+            }
+        }
+        ids.into_iter().map(|x| x as i32).collect()
+    }
+
+    /// The experts, b and ids, regenerated from the seed.
+    pub fn inputs(&self) -> Result<(Tensor, Tensor, Tensor), String> {
+        let experts = tensor(
+            self.a_type,
+            [self.k, self.m, self.n_as, 1],
+            self.a_blocks,
+            self.seed,
+            0,
+        );
+        let b_dense = tensor(
+            self.b_type,
+            [self.k + self.b_row_pad, self.ne11, self.n_tokens, 1],
+            Blocks::Quantized(self.b_dist),
+            self.seed,
+            1,
+        );
+        let b = Tensor::new(
+            self.b_type,
+            [self.k, self.ne11, self.n_tokens, 1],
+            b_dense.nb(),
+            b_dense.data().to_vec(),
+        )
+        .map_err(|e| e.to_string())?;
+        let ids_bytes = self.ids().iter().flat_map(|x| x.to_le_bytes()).collect();
+        let ids = Tensor::from_bytes(DType::I32, [self.n_used, self.n_tokens, 1, 1], ids_bytes)
+            .map_err(|e| e.to_string())?;
+        Ok((experts, b, ids))
+    }
+
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! RWKV_WKV7 cases. ggml accepts any head size S = C/H, so S is drawn widely (64 most often, as
 //! in real models); a shader that only handles some sizes fails on the others: a finding.
 
+pub mod bounds;
+
 use std::fmt;
 
 use proptest::prelude::*;
@@ -11,10 +13,11 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, values, Dist};
-use super::{Case, Ctx, GraphOp, Outcome};
+use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
+use crate::bench::Work;
 use crate::compare::compare;
-use crate::kernels::{Kernel, Variant};
-use crate::tolerance;
+use crate::findings::bucket;
+use crate::kernels::KernelDef;
 
 /// One RWKV_WKV7 evaluation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,16 +39,24 @@ pub struct Wkv7Case {
     pub seed: u64,
 }
 
-/// The row in the kernel table.
-pub const KERNEL: Kernel = Kernel {
-    name: "wkv7",
-    shader: "wkv7.comp",
-    summary: "RWKV-7 recurrence (GGML_OP_RWKV_WKV7), f32",
-    error_model: "first-order running error of the recurrence: γ(S) per dot, γ(3) per state update, carried through |w| and |b| (tolerance::wkv7_bounds)",
-    variants: || vec![Variant::new("wkv7", "rwkv_wkv7_f32", crate::kernels::VariantParams::Wkv7)],
-    strategy: |_| strategy().prop_map(Case::Wkv7).boxed(),
-    requires: |_, _| None,
-};
+/// The kernel (registry line in `src/cases/mod.rs`).
+pub struct Wkv7;
+
+impl KernelDef for Wkv7 {
+    type Params = ();
+    const NAME: &'static str = "wkv7";
+    const SHADER: &'static str = "wkv7.comp";
+    const SUMMARY: &'static str = "RWKV-7 recurrence (GGML_OP_RWKV_WKV7), f32";
+    const ERROR_MODEL: &'static str = "first-order running error of the recurrence: γ(S) per dot, γ(3) per state update, carried through |w| and |b| (src/cases/wkv7/bounds.rs)";
+
+    fn variants() -> Vec<(String, ())> {
+        vec![("rwkv_wkv7_f32".into(), ())]
+    }
+
+    fn strategy(_: &()) -> BoxedStrategy<Case> {
+        strategy().prop_map(Case::Wkv7).boxed()
+    }
+}
 
 /// Head sizes: 64 (the real one) most often, any size up to 128 (our shader's fast-path
 /// limit), 128 itself on its own (the workgroup size, where every invocation owns a row and the
@@ -115,14 +126,12 @@ impl fmt::Display for Wkv7Case {
     }
 }
 
-impl Wkv7Case {
-    /// Upstream's only variant.
-    pub fn variant(&self) -> String {
+impl CaseModel for Wkv7Case {
+    fn variant(&self) -> String {
         "rwkv_wkv7_f32".into()
     }
 
-    /// See [`Case::validate`](super::Case::validate).
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         let (s, h, t, b) = (self.head_size, self.heads, self.tokens_per_seq, self.seqs);
         super::check_sizes(
             "r/w/k/v/a/b",
@@ -136,6 +145,99 @@ impl Wkv7Case {
         super::check_sizes("state", &[("S", s), ("S", s), ("H", h), ("sequences", b)])
     }
 
+    fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        let [r, w, k, v, a, b, state] = self.inputs();
+        let inputs = Wkv7Inputs {
+            r: &r,
+            w: &w,
+            k: &k,
+            v: &v,
+            a: &a,
+            b: &b,
+            state: &state,
+        };
+        let want = match wkv7(&inputs) {
+            Ok(o) => o,
+            Err(e) => return Outcome::Skip(format!("ggml rejects the shapes: {e}")),
+        };
+        let run = match ctx.run_op(
+            want.ne,
+            &GraphOp::Wkv7([&r, &w, &k, &v, &a, &b, &state]),
+            |gpu, tree| runners::wkv7::run(gpu, tree, &inputs),
+        ) {
+            Ok(r) => r,
+            Err(outcome) => return outcome,
+        };
+        let exact = |t: &Tensor| t.rows().expect("f32");
+        let all = [&r, &w, &k, &v, &a, &b, &state].map(exact);
+        let (s, h, t) = (self.head_size, self.heads, self.tokens_per_seq * self.seqs);
+        let mut bounds = crate::cases::wkv7::bounds::wkv7_bounds(
+            s,
+            h,
+            t,
+            self.seqs,
+            [
+                &all[0], &all[1], &all[2], &all[3], &all[4], &all[5], &all[6],
+            ],
+        );
+        // Inputs are finite; a state that overflows f32 somewhere is not modelled.
+        crate::compare::undefined_where_non_finite(&want.values, &mut bounds);
+        let y_len = s * h * t;
+        let mut verdict = match compare(
+            &run.values,
+            &want.values,
+            &bounds,
+            |i| want.index_of(i),
+            |i| if i < y_len { "y" } else { "state" },
+        ) {
+            Ok(v) => v,
+            Err(e) => return Outcome::Error(e),
+        };
+        verdict.overrun = run.overrun;
+        Outcome::from_verdict(verdict, run.gpu_ns)
+    }
+
+    fn facts(&self) -> Vec<String> {
+        let mut f = Vec::new();
+        // Upstream's shader is written for one head size, 64 (its workgroup size).
+        f.push(format!(
+            "head size {}{}",
+            self.head_size,
+            if self.head_size == 64 { "" } else { " (not 64)" }
+        ));
+        f.push(format!("tokens {}", bucket(self.tokens_per_seq)));
+        if self.seqs > 1 {
+            f.push("several sequences".into());
+        }
+        f
+    }
+
+    fn dims(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("head size", self.head_size),
+            ("heads", self.heads),
+            ("tokens", self.tokens_per_seq),
+            ("sequences", self.seqs),
+        ]
+    }
+
+    fn work(&self) -> Option<Work> {
+        let (s, h, t, b) = (
+            self.head_size as f64,
+            self.heads as f64,
+            (self.tokens_per_seq * self.seqs) as f64,
+            self.seqs as f64,
+        );
+        let tensors = 6.0 * t * h * s + t * h * s + 2.0 * s * s * h * b;
+        // Per token and head: sa (2S²), the update (5S²), y (2S²).
+        Some(Work {
+            bytes: 4.0 * tensors,
+            flops: 9.0 * t * h * s * s,
+        })
+    }
+}
+
+impl Wkv7Case {
     /// The seven input tensors, regenerated from the seed.
     pub fn inputs(&self) -> [Tensor; 7] {
         let (s, h, t) = (self.head_size, self.heads, self.tokens_per_seq * self.seqs);
@@ -182,58 +284,5 @@ impl Wkv7Case {
             }
         }
         (a, b)
-    }
-
-    /// Runs and judges the case.
-    pub fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
-        let [r, w, k, v, a, b, state] = self.inputs();
-        let inputs = Wkv7Inputs {
-            r: &r,
-            w: &w,
-            k: &k,
-            v: &v,
-            a: &a,
-            b: &b,
-            state: &state,
-        };
-        let want = match wkv7(&inputs) {
-            Ok(o) => o,
-            Err(e) => return Outcome::Skip(format!("ggml rejects the shapes: {e}")),
-        };
-        let run = match ctx.run_op(
-            want.ne,
-            &GraphOp::Wkv7([&r, &w, &k, &v, &a, &b, &state]),
-            |gpu, tree| runners::wkv7::run(gpu, tree, &inputs),
-        ) {
-            Ok(r) => r,
-            Err(outcome) => return outcome,
-        };
-        let exact = |t: &Tensor| t.rows().expect("f32");
-        let all = [&r, &w, &k, &v, &a, &b, &state].map(exact);
-        let (s, h, t) = (self.head_size, self.heads, self.tokens_per_seq * self.seqs);
-        let mut bounds = tolerance::wkv7_bounds(
-            s,
-            h,
-            t,
-            self.seqs,
-            [
-                &all[0], &all[1], &all[2], &all[3], &all[4], &all[5], &all[6],
-            ],
-        );
-        // Inputs are finite; a state that overflows f32 somewhere is not modelled.
-        crate::compare::undefined_where_non_finite(&want.values, &mut bounds);
-        let y_len = s * h * t;
-        let mut verdict = match compare(
-            &run.values,
-            &want.values,
-            &bounds,
-            |i| want.index_of(i),
-            |i| if i < y_len { "y" } else { "state" },
-        ) {
-            Ok(v) => v,
-            Err(e) => return Outcome::Error(e),
-        };
-        verdict.overrun = run.overrun;
-        Outcome::from_verdict(verdict, run.gpu_ns)
     }
 }

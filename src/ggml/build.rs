@@ -43,8 +43,9 @@ pub fn ggml_root(dir: &Path) -> Result<PathBuf, String> {
 
 /// The cache root: `$VKDIFF_GGML_CACHE`, else `~/.cache/vkdiff-ggml`.
 pub fn cache_root() -> PathBuf {
-    std::env::var_os("VKDIFF_GGML_CACHE")
-        .map(PathBuf::from)
+    vkdiff_gpu::env::env()
+        .ggml_cache
+        .clone()
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
                 .join(".cache/vkdiff-ggml")
@@ -55,8 +56,8 @@ pub fn cache_root() -> PathBuf {
 /// ggml's coopmat, coopmat2, integer-dot and bf16 probes, Debian 12's does not), or
 /// `$VKDIFF_GLSLC`.
 pub fn find_glslc() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("VKDIFF_GLSLC") {
-        return Ok(PathBuf::from(p));
+    if let Some(p) = &vkdiff_gpu::env::env().glslc {
+        return Ok(p.clone());
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     // The binary is $CARGO_TARGET_DIR/<profile>/vkdiff (or …/deps/<test> for tests).
@@ -88,8 +89,8 @@ pub fn find_glslc() -> Result<PathBuf, String> {
 /// VK_EXT_layer_settings (recent trees); else Debian 13's, fetched by ci/vulkan-headers.sh
 /// (or `$VKDIFF_VULKAN_HEADERS`). Debian 12's 1.3.239 lacks both.
 fn vulkan_headers() -> Result<Option<PathBuf>, String> {
-    if let Some(p) = std::env::var_os("VKDIFF_VULKAN_HEADERS") {
-        return Ok(Some(PathBuf::from(p)));
+    if let Some(p) = &vkdiff_gpu::env::env().vulkan_headers {
+        return Ok(Some(p.clone()));
     }
     let system_ok = std::fs::read_to_string("/usr/include/vulkan/vulkan_core.h").is_ok_and(|s| {
         s.contains("VK_KHR_cooperative_matrix") && s.contains("VK_EXT_layer_settings")
@@ -315,7 +316,7 @@ pub fn build(dir: &Path) -> Result<Build, String> {
         .args(&options);
     run_logged(&mut configure, &mut log, "configure")
         .map_err(|e| failure(&e, &log_path, "configure"))?;
-    let jobs = std::env::var("VKDIFF_GGML_JOBS").unwrap_or_else(|_| {
+    let jobs = vkdiff_gpu::env::env().ggml_jobs.clone().unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2)

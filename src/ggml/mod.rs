@@ -13,12 +13,11 @@ pub mod ffi;
 use std::path::{Path, PathBuf};
 
 use vkdiff_gpu::device::Instance;
-use vkdiff_gpu::runners::flash_attn::Path as FaPath;
 use vkdiff_gpu::runners::KernelRun;
 use vkdiff_gpu::{DeviceCaps, Gpu, ShaderTree};
 
 use crate::cases::{Case, Ctx, GraphExec, GraphOp, Outcome};
-use crate::kernels::{Variant, VariantParams};
+use crate::kernels::Variant;
 use crate::worker::{read_frame, write_frame, Request, Response};
 use vkdiff_reference::tensor::Tensor;
 
@@ -139,37 +138,8 @@ impl Config {
 
     /// Why a variant (a path vkdiff models) is not what ggml runs under this configuration.
     pub fn variant_skip(self, v: &Variant) -> Option<String> {
-        let path = match self {
-            Config::ScalarFp32 | Config::ScalarFp16 => FaPath::Scalar,
-            Config::Cm1 => FaPath::Cm1,
-            Config::Cm2 => FaPath::Cm2,
-        };
-        match v.params {
-            VariantParams::FlashAttn { path: p, .. } if p != path => Some(format!(
-                "config {}: ggml runs flash attention on the {path:?} path, not {p:?}",
-                self.name()
-            )),
-            VariantParams::MulMm { mode, acc16, .. }
-            | VariantParams::MulMmId { mode, acc16, .. } => {
-                use vkdiff_gpu::runners::mul_mm::Mode;
-                let path = match self {
-                    Config::ScalarFp32 | Config::ScalarFp16 => Mode::Fp16,
-                    Config::Cm1 => Mode::Cm1,
-                    Config::Cm2 => Mode::Cm2,
-                };
-                match self {
-                    _ if mode != path => Some(format!(
-                        "config {}: ggml runs MUL_MAT on the {path:?} matmul, not {mode:?}",
-                        self.name()
-                    )),
-                    Config::ScalarFp32 if acc16 => {
-                        Some("config scalar-fp32: no f16 accumulators".into())
-                    }
-                    _ => None,
-                }
-            }
-            _ => None,
-        }
+        let kernel = crate::kernels::kernel(v.kernel)?;
+        (kernel.ggml_skip)(v, self)
     }
 }
 
@@ -202,7 +172,7 @@ impl GraphExec for Driver {
                 values: {
                     // VKDIFF_GGML_INJECT=<op name>: a wrong first element, the negative control
                     // that shows the comparison is live in backend mode.
-                    if std::env::var("VKDIFF_GGML_INJECT").is_ok_and(|o| o == op.name()) {
+                    if vkdiff_gpu::env::env().ggml_inject.as_deref() == Some(op.name()) {
                         r.values[0] += 1.0;
                     }
                     r.values
@@ -311,7 +281,7 @@ pub fn open(device: Option<&str>, lib_dir: &Path, config: Config) -> Result<(Gpu
     }
     let caps = config.caps(gpu.caps());
     gpu.set_caps(caps);
-    let tree = std::env::var_os("VKDIFF_GGML_TREE").map(PathBuf::from);
+    let tree = vkdiff_gpu::env::env().ggml_tree.clone();
     let mask_pad = kq_mask_pad(&[tree.as_deref().unwrap_or(lib_dir), lib_dir]);
     Ok((
         gpu,

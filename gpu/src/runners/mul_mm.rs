@@ -1273,7 +1273,7 @@ mod tests {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shaders");
         let mut tree = ShaderTree::with_cache(dir, None);
         let quants = DType::WEIGHT_QUANTS;
-        let only = std::env::var("VKDIFF_CM2_ONLY").ok();
+        let only = crate::env::env().cm2_only.clone();
         let mut failures = Vec::new();
         for id in [false, true] {
             for (a, b, acc16) in cm2_families(quants, id) {
@@ -1308,7 +1308,7 @@ mod tests {
     fn every_cm1_variant_compiles() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shaders");
         let mut tree = ShaderTree::with_cache(dir, None);
-        let only = std::env::var("VKDIFF_CM1_ONLY").ok();
+        let only = crate::env::env().cm1_only.clone();
         let mut pairs = vec![
             (DType::F32, DType::F16),
             (DType::F16, DType::F16),

@@ -1,0 +1,524 @@
+//! The flash-attention error model (scalar, cm1 and cm2 paths). Shared arithmetic:
+//! [`crate::tolerance`].
+
+#[allow(unused_imports)]
+use crate::tolerance::*;
+
+/// What the flash-attention error model needs to know about one dispatch (§9.5–9.8): the
+/// reduction structure the interface fixes, the path's arithmetic and the op's parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct FlashAttnShape {
+    /// Head size D.
+    pub d: usize,
+    /// Keys KV.
+    pub kv: usize,
+    /// Keys per tile (Bc).
+    pub bc: u32,
+    /// Workgroup size.
+    pub wg: u32,
+    /// Invocations per key's dot product (D_split; scalar path).
+    pub d_split: u32,
+    /// KV splits (1: none).
+    pub split_k: u32,
+    /// logit_softcap (0: none).
+    pub softcap: f32,
+    /// The ALiBi constants (slopes are exactly 1 when max_bias ≤ 0).
+    pub alibi: vkdiff_reference::ops::flash_attn::Alibi,
+    /// The arithmetic of the pipeline that ran.
+    pub arith: FaArith,
+}
+
+/// The arithmetic of a flash-attention pipeline (§9.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaArith {
+    /// `flash_attn.comp`: f32 throughout.
+    Scalar,
+    /// `flash_attn_cm1.comp`: f16 Q·scale and K, S in ACC_TYPE, f32 softmax, f16 P, O in
+    /// ACC_TYPE, final O·f16(1/L).
+    Cm1 {
+        /// ACC_TYPE is float16_t.
+        f16acc: bool,
+    },
+    /// `flash_attn_cm2.comp`: f16 Q·f16 scale, f16-decoded K and V, S, softmax and O in
+    /// ACC_TYPE, f16 P, P·V in f16 per tile.
+    Cm2 {
+        /// ACC_TYPE is float16_t.
+        f16acc: bool,
+    },
+}
+
+/// Per-row data terms the coopmat error models need beyond the reference's [`RowTerms`]
+/// (`vkdiff_reference::ops::flash_attn::RowTerms`), computed from the inputs by the case:
+/// what f16 rounding of Q and of decoded K scales with, and f16 range checks.
+#[derive(Debug, Clone, Default)]
+pub struct FaRowData {
+    /// |s'|, the scale the dot product is multiplied by.
+    pub s_abs: f64,
+    /// |s'|·Σ_d |q_d|.
+    pub q_abs: f64,
+    /// max_d |q_d|.
+    pub q_max: f64,
+    /// Per key: Σ_d |k_jd|.
+    pub k_abs: Vec<f64>,
+    /// Per key: the logit error from K's f16 decode, units·h·|s'|·Σ_d |q_d|·mag(k_jd) with
+    /// mag = |d·q| + |m| (= |k| without a minimum) and units from [`f16_decode_units`].
+    pub k_err: Vec<f64>,
+    /// Per key: max_d |k_jd|.
+    pub k_max: Vec<f64>,
+}
+
+/// How a K/V block format decodes to f16 on the coopmat paths: the relative error bound of the
+/// decoded element in units of U16 times its magnitude (|d·q| + |m|): 0 for f16 data (exact);
+/// 1 for d·q rounded once (both cm1's f32 d·q rounded to f16 and cm2's f16 product); 2 + U16
+/// for cm2's d·q + m with two roundings (|fl(fl(d·q) + m) − (d·q + m)| ≤ u|d·q|(1 + u) + u·|k̂|
+/// ≤ (2 + u)u·mag with u = U16).
+pub fn f16_decode_units(t: vkdiff_reference::DType) -> f64 {
+    use vkdiff_reference::DType;
+    match t {
+        DType::F16 => 0.0,
+        DType::Q4_1 | DType::Q5_1 => 2.0 + U16,
+        _ => 1.0,
+    }
+}
+
+/// Relative error bound of the shader's ALiBi slope `pow(base, e)`. Vulkan's precision rules
+/// (SPIR-V Vulkan environment, GLSL.std.450 table) give pow no bound of its own: it is
+/// *inherited from exp2(y·log2(x))*, with log2 within 2⁻²¹ absolute on [0.5, 2] and 3 ULP
+/// outside, the product y·log2(x) correctly rounded, and exp2(z) within 3 + 2|z| ULP (one ULP
+/// of a normal value is at most 2u relative). An error Δz in z becomes a factor 2^Δz.
+pub fn alibi_slope_error(base: f32, e: u32) -> f64 {
+    let (b, y) = (base as f64, e as f64);
+    let l = b.log2();
+    let z = y * l;
+    let e_log2 = if (0.5..=2.0).contains(&b) {
+        2f64.powi(-21)
+    } else {
+        3.0 * 2.0 * U32 * l.abs()
+    };
+    let dz = y * e_log2 + z.abs() * U32;
+    let exp2 = (3.0 + 2.0 * (z.abs() + dz)) * 2.0 * U32;
+    (1.0 + exp2) * (std::f64::consts::LN_2 * dz).exp() - 1.0
+}
+
+/// Absolute error bound of the shader's tanh(x̂) for |x̂| ≤ `ax`. tanh is inherited from
+/// sinh/cosh, themselves from (exp(x) ∓ exp(−x))/2: each exp within ε = (3 + 2|x|)·2u
+/// relative, the sum and difference rounded (u), the quotient 2.5 ULP (5u). With a = e^|x|,
+/// b = e^−|x| and |tanh| ≤ 1 that gives |Δ| ≤ 2ε + 7u. Past |x| ≈ 88 exp overflows f32 and
+/// the rules bound nothing: the error is then only known to be at most 2 (any value in
+/// [−1, 1]); cases keep softcap arguments below that.
+pub fn tanh_error(ax: f64) -> f64 {
+    if ax > 88.0 {
+        2.0
+    } else {
+        (19.0 + 8.0 * ax) * U32
+    }
+}
+
+/// Flash attention (§9.8, scalar path: everything in f32), per output element, from the exact
+/// terms of its row (see `vkdiff_reference::ops::flash_attn::RowTerms`) and V's exact values.
+///
+/// **Logits.** S_j = s'·(q·k_j) is a D-term dot product of exact inputs (f16 K widens exactly;
+/// q4_0/q8_0 d·q is exact in f32) after one rounding of q·s'. The interface splits it over
+/// D_split invocations, each summing D/D_split terms (ours: sequential fma; upstream: vec4
+/// `dot`s, ≤ 4 roundings each, then an add), combined in a tree of depth log₂ D_split, so
+/// |ΔS_j| ≤ γ(D/D_split + log₂ D_split + 5)·|s'|·Σ_d|q_d·k_jd| + (D + 1)·2⁻¹²⁶ =: σ_dot.
+/// A softcap c adds c·(σ_dot + [`tanh_error`]) (tanh is 1-Lipschitz) and u·|c·tanh| for the
+/// product; a mask adds |slope·m_j|·([`alibi_slope_error`] + u) for the bias product and
+/// u·|S_j| for the sum. Call the total σ_j and σ = max σ_j. Masked keys (−∞) have weight
+/// exactly 0 on both sides (exp(−∞) = +0).
+///
+/// **Weights.** The kernel's weight of key j is w_j·(1 + ρ_j) with w_j = e^(S_j − M). Its
+/// logarithmic error λ_j bounds: the logit error σ_j; exp(Ŝ_j − M̂) with an argument of size
+/// ≤ d_j + 2σ (d_j = M − S_j) rounded (u·|x|) and exp's 3 + 2|x| ULP: 6u + 5u·|x|; and every
+/// rescaling α = exp(M_old − M_new) applied to it later (per tile, per invocation's partial
+/// result in upstream's layout, per split: ⌈KV/Bc⌉ + 2 of them), each 6u + 5u·|Δ|, where the
+/// Δ along one term's path telescope to at most d_j + 2σ. So
+/// λ_j = σ_j + 6u·(⌈KV/Bc⌉ + 3) + 10u·(d_j + 2σ), and |ρ_j| ≤ e^λ_j − 1. Exactly (no first
+/// order): Σ w_j(1+ρ_j)(v_j − O)/Σ w_k(1+ρ_k) = Ô_w − O, so with P the exact softmax
+/// A_d = Σ_j P_j (e^λ_j − 1)|v_jd − O_d| / Σ_k P_k e^(−λ_k). Only ratios of weights matter,
+/// so the same identity with every weight taken relative to the largest one, key t (its own
+/// relative error is then 0, the others' at most e^(λ_j + λ_t) − 1, and the denominator at
+/// least P_t), gives A'_d = Σ_(j≠t) P_j (e^(λ_j + λ_t) − 1)|v_jd − O_d| / P_t, which is the
+/// smaller one when one key dominates (huge logits, whose own errors then do not matter);
+/// A_d is the minimum of the two, and of max_j |v_jd − O_d| (the kernel's result is a convex
+/// combination of the v_j, whatever its weights).
+///
+/// **Sums.** Σ_j p_j v_jd and L = Σ_j p_j are f32 chains of depth at most
+/// KV + ⌈KV/Bc⌉ + KV-groups + 2 (each term: the later fmas of its own tile or invocation, one
+/// rescale multiply per later tile, the combination of the WorkGroupSize/D_split column
+/// groups upstream keeps apart, an unfused product), plus k_num + 1 for the split-k reduce.
+/// The final O·(1/L) is 2.5 + 0.5 ULP (6u). With Ow = |O_d| + A_d and S1 the larger of the
+/// kernel's normalised weights times |v| (the minimum of Σ_j P_j e^λ_j |v_jd| / Σ_k P_k e^(−λ_k)
+/// and |v_td| + Σ_(j≠t) P_j e^(λ_j + λ_t)|v_jd| / P_t, as above):
+/// bound = A_d + (γ(d_pv)·S1 + γ(d_L)·Ow)·(1 + 6u)/(1 − γ(d_L)) + 6u·Ow
+///         + (KV + D + 1)·2⁻¹²⁶·(1 + 2 max_j|v_jd|)  (flushed subnormal weights and products).
+///
+/// Fully masked rows and rows with a non-finite logit get bound 0: their exact value is NaN.
+///
+/// **Coopmat paths** ([`FaArith::Cm1`], [`FaArith::Cm2`]; `extra` carries their per-row data
+/// [`FaRowData`] and, per V element, the absolute error of its f16 decode). The same
+/// derivation with the arithmetic §9.8 prescribes; e is ACC_TYPE's unit roundoff (u, or
+/// h = 2⁻¹¹ for the f16acc variants), and every f16 value may be flushed when below 2⁻¹⁴
+/// (no denorm mode is requested), an absolute error of 2⁻¹⁴ per rounding:
+/// * Logits: q̂ = fl16(fl32(q·s')) (cm1: relative (1+u)(1+h) − 1) or fl16(fl16(q)·fl16(s'))
+///   (cm2: (1+h)³ − 1); K as f16 (exact for f16 data, else relative `f16_decode_units`·h of
+///   its magnitude, see [`f16_decode_units`]); S = Σ_d q̂·k̂ in ACC_TYPE, any order of at most
+///   D + 1 roundings per term (f16: every product and add rounds): γ_e(D + 1). So
+///   σ_dot,j = [(1+ρq)(1+γ_e(D+1)) − 1]·|s'|Σ|q·k| + (1+ρq)(1+γ_e(D+1))·units·h·|s'|Σ|q|·mag(k)
+///   plus 1.01·2⁻¹⁴·(c_q·Σ_d|k_jd| + |s'|Σ|q|) (flushed q̂ and k̂; c_q = 1 on cm1, 1 + |s'| on
+///   cm2) plus, for f16 accumulators, (D + 1)·2⁻¹⁴. Softcap: tanh's bound in units of e, and
+///   the rounding of c·tanh to ACC_TYPE (u + e); mask: bias·(slope error + 3e) + 2e·|S_j|
+///   (slope, product and sum in ACC_TYPE).
+/// * Weights: as above with exp's unit ε_x (u on cm1, whose softmax is f32; e on cm2), the
+///   rescale products in ACC_TYPE ((6ε_x + e) per rescale), plus h for P's rounding to f16,
+///   plus ln 2 for a key that may fall below 2⁻¹⁴ in f16 (d_j + 2σ ≥ 9.6, as e^−9.7 = 2⁻¹⁴):
+///   flushing it or rounding it as a subnormal is a relative change in [−1, 1].
+/// * Sums: cm1 O chains in ACC_TYPE (γ_e(KV + tiles + 2)), L in f32 over the rounded P
+///   (γ_u(KV + tiles + 2)); cm2 P·V in an f16 accumulator per tile (γ_h(Bc + 1)) then added to
+///   O in ACC_TYPE (γ_e(tiles + 2) on top), L in ACC_TYPE (γ_e(KV + tiles + 2)). V's f16 decode
+///   (cm2) adds Σ_j P_j e^λ_j |Δv_jd| / Σ_k P_k e^−λ_k. f16 flushes in P·V (cm2, and cm1's f16
+///   O) add Σ_j min(w_j e^λ_j |v_jd|, 2⁻¹⁴) for the products and Σ_tiles min(Bc·2⁻¹⁴,
+///   Σ_(j∈tile) w_j e^λ_j |v_jd|) for the adds (w_j = e^(S_j − M) ≤ 1: a product is only
+///   flushed while tiny in its tile's units, which are never smaller than the final ones), plus
+///   (2·tiles + 2)·2⁻¹⁴ for f16acc O, all over Σ_k w_k e^−λ_k ≤ L. The final scaling is cm1's
+///   O·f16(1/L) (5u + h + e) or cm2's in ACC_TYPE (6e), and 2h more for an upstream kernel
+///   whose L adds the unrounded weights (its O and L weights then differ by a factor within
+///   1 ± h). With split-k, the reduce's f32 arithmetic as on the scalar path.
+/// * **f16 range.** What the interface computes in f16 can overflow for inputs ggml accepts:
+///   q̂ (|q|, |s'·q| > 65504), decoded K or V elements beyond 65504 (cm2 decodes blocks in f16;
+///   cm1 stages K as f16; a K element of any key, masked or not, since ∞ − ∞ in S is NaN), with f16 accumulators the logits (|s'|Σ|q·k| + error > 65504) and
+///   O's partial sums (Σ_j |v_jd| over the row's live keys > 65504; cm2's per-tile P·V
+///   accumulator is f16 even with f32 accumulators: per tile). On cm2 a decoded V element
+///   beyond 65504, or NaN, of any key, masked or not, poisons its output column: its zero
+///   weight times ∞ or NaN is NaN in the tile's f16 P·V (seen on the H100; upstream's cm2
+///   multiplies whole tiles the same way, while ggml's CPU path skips masked keys). Where that
+///   can happen the result
+///   may be ±∞ or NaN and is not judged: the bound is NaN there (the case counts and reports
+///   those elements). Upstream at the pinned commit does not clamp (§12 "later changed" 7).
+pub fn flash_attn_bounds(
+    shape: &FlashAttnShape,
+    fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
+    v_values: &[f64],
+    v_ne: [usize; 4],
+    extra: Option<(&[FaRowData], &[f64])>,
+) -> Vec<f64> {
+    let FlashAttnShape {
+        d,
+        kv,
+        bc,
+        wg,
+        d_split,
+        split_k,
+        softcap,
+        alibi,
+        arith,
+    } = *shape;
+    let (cm1, cm2, f16acc) = match arith {
+        FaArith::Scalar => (false, false, false),
+        FaArith::Cm1 { f16acc } => (true, false, f16acc),
+        FaArith::Cm2 { f16acc } => (false, true, f16acc),
+    };
+    let coop = cm1 || cm2;
+    // ACC_TYPE's unit roundoff, and γ for it.
+    let e = if f16acc { U16 } else { U32 };
+    let gamma_e = |n: f64| {
+        let x = n * e;
+        x / (1.0 - x)
+    };
+    let gamma_h = |n: f64| {
+        let x = n * U16;
+        x / (1.0 - x)
+    };
+    let d_split = d_split.max(1);
+    let log_split = (d_split as f64).log2().ceil();
+    let tiles = kv.div_ceil(bc.max(1) as usize) as f64;
+    let groups = (wg / d_split).max(1) as f64;
+    let split_depth = if split_k > 1 {
+        split_k as f64 + 1.0
+    } else {
+        0.0
+    };
+    // Logit: relative factor on |s'|Σ|q·k| (scalar: the f32 split dot product).
+    let rho_q = if cm1 {
+        (1.0 + U32) * (1.0 + U16) - 1.0
+    } else {
+        (1.0 + U16).powi(3) - 1.0
+    };
+    let acc_dot = gamma_e(d as f64 + 1.0);
+    let g_dot = if coop {
+        (1.0 + rho_q) * (1.0 + acc_dot) - 1.0
+    } else {
+        gamma((d / d_split as usize) as f64 + log_split + 5.0)
+    };
+    // exp's unit and the per-rescale error.
+    let ex = if cm1 { U32 } else { e };
+    let rescale = if coop {
+        (6.0 * ex + e) * (tiles + 3.0)
+    } else {
+        6.0 * U32 * (tiles + 3.0)
+    };
+    let (g_pv, g_l) = if cm1 {
+        let depth = kv as f64 + tiles + 2.0;
+        (gamma_e(depth), gamma(depth))
+    } else if cm2 {
+        (
+            (1.0 + gamma_h(bc as f64 + 1.0)) * (1.0 + gamma_e(tiles + 2.0)) - 1.0,
+            gamma_e(kv as f64 + tiles + 2.0),
+        )
+    } else {
+        let depth = kv as f64 + tiles + groups + 2.0 + split_depth;
+        (gamma(depth), gamma(depth))
+    };
+    // The split-k reduce's f32 chain on top (the scalar depth already has it).
+    let (g_pv, g_l) = if coop && split_k > 1 {
+        let r = gamma(split_depth);
+        (
+            (1.0 + g_pv) * (1.0 + r) - 1.0,
+            (1.0 + g_l) * (1.0 + r) - 1.0,
+        )
+    } else {
+        (g_pv, g_l)
+    };
+    let fin = if !coop {
+        6.0 * U32
+    } else if split_k > 1 {
+        6.0 * U32 + 2.0 * U16
+    } else if cm1 {
+        5.0 * U32 + U16 + e + 2.0 * U16
+    } else {
+        6.0 * e + 2.0 * U16
+    };
+    let f16_o_flush = cm2 || (cm1 && f16acc);
+    let cap = softcap as f64;
+    let floor_dot = subnormal_floor(d);
+    let floor_out = subnormal_floor(kv + d);
+    let dv = fa.out.ne[0];
+    let mut bounds = vec![0.0; fa.out.values.len()];
+    for (r, (row, out)) in fa.rows.iter().zip(bounds.chunks_exact_mut(dv)).enumerate() {
+        if row.fully_masked || row.non_finite {
+            continue;
+        }
+        let live = |j: &usize| row.logits[*j] != f64::NEG_INFINITY;
+        let data = extra.map(|(rows, _)| &rows[r]);
+        let s_abs = data.map_or(0.0, |x| x.s_abs);
+        // f16 range of the inputs the coopmat paths convert.
+        if let Some(x) = data {
+            let q_over = if cm2 {
+                x.q_max > F16_MAX || x.q_max * s_abs > F16_MAX
+            } else {
+                x.q_max * s_abs > F16_MAX
+            };
+            // Masked keys too: the coopmat S = Q·Kᵀ covers whole tiles, and an ∞ in k̂ makes
+            // S_j ±∞ or NaN, which the −∞ mask turns into NaN (∞ − ∞), not −∞ (0.1.161's cm1
+            // on the H100 clamped that NaN row to −65504).
+            let k_over = (0..kv).any(|j| x.k_max[j] > F16_MAX);
+            // Every partial sum of the f16 logit is at most its terms' Σ|q̂·k̂| grown by the
+            // roundings on its way, (1 + g_dot)·(|s'|Σ|q·k| + K's decode error), and the
+            // bias sum adds at most |S_j|.
+            let s_over = f16acc
+                && (0..kv).filter(live).any(|j| {
+                    (row.dot_magnitude[j] + x.k_err[j]) * (1.0 + g_dot) + row.logits[j].abs()
+                        > F16_MAX
+                });
+            if q_over || k_over || s_over {
+                out.fill(f64::NAN);
+                continue;
+            }
+        }
+        let slope_err = if alibi.max_bias > 0.0 {
+            let (base, e) = alibi.slope_parts(row.h);
+            alibi_slope_error(base, e)
+        } else {
+            0.0
+        };
+        let sigma: Vec<f64> = (0..kv)
+            .map(|j| {
+                if row.logits[j] == f64::NEG_INFINITY {
+                    return 0.0;
+                }
+                let s_dot = match data {
+                    Some(x) => {
+                        let c_q = if cm2 { 1.0 + s_abs } else { 1.0 };
+                        g_dot * row.dot_magnitude[j]
+                            + (1.0 + g_dot) * x.k_err[j]
+                            // A flushed q̂ or k̂ (< 2⁻¹⁴) drops its product with a partner
+                            // that is rounded ((1 + ρq)) and then carried through the
+                            // sum's roundings: (1 + g_dot) in all.
+                            + (1.0 + g_dot) * F16_MIN_NORMAL * (c_q * x.k_abs[j] + x.q_abs)
+                            + if f16acc {
+                                (d as f64 + 1.0) * F16_MIN_NORMAL
+                            } else {
+                                0.0
+                            }
+                    }
+                    None => g_dot * row.dot_magnitude[j] + floor_dot,
+                };
+                let mut s = if cap != 0.0 {
+                    let t = row.x[j].tanh();
+                    let (t_err, round) = if coop {
+                        (tanh_error(row.x[j].abs() + s_dot) * e / U32, U32 + e)
+                    } else {
+                        (tanh_error(row.x[j].abs() + s_dot), U32)
+                    };
+                    cap.abs() * (s_dot + t_err) + round * (cap * t).abs()
+                } else {
+                    s_dot
+                };
+                if row.mask[j] != 0.0 {
+                    let bias = (row.slope * row.mask[j]).abs();
+                    s += if coop {
+                        bias * (slope_err + 3.0 * e) + 2.0 * e * row.logits[j].abs()
+                    } else {
+                        bias * (slope_err + U32) + U32 * row.logits[j].abs()
+                    };
+                }
+                s
+            })
+            .collect();
+        let max = (0..kv)
+            .filter(live)
+            .map(|j| row.logits[j])
+            .fold(f64::NEG_INFINITY, f64::max);
+        let sigma_max = (0..kv).filter(live).map(|j| sigma[j]).fold(0.0, f64::max);
+        let lambda: Vec<f64> = (0..kv)
+            .map(|j| {
+                let dj = max - row.logits[j] + 2.0 * sigma_max;
+                let mut l = sigma[j] + rescale + 10.0 * ex * dj;
+                if coop {
+                    l += U16;
+                    // P_j ≥ e^(S_j − M)·e^(−l) (the running maximum is never above M): it
+                    // can fall below 2⁻¹⁴ only if M − S_j + l ≥ 14·ln 2 (= 9.704).
+                    if max - row.logits[j] + l >= 14.0 * std::f64::consts::LN_2 {
+                        l += std::f64::consts::LN_2;
+                    }
+                }
+                // Unclamped: e^λ may be ∞ below. A candidate that becomes ∞ loses every
+                // `min`, and one that becomes NaN (0·∞: a weight that underflowed f64) is
+                // dropped by f64::min, so the caps decide; clamping λ would shrink a
+                // candidate below what the derivation gives.
+                l
+            })
+            .collect();
+        let den: f64 = (0..kv)
+            .filter(live)
+            .map(|j| row.weights[j] * (-lambda[j]).exp())
+            .sum();
+        let top = (0..kv)
+            .filter(live)
+            .find(|&j| row.logits[j] == max)
+            .expect("a live key");
+        let (p_top, l_top) = (row.weights[top], lambda[top]);
+        let (iv2, iv3) = row.v_index;
+        let v_at = |j: usize| ((iv3 * v_ne[2] + iv2) * v_ne[1] + j) * v_ne[0];
+        let first = r * dv;
+        for (i, b) in out.iter_mut().enumerate() {
+            let o = fa.out.values[first + i];
+            let (mut a, mut s1, mut vmax) = (0.0, 0.0, 0.0f64);
+            let (mut a_top, mut s1_top) = (0.0, v_values[v_at(top) + i].abs());
+            let (mut vdec, mut flush_prod, mut v_sum) = (0.0, 0.0, 0.0);
+            let mut tile_sums = vec![0.0; tiles as usize];
+            let mut tile_abs = vec![0.0; tiles as usize];
+            let mut v_over = false;
+            let mut a_cap = 0.0f64;
+            let mut v_err_max = 0.0f64;
+            // |v_jd − O_d| as f64 numbers: the reference's O (a KV-term f64 sum) and the
+            // difference carry f64 roundings, γ₆₄(KV + 3)·(|v| + max|v|). When one key
+            // dominates, v_t − O is below f64's resolution and rounds to 0 while e^λ_t may be
+            // 10⁵¹ (a softcap argument past 88, where tanh is only known to lie in [−1, 1]):
+            // the exact product is not 0 (the emulation in tests/bounds_soundness.rs found it).
+            let g64 = (kv as f64 + 3.0) * 2f64.powi(-53);
+            let vmax_all = (0..kv)
+                .filter(live)
+                .map(|j| v_values[v_at(j) + i].abs())
+                .fold(0.0, f64::max);
+            for j in (0..kv).filter(live) {
+                let v = v_values[v_at(j) + i];
+                let p = row.weights[j];
+                let diff = (v - o).abs() + g64 * (v.abs() + vmax_all);
+                a_cap = a_cap.max(diff);
+                a += p * lambda[j].exp_m1() * diff;
+                s1 += p * lambda[j].exp() * v.abs();
+                if j != top {
+                    let rel = lambda[j] + l_top;
+                    a_top += p * rel.exp_m1() * diff;
+                    s1_top += p * rel.exp() * v.abs() / p_top;
+                }
+                vmax = vmax.max(v.abs());
+                if coop {
+                    let t = j / bc.max(1) as usize;
+                    if let Some((_, v_err)) = extra {
+                        vdec += p * lambda[j].exp() * v_err[v_at(j) + i];
+                        v_err_max = v_err_max.max(v_err[v_at(j) + i]);
+                    }
+                    let w = p / p_top * lambda[j].exp() * v.abs();
+                    flush_prod += w.min(F16_MIN_NORMAL);
+                    tile_sums[t] += w;
+                    // For the f16 range of O: P̂_j = exp(Ŝ_j − M̂) ≤ 1 + 6·ε_x (its argument
+                    // is ≤ 0; exp(0) within 3 ULP), times |v̂_j| ≤ |v_jd| + its decode error.
+                    let v_hat = v.abs() + extra.map_or(0.0, |(_, e)| e[v_at(j) + i]);
+                    tile_abs[t] += v_hat;
+                    v_sum += v_hat;
+                }
+            }
+            // cm2 decodes every key of a tile, masked ones too, and multiplies their zero
+            // weights in the f16 P·V: a decoded V element beyond f16 range (∞), or NaN, makes
+            // that product 0·∞ or 0·NaN = NaN whether or not the key is masked (ggml's CPU
+            // path skips masked keys, so its result is finite there).
+            if cm2 {
+                v_over = (0..kv).any(|j| {
+                    let v = v_values[v_at(j) + i].abs();
+                    v.is_nan() || v > F16_MAX
+                });
+            }
+            if coop {
+                // O's partial sums are at most (1 + 6ε_x)·Σ|v̂_j| grown by their roundings
+                // (1 + g_pv); cm2's per-tile f16 P·V by γ_h(Bc + 1).
+                let p_max = 1.0 + 6.0 * ex;
+                let over = v_over
+                    || (f16acc && p_max * v_sum * (1.0 + g_pv) > F16_MAX)
+                    || (cm2
+                        && tile_abs
+                            .iter()
+                            .any(|&t| p_max * t * (1.0 + gamma_h(bc as f64 + 1.0)) > F16_MAX));
+                if over {
+                    *b = f64::NAN;
+                    continue;
+                }
+            }
+            // The kernel's result is a convex combination of the v_j (non-negative weights over
+            // their own sum), so it is never further than max_j |v_jd − O_d| from O (its
+            // rounding aside), and its weighted |v| is at most max_j |v_jd|: caps for rows whose
+            // logit errors leave the weights undetermined.
+            let a = (a / den).min(a_top / p_top).min(a_cap);
+            let s1 = (s1 / den).min(s1_top).min(vmax);
+            let ow = o.abs() + a;
+            let mut extra_abs = 0.0;
+            if coop {
+                // Both also capped by the convex-combination argument: at most the largest
+                // decode error, and 2⁻¹⁴ per f16 rounding over an L of at least 1 (the key at
+                // the kernel's maximum has weight exp(0) = 1).
+                extra_abs += (vdec / den).min(v_err_max);
+                if f16_o_flush {
+                    let den_w = den / p_top;
+                    let adds: f64 = tile_sums
+                        .iter()
+                        .map(|&t| t.min(bc as f64 * F16_MIN_NORMAL))
+                        .sum();
+                    let o16 = if f16acc {
+                        (2.0 * tiles + 2.0) * F16_MIN_NORMAL
+                    } else {
+                        0.0
+                    };
+                    let cap = (2.0 * kv as f64 + 2.0) * F16_MIN_NORMAL + o16;
+                    extra_abs += ((flush_prod + adds + o16) / den_w).min(cap);
+                }
+            }
+            *b = a
+                + extra_abs
+                + (g_pv * s1 + g_l * ow) * (1.0 + fin) / (1.0 - g_l)
+                + fin * ow
+                + floor_out * (1.0 + 2.0 * vmax);
+        }
+    }
+    bounds
+}
