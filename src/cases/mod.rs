@@ -7,6 +7,8 @@
 //! skipped with that name), never a narrowing of the strategy.
 
 pub mod data;
+#[cfg(test)]
+pub(crate) mod test_devices;
 
 use std::fmt;
 

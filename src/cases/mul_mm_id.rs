@@ -549,24 +549,16 @@ mod tests {
     use super::*;
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
-    use vkdiff_gpu::DeviceCaps;
 
     #[test]
     fn every_case_of_a_row_runs_that_row_and_chunks_happen() {
-        let caps = DeviceCaps {
-            subgroup_size: 8,
-            shared_memory: 32768,
-            fp16: true,
-            storage16: true,
-            max_workgroup_count: [65535; 3],
-            ..DeviceCaps::default()
-        };
+        let caps = crate::cases::test_devices::lavapipe();
         let mut runner = TestRunner::deterministic();
         for (a, b, acc16, mode) in all_families(true) {
             let caps = if mode == Mode::Fp16 {
                 caps.clone()
             } else {
-                crate::cases::mul_mm::tests::h100()
+                crate::cases::test_devices::h100()
             };
             let name = family_name(a, b, acc16, true, mode);
             let (mut chunked, mut overfull) = (0, 0);
