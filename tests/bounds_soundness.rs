@@ -738,3 +738,123 @@ proptest! {
         }
     }
 }
+
+/// The K-quant super-block mat-vec body with a min (mul_mat_vec_superblock.comp, q2_K/q4_K/
+/// q5_K): invocation tid takes the 16-element group tid mod 16 of super-blocks ⌊tid/16⌋,
+/// ⌊tid/16⌋ + lanes, …; per group s_b = Σ b (in order), s_qb = Σ q·b (an fma chain) and
+/// acc ← fma(d·sc, s_qb, fma(−dmin·m, s_b, acc)) with the scale products exact in f32; `fused`
+/// false rounds every product and add separately (Vulkan may or may not fuse). Then the tree.
+#[allow(clippy::too_many_arguments)]
+fn kquant_mat_vec_emulated(
+    groups: &[(f32, f32, [f32; 16])],
+    b: &[f32],
+    block_size: usize,
+    fused: bool,
+    pairing: u64,
+) -> f32 {
+    let fma = |x: f32, y: f32, z: f32| if fused { x.mul_add(y, z) } else { x * y + z };
+    let lanes = (block_size / 16).max(1);
+    let super_blocks = groups.len() / 16;
+    let mut partial = vec![0.0f32; block_size.max(16)];
+    for (tid, acc) in partial.iter_mut().enumerate() {
+        let grp = tid % 16;
+        let mut sb = tid / 16;
+        while sb < super_blocks {
+            let (dsc, dmm, q) = groups[sb * 16 + grp];
+            let bs = &b[(sb * 16 + grp) * 16..][..16];
+            let s_b = bs[1..].iter().fold(bs[0], |s, &x| s + x);
+            let s_qb = q.iter().zip(bs).fold(0.0f32, |s, (&q, &x)| fma(q, x, s));
+            *acc = fma(dsc, s_qb, fma(-dmm, s_b, *acc));
+            sb += lanes;
+        }
+    }
+    let mut rng = pairing;
+    while partial.len() > 1 {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let rot = (rng >> 33) as usize % partial.len();
+        partial.rotate_left(rot);
+        let half = partial.len().div_ceil(2);
+        let (lo, hi) = partial.split_at(half);
+        let mut next = lo.to_vec();
+        for (x, y) in next.iter_mut().zip(hi) {
+            *x += *y;
+        }
+        partial = next;
+    }
+    partial[0]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// The K-quant mat-vec model (γ(mul_mat_vec_depth_of)·Σ(|d·sc·q| + |dmin·m|)·|b| + floor)
+    /// covers the super-block body with a min, fused or not, any tree pairing, with scales and
+    /// minimums drawn to cancel (d·sc·q ≈ dmin·m) as well as not.
+    #[test]
+    fn kquant_mat_vec_bound_covers_emulated_f32(
+        (groups, b, block_size, fused, pairing) in (1usize..=4, prop_oneof![Just(16usize), Just(32), Just(64)])
+            .prop_flat_map(|(super_blocks, bs)| {
+                let scale = prop_oneof![1e-3f32..1.0, 1.0f32..100.0, Just(0.0f32)];
+                let group = (scale.clone(), 0u32..64, scale, 0u32..64, prop::array::uniform16(0u32..16))
+                    .prop_map(|(d, sc, dmin, m, q)| {
+                        // d and dmin are f16 values in the block; the products are exact in f32.
+                        let (d, dmin) = (half::f16::from_f32(d).to_f32(), half::f16::from_f32(dmin).to_f32());
+                        (d * sc as f32, dmin * m as f32, q.map(|x| x as f32))
+                    });
+                let val = prop_oneof![-4.0f32..4.0, -1e3f32..1e3, -1e-3f32..1e-3];
+                (
+                    prop::collection::vec(group, super_blocks * 16),
+                    prop::collection::vec(val, super_blocks * 256),
+                    Just(bs),
+                    any::<bool>(),
+                    any::<u64>(),
+                )
+            })
+    ) {
+        let got = kquant_mat_vec_emulated(&groups, &b, block_size, fused, pairing);
+        let (mut exact, mut magnitude) = (0.0f64, 0.0f64);
+        for (g, &(dsc, dmm, q)) in groups.iter().enumerate() {
+            for (j, &qj) in q.iter().enumerate() {
+                let x = b[g * 16 + j] as f64;
+                exact += (dsc as f64 * qj as f64 - dmm as f64) * x;
+                magnitude += ((dsc as f64 * qj as f64).abs() + (dmm as f64).abs()) * x.abs();
+            }
+        }
+        let k = b.len();
+        let bound = vkdiff::cases::mul_mat_vec::bounds::mul_mat_vec_bounds_of(
+            &[magnitude], k, block_size as u32, vkdiff_reference::DType::Q4_K)[0];
+        let err = (got as f64 - exact).abs();
+        prop_assert!(err <= bound, "K={} BLOCK_SIZE={} fused {}: |{} - {}| = {:e} > {:e}", k, block_size, fused, got, exact, err, bound);
+    }
+}
+
+/// A deterministic adversarial input for the K-quant body: every b just above 1 and every q at
+/// 15, so the fmas of the q·b chain and the adds of the b sum round the same way. The error
+/// reaches 0.117 of the bound (random data stays far lower), so a model weakened to below about
+/// a ninth of itself fails here; γ(depth) charges every rounding at the largest partial sum,
+/// which a growing chain reaches only at its end.
+#[test]
+fn kquant_mat_vec_bound_covers_a_one_sided_rounding_chain() {
+    let b = vec![1.0f32 + 5.0 * f32::EPSILON; 4 * 256];
+    let groups = vec![(1.0f32, 0.0f32, [15.0f32; 16]); 4 * 16];
+    let mut worst = 0.0f64;
+    for (block_size, fused) in [(16, true), (16, false), (32, true), (64, false)] {
+        let got = kquant_mat_vec_emulated(&groups, &b, block_size, fused, 7);
+        let exact: f64 = b.iter().map(|&x| 15.0 * x as f64).sum();
+        let bound = vkdiff::cases::mul_mat_vec::bounds::mul_mat_vec_bounds_of(
+            &[exact],
+            b.len(),
+            block_size as u32,
+            vkdiff_reference::DType::Q4_K,
+        )[0];
+        let err = (got as f64 - exact).abs();
+        assert!(
+            err <= bound,
+            "BLOCK_SIZE={block_size} fused {fused}: |{got} - {exact}| = {err:e} > {bound:e}"
+        );
+        worst = worst.max(err / bound);
+    }
+    println!("worst error/bound {worst:.3}");
+}
