@@ -90,7 +90,7 @@ fn caught(variant: &str, tree: &Path) -> (Case, Reproducer) {
 }
 
 #[test]
-fn mat_vec_dropping_the_last_k_element_is_caught_and_shrunk_to_k_1() {
+fn mat_vec_dropping_the_last_k_element_is_caught_and_shrunk_to_a_few_unaligned_k() {
     let tree = mutant(
         "matvec-offbyone",
         "mul_mat_vec.comp",
