@@ -153,7 +153,7 @@ pub enum Command {
         max_findings: u32,
         /// The known-findings file: findings already understood upstream, one per line as
         /// `PATTERN & PATTERN :: explanation :: fix` (default: known-findings.txt of this
-        /// checkout, when it exists). Matching findings are reported apart and do not fail the
+        /// checkout when it exists, else the list built into the binary). Matching findings are reported apart and do not fail the
         /// run; an entry that no longer reproduces is flagged stale. `@TEXT` patterns scope an
         /// entry to runs (`@shaders`, `@ggml`, `@0.1.109`: see the file's header).
         #[arg(long)]
@@ -306,7 +306,7 @@ pub enum Command {
         #[arg(long)]
         html: Option<PathBuf>,
         /// Match the findings against this known-findings file (default: known-findings.txt
-        /// of this checkout) and print the distinct findings; exits as `run` would.
+        /// of this checkout, else the built-in list) and print the distinct findings; exits as `run` would.
         #[arg(long)]
         known: Option<PathBuf>,
     },
@@ -667,7 +667,8 @@ fn own_shaders_run(lines: &[Line]) -> bool {
     }) && any
 }
 
-/// The known-findings list: `path`, else known-findings.txt of this checkout when it exists.
+/// The known-findings list: `path`, else known-findings.txt of this checkout when it exists
+/// (edits take effect without a rebuild), else the copy built into the binary.
 fn load_known(path: Option<PathBuf>) -> Result<Vec<crate::findings::Known>, String> {
     let path = path.or_else(|| Some(crate::findings::default_known_file()).filter(|p| p.is_file()));
     match &path {
@@ -675,7 +676,8 @@ fn load_known(path: Option<PathBuf>) -> Result<Vec<crate::findings::Known>, Stri
             .map_err(|e| format!("{}: {e}", p.display()))
             .and_then(|t| crate::findings::parse_known(&t))
             .map_err(|e| format!("{}: {e}", p.display())),
-        None => Ok(Vec::new()),
+        None => crate::findings::parse_known(crate::findings::BUILTIN_KNOWN)
+            .map_err(|e| format!("the built-in known-findings list: {e}")),
     }
 }
 

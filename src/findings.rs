@@ -798,6 +798,10 @@ pub fn stale<'a>(
         .collect()
 }
 
+/// The known-findings list this binary was built with (an installed binary, away from its
+/// checkout, still knows the list of its release).
+pub const BUILTIN_KNOWN: &str = include_str!("../known-findings.txt");
+
 /// The default known-findings file: `known-findings.txt` at the checkout's root.
 pub fn default_known_file() -> std::path::PathBuf {
     std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/known-findings.txt"))
@@ -806,6 +810,11 @@ pub fn default_known_file() -> std::path::PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_built_in_known_list_parses() {
+        assert!(!parse_known(BUILTIN_KNOWN).unwrap().is_empty());
+    }
 
     #[test]
     fn location_names_tails_by_alignment() {
