@@ -136,8 +136,12 @@ fn mat_vec_emulated(a: &[f32], b: &[f32], block_size: usize, perm: &[usize], pai
             *p = a[i].mul_add(b[i], *p);
         }
     }
-    // A tree of depth ⌈log₂ BLOCK_SIZE⌉: each level halves the count, pairing the survivors
-    // in an order drawn from `pairing`.
+    tree_sum(partial, pairing)
+}
+
+/// The workgroup's reduction of its invocations' partial sums: a tree of depth ⌈log₂ n⌉, each
+/// level halving the count and pairing the survivors in an order drawn from `pairing`.
+fn tree_sum(mut partial: Vec<f32>, pairing: u64) -> f32 {
     let mut rng = pairing;
     while partial.len() > 1 {
         rng = rng
@@ -744,7 +748,6 @@ proptest! {
 /// ⌊tid/16⌋ + lanes, …; per group s_b = Σ b (in order), s_qb = Σ q·b (an fma chain) and
 /// acc ← fma(d·sc, s_qb, fma(−dmin·m, s_b, acc)) with the scale products exact in f32; `fused`
 /// false rounds every product and add separately (Vulkan may or may not fuse). Then the tree.
-#[allow(clippy::too_many_arguments)]
 fn kquant_mat_vec_emulated(
     groups: &[(f32, f32, [f32; 16])],
     b: &[f32],
@@ -768,22 +771,7 @@ fn kquant_mat_vec_emulated(
             sb += lanes;
         }
     }
-    let mut rng = pairing;
-    while partial.len() > 1 {
-        rng = rng
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let rot = (rng >> 33) as usize % partial.len();
-        partial.rotate_left(rot);
-        let half = partial.len().div_ceil(2);
-        let (lo, hi) = partial.split_at(half);
-        let mut next = lo.to_vec();
-        for (x, y) in next.iter_mut().zip(hi) {
-            *x += *y;
-        }
-        partial = next;
-    }
-    partial[0]
+    tree_sum(partial, pairing)
 }
 
 proptest! {
