@@ -344,6 +344,12 @@ fn ceiling(
     for _ in 0..8 {
         let (units, ns) = run(gpu, pipeline, size)?;
         let Some(ns) = ns else { break };
+        // The ladder shows the fixed cost of one dispatch (small sizes) next to the rate.
+        eprintln!(
+            "ceiling {file}: size {size}: {:.1} µs, {:.1} units/ns",
+            ns / 1e3,
+            units / ns
+        );
         best = Some(units / ns);
         if ns >= 20e6 || size >= max {
             break;

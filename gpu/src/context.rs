@@ -771,9 +771,12 @@ impl Job<'_> {
                     );
                 }
                 if let Some(t) = timed {
+                    // BOTTOM_OF_PIPE: written once everything before it has finished. A
+                    // TOP_OF_PIPE start may be written while the previous repetition still
+                    // runs, which charges part of it to this one.
                     d.cmd_write_timestamp(
                         cb,
-                        vk::PipelineStageFlags::TOP_OF_PIPE,
+                        vk::PipelineStageFlags::BOTTOM_OF_PIPE,
                         gpu.query_pool,
                         2 * t,
                     );
