@@ -14,7 +14,8 @@ t_install=$(date +%s)
 source ci/env.sh
 # What earlier runs left (CI's own output then says whether its times were measured cold).
 shaderc_cached=$(compgen -G "$CARGO_TARGET_DIR/release/build/shaderc-sys-*/out/lib*" >/dev/null && echo warm || echo cold)
-ggml_cached=$(find "${VKDIFF_GGML_CACHE:-$HOME/.cache/vkdiff-ggml}" -mindepth 2 -maxdepth 2 -name build -type d 2>/dev/null | wc -l)
+# (A machine that never built ggml has no cache folder: find fails, which is not an error.)
+ggml_cached=$({ find "${VKDIFF_GGML_CACHE:-$HOME/.cache/vkdiff-ggml}" -mindepth 2 -maxdepth 2 -name build -type d 2>/dev/null || true; } | wc -l)
 bash ci/install.sh
 # Every GPU call runs under the Khronos validation layer (with synchronization validation):
 # any message fails its case. Override with VKDIFF_VALIDATE=0.
