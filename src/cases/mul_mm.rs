@@ -712,8 +712,15 @@ impl CaseModel for MulMmCase {
         // NaN and ±∞: IEEE propagation through the operands as staged (block formats: see
         // `dot_special`).
         let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
+        let a_special = match self.mode() {
+            Mode::Cm2 => match cm2_special_operands(&a, &b, &plan.staging, &a_rows) {
+                Ok(v) => std::borrow::Cow::Owned(v),
+                Err(e) => return Outcome::Error(e),
+            },
+            _ => std::borrow::Cow::Borrowed(&a_rows[..]),
+        };
         let specials = tolerance::mul_mat_specials(
-            &a_rows,
+            &a_special,
             &b_rows,
             self.k,
             self.m,
@@ -980,6 +987,37 @@ pub fn cm2_operand_errors(exact: &Tensor, staged: &Tensor) -> Result<Vec<Option<
             }
         })
         .collect())
+}
+
+/// A's values for the NaN/±∞ judgement on the cm2 path. An exact zero that the f16 decode may
+/// not reproduce (a cancellation d·sc·q − dmin·mn whose terms round: [`cm2_decode_error`] is not
+/// 0 there) becomes `f64::MIN_POSITIVE`, a value that may be 0 or tiny of either sign, so that
+/// `dot_special` leaves ±∞ times it undefined instead of expecting NaN. Seen on the H100: a q5_K
+/// zero (d·13·4 − d·52) decoded to about −7·10⁻⁷ (d·13 rounded to f16, d·52 kept exact by an
+/// fma), and −∞ times it gave +∞ (docs/mul-mm-cm2.md).
+///
+/// [`cm2_decode_error`]: crate::cases::mul_mm::bounds_cm2::cm2_decode_error
+pub fn cm2_special_operands(
+    a: &Tensor,
+    b: &Tensor,
+    staging: &Staging,
+    a_rows: &[f64],
+) -> Result<Vec<f64>, String> {
+    let (sa, _) = runners::mul_mm::staged(a, b, staging).map_err(|e| e.to_string())?;
+    Ok(uncertain_zeros(a_rows, &cm2_operand_errors(a, &sa)?))
+}
+
+/// [`cm2_special_operands`]' rule: a zero whose operand error is not 0 (or unbounded) may be
+/// tiny of either sign.
+pub fn uncertain_zeros(rows: &[f64], errors: &[Option<f64>]) -> Vec<f64> {
+    rows.iter()
+        .zip(errors)
+        .map(|(&x, e)| match e {
+            _ if x != 0.0 => x,
+            Some(e) if *e == 0.0 => x,
+            _ => f64::MIN_POSITIVE,
+        })
+        .collect()
 }
 
 /// The cm2 bounds of a plan (see [`crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]).

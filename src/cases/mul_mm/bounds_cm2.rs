@@ -440,6 +440,30 @@ mod cm2_tests {
         }
     }
 
+    /// The H100's cm2 q5_K zero (docs/mul-mm-cm2.md): d·13·4 − d·52 with d·13 rounded to f16 and
+    /// d·52 kept exact by an fma is about −7·10⁻⁷, inside the decode error the model charges,
+    /// so ∞ times that operand is not judged as NaN.
+    #[test]
+    fn a_cancelled_q5_k_zero_may_decode_nonzero() {
+        let d = -(1.0 + 2f64.powi(-10)) * 2f64.powi(-14);
+        let f16 = |x: f64| half::f16::from_f64(x).to_f64();
+        let device = f16(f16(d * 13.0) * 4.0 - d * 52.0);
+        assert!(device < 0.0, "{device}");
+        let terms = DecodeTerms {
+            p: d * 13.0 * 4.0,
+            m: d * 52.0,
+            tiny: 1.0,
+            huge: 0.0,
+        };
+        assert_eq!(terms.p - terms.m, 0.0);
+        let (e, ovf) = cm2_decode_error(DType::Q5_K, &terms);
+        assert!(!ovf && e >= device.abs(), "{e} vs {device}");
+        let marked = crate::cases::mul_mm::uncertain_zeros(&[0.0, 0.0], &[Some(e), Some(0.0)]);
+        let sp = |a: f64| crate::tolerance::dot_special(&[a], &[f64::NEG_INFINITY], Fp::F16, Fp::F32, Fp::F32, false);
+        assert_eq!(sp(marked[0]), crate::tolerance::Special::Undefined);
+        assert_eq!(sp(marked[1]), crate::tolerance::Special::Nan, "a certain zero");
+    }
+
     #[test]
     fn decode_error_charges_terms_not_the_cancelled_result() {
         let t = DecodeTerms {
