@@ -122,6 +122,9 @@ pub struct Spread {
     pub inf: usize,
     /// Finite but out of bound.
     pub wrong: usize,
+    /// Of `wrong`: finite where NaN or ±∞ was due (e.g. an accumulator clamped to its range).
+    #[serde(default)]
+    pub finite_for_special: usize,
     /// Regions (e.g. "state", or a fully masked row) holding failures, in first-seen order.
     pub regions: Vec<String>,
 }
@@ -142,6 +145,10 @@ impl Spread {
             Mismatch::Unwritten => self.unwritten += 1,
             Mismatch::NonFinite if got.is_nan() => self.nan += 1,
             Mismatch::NonFinite if got.is_infinite() => self.inf += 1,
+            Mismatch::NonFinite if got.is_finite() => {
+                self.finite_for_special += 1;
+                self.wrong += 1;
+            }
             _ => self.wrong += 1,
         }
         if !region.is_empty() && !self.regions.iter().any(|r| r == region) {

@@ -229,6 +229,8 @@ pub fn primary_kind(outcome: &Outcome) -> String {
                 "±inf".into()
             } else if s.regions.iter().any(|r| r.starts_with("fully masked")) {
                 "finite where ggml gives NaN (fully masked row)".into()
+            } else if s.finite_for_special > 0 && s.finite_for_special == s.wrong {
+                "finite where ggml gives NaN or ±inf".into()
             } else {
                 "wrong value".into()
             }
@@ -342,8 +344,9 @@ pub fn facts(case: &Case) -> Vec<String> {
 /// nondeterministic values are one family, because one root cause (a race, an unbounded read of
 /// whatever memory holds) shows as any of them from case to case (on the H100 the MUL_MAT_ID
 /// store race shrank to 39 fine signatures: 25 nondeterministic, 12 wrong, 1 NaN, 1 ±inf). Outputs
-/// never written, writes past dst, finite rows where ggml gives NaN, crashes, hangs and each
-/// validation message keep their own family: they point at different code.
+/// never written, writes past dst, finite rows where ggml gives NaN, finite values where ggml gives
+/// NaN or ±∞ (a clamp), crashes, hangs and each validation message keep their own family: they
+/// point at different code.
 pub fn symptom(kind: &str) -> String {
     match kind {
         "wrong value" | "NaN" | "±inf" | "nondeterministic" => "wrong or unstable values".into(),
@@ -1036,6 +1039,26 @@ mod tests {
         assert!(stale(&known, &d, &reports).is_empty());
         let whole = parse_known("wkv7 & | reachable :: any reachable wkv7 :: -\n").unwrap();
         assert!(distinct(&reports, &whole)[0].known.is_some());
+    }
+
+    /// 0.1.161's f16-accumulator clamp (F26): NaN and −∞ come out as −65504. That is its own
+    /// symptom, apart from values that are merely inaccurate.
+    #[test]
+    fn finite_values_where_nan_or_inf_is_due_are_their_own_kind() {
+        let flat = |i: usize| [i, 0, 0, 0];
+        let kind = |got: &[f32], want: &[f64]| {
+            let bounds = vec![1.0; got.len()];
+            let verdict = crate::compare::compare(got, want, &bounds, flat, |_| "").unwrap();
+            primary_kind(&Outcome::Fail { verdict })
+        };
+        let clamped = kind(
+            &[-65504.0, -65504.0, 1.0],
+            &[f64::NAN, f64::NEG_INFINITY, 1.0],
+        );
+        assert_eq!(clamped, "finite where ggml gives NaN or ±inf");
+        assert_ne!(symptom(&clamped), symptom("wrong value"));
+        // One inaccurate finite value among them: a value failure, not this kind.
+        assert_eq!(kind(&[-65504.0, 5.0], &[f64::NAN, 1.0]), "wrong value");
     }
 
     #[test]
