@@ -43,15 +43,16 @@ for target in $(cargo +nightly fuzz list); do
         runs+=("$target:")
     fi
 done
-for run in "${runs[@]}"; do
+# One run of a target (its time is its own: FUZZ_JOBS of them, default one per core, run side by
+# side, each single-threaded, so the wall time shrinks and each keeps its full FUZZ_SECONDS).
+fuzz_one() {
+    local run=$1 target kernel name corpus log status
     target=${run%%:*}
     kernel=${run#*:}
     name=$target${kernel:+_$kernel}
     corpus="$CARGO_TARGET_DIR/corpus/$name"
     mkdir -p "$corpus" "artifacts/$name"
-    echo "ci/fuzz.sh: $name for ${seconds}s"
     log="$CARGO_TARGET_DIR/$name.log"
-    set +e
     # The built binary directly (memory settings: see the README, Fuzzing). LeakSanitizer's exit check (ASAN_OPTIONS) would otherwise report
     # the Vulkan driver's allocations, which it frees only at process exit.
     VKDIFF_FUZZ_KERNEL="$kernel" ASAN_OPTIONS="detect_leaks=0:detect_odr_violation=0:quarantine_size_mb=64" \
@@ -59,13 +60,27 @@ for run in "${runs[@]}"; do
         -artifact_prefix="artifacts/$name/" \
         -max_total_time="$seconds" -rss_limit_mb=6144 -detect_leaks=0 -print_final_stats=1 > "$log" 2>&1
     status=$?
-    set -e
-    grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec)" "$log" || true
+    echo "$status" > "$statuses/$name"
+    echo "ci/fuzz.sh: $name ran ${seconds}s: exit $status; $(grep -E "^stat::(number_of_executed_units|average_exec_per_sec)" "$log" | tr '\n' ' ')"
     if [ "$status" -ne 0 ]; then
         tail -n 60 "$log"
         echo "ci/fuzz.sh: $name failed (full log: $log)" >&2
         [ -z "$kernel" ] || echo "  reproducer: vkdiff fuzz-repro $kernel fuzz/artifacts/$name/<file>" >&2
-        exit 1
     fi
+    return "$status"
+}
+slots="${FUZZ_JOBS:-$(nproc)}"
+statuses=$(mktemp -d)
+set +e
+for run in "${runs[@]}"; do
+    while (($(jobs -rp | wc -l) >= slots)); do wait -n; done
+    fuzz_one "$run" &
 done
+wait
+set -e
+# Each run wrote its exit status (collected from files: `wait -n` may reap a job early).
+if grep -qv '^0$' "$statuses"/* || (($(ls "$statuses" | wc -l) != ${#runs[@]})); then
+    echo "ci/fuzz.sh: failed: $(grep -lv '^0$' "$statuses"/* | xargs -r -n1 basename | tr '\n' ' ')" >&2
+    exit 1
+fi
 echo "ci/fuzz.sh: every target ran ${seconds}s without a crash or mismatch"
