@@ -1154,6 +1154,35 @@ pub(crate) mod tests {
 
     use crate::cases::test_devices::{h100, lavapipe};
 
+    /// The H100 case of docs/mul-mm-cm2.md, judged on the CPU: dst[29,117] (row 29 of A has a
+    /// cancelled q5_K zero at k = 184, column 117 of B −∞ there) was expected NaN, the device's
+    /// cm2 decode gave +∞; with the cm2 operands it is unjudged, and no other element's class
+    /// changes.
+    #[test]
+    fn the_h100_q5_k_cancelled_zero_is_not_expected_nan() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/h100_q5k_cm2_cancelled_zero.json");
+        let repro = crate::repro::Reproducer::read(std::path::Path::new(path)).unwrap();
+        let Case::MulMm(c) = repro.case else {
+            panic!("not a mul_mm case")
+        };
+        let (a, b) = c.inputs().unwrap();
+        let plan = runners::mul_mm::plan(&h100(), c.mode(), &a, &b, c.prec, None).unwrap();
+        let (a_rows, b_rows) = (a.rows().unwrap(), b.rows().unwrap());
+        let columns = crate::cases::batched_columns(c.n, c.ne02, c.r2, c.ne03, c.m);
+        let arith = arith_of(&plan.staging, c.a_type, plan.split_k, plan.k_split);
+        let formats = (arith.a_operand, arith.b_operand, arith.acc);
+        let specials = |rows: &[f64]| {
+            tolerance::mul_mat_specials(rows, &b_rows, c.k, c.m, &columns, formats, false)
+        };
+        let exact = specials(&a_rows);
+        let cm2 = specials(&cm2_special_operands(&a, &b, &plan.staging, &a_rows).unwrap());
+        let at = 117 * c.m + 29;
+        assert_eq!(exact[at], tolerance::Special::Nan);
+        assert_eq!(cm2[at], tolerance::Special::Undefined);
+        let changed = exact.iter().zip(&cm2).filter(|(x, y)| x != y).count();
+        assert!(changed >= 1 && changed < exact.len() / 100, "{changed} elements changed class");
+    }
+
     #[test]
     fn every_case_of_a_row_runs_that_row() {
         let (mut ragged, mut reduced) = (0, [0usize; 2]);
