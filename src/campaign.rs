@@ -122,10 +122,25 @@ pub struct Finding {
     pub original: Case,
     /// Evaluations spent shrinking.
     pub shrink_steps: u32,
+    /// Shrinking stopped at the variant's time share (`--time`) rather than at a minimum: the
+    /// case is the smallest failing one found by then.
+    #[serde(default)]
+    pub shrink_cut: bool,
     /// Which elements failed and by how much.
     pub explanation: String,
     /// The reproducer file, when written.
     pub repro: Option<PathBuf>,
+}
+
+impl Finding {
+    /// How the report names the case: "minimal", or the cut shrink's smallest-so-far.
+    pub fn minimal_label(&self) -> &'static str {
+        if self.shrink_cut {
+            "smallest found (shrinking cut at the time share)"
+        } else {
+            "minimal"
+        }
+    }
 }
 
 /// The summary of one variant.
@@ -280,8 +295,11 @@ pub fn run_variant_observed(
                 if let Some(f) = report.findings.iter_mut().find(|f| f.group == key) {
                     f.cases += 1;
                 } else if report.findings.len() < settings.max_findings as usize {
+                    // Shrinking spends the variant's own time share: with `--time`, later
+                    // variants and configurations still get theirs.
+                    let deadline = settings.time_budget.map(|b| start + b);
                     report.findings.push(shrink(
-                        eval, tree_value, case, outcome, reach, key, settings,
+                        eval, tree_value, case, outcome, reach, key, settings, deadline,
                     ));
                 } else {
                     *report.unshrunk.entry(key).or_default() += 1;
@@ -316,7 +334,16 @@ pub fn run_variant_observed(
             shaders: eval.shaders(),
             ggml: eval.ggml(),
             finding: format!("{}\n{}", f.signature, f.explanation),
-            shrunk_from: format!("{} ({} shrink steps)", f.original, f.shrink_steps),
+            shrunk_from: format!(
+                "{} ({} shrink steps{})",
+                f.original,
+                f.shrink_steps,
+                if f.shrink_cut {
+                    ", stopped at the time share: not minimal"
+                } else {
+                    ""
+                }
+            ),
             case: f.case.clone(),
         };
         match r.write(dir) {
@@ -344,14 +371,20 @@ fn shrink(
     reach: Reach,
     key: String,
     settings: &Settings,
+    deadline: Option<Instant>,
 ) -> Finding {
     let start_reach = reach.clone();
     let mut best = (original.clone(), outcome, reach);
     let mut steps = 0;
+    let mut cut = false;
     // A crash that needed earlier cases in its worker does not come from this case's sizes:
     // shrinking it would only chase the worker's history.
     if findings::primary_kind(&best.1) != findings::AFTER_EARLIER_KIND && value.simplify() {
         while steps < settings.shrink_budget {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                cut = true;
+                break;
+            }
             steps += 1;
             let candidate = value.current();
             let outcome = eval.evaluate(&candidate);
@@ -382,6 +415,7 @@ fn shrink(
         case,
         original,
         shrink_steps: steps,
+        shrink_cut: cut,
         repro: None,
     }
 }
@@ -485,8 +519,13 @@ pub fn table(reports: &[VariantReport]) -> String {
         for f in &r.findings {
             let _ = writeln!(
                 s,
-                "FAIL {} {} ({} cases): {}\n  minimal: {}",
-                r.variant, r.config, f.cases, f.signature, f.case
+                "FAIL {} {} ({} cases): {}\n  {}: {}",
+                r.variant,
+                r.config,
+                f.cases,
+                f.signature,
+                f.minimal_label(),
+                f.case
             );
         }
         for (key, n) in &r.unshrunk {
@@ -557,7 +596,13 @@ pub fn findings_summary(distinct: &[findings::Distinct], stale: &[&findings::Kno
         for e in d.evidence() {
             let _ = writeln!(s, "  {e}");
         }
-        let _ = writeln!(s, "  minimal: {}\n  its signature: {}", f.case, f.signature);
+        let _ = writeln!(
+            s,
+            "  {}: {}\n  its signature: {}",
+            f.minimal_label(),
+            f.case,
+            f.signature
+        );
         let first: Vec<&str> = f.explanation.lines().take(3).collect();
         s.push_str(&indent(&first.join("\n")));
         for m in d.other_kinds() {

@@ -924,6 +924,7 @@ mod tests {
             case: case.clone(),
             original: case,
             shrink_steps: 0,
+            shrink_cut: false,
             explanation: String::new(),
             repro: None,
         }

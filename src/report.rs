@@ -320,7 +320,7 @@ pub fn html(lines: &[Line]) -> String {
             esc(&v.config)
         );
         for f in &v.findings {
-            let _ = write!(s, "<p class=\"bad\">Finding: {} ({} cases, shrunk in {} steps)</p><pre>{}\nshrunk from: {}\n\n{}</pre>", esc(&f.signature.to_string()), f.cases, f.shrink_steps, esc(&f.case.to_string()), esc(&f.original.to_string()), esc(&f.explanation));
+            let _ = write!(s, "<p class=\"bad\">Finding: {} ({} cases, shrunk in {} steps{})</p><pre>{}\nshrunk from: {}\n\n{}</pre>", esc(&f.signature.to_string()), f.cases, f.shrink_steps, if f.shrink_cut { ", cut at the time share" } else { "" }, esc(&f.case.to_string()), esc(&f.original.to_string()), esc(&f.explanation));
             if let Some(p) = &f.repro {
                 let _ = write!(
                     s,
