@@ -4,200 +4,250 @@
 // flash_attn_base.comp).
 //
 // One workgroup computes Br query rows (or Br heads in GQA mode) over its keys
-// [kv_begin, kv_end), in tiles of Bc keys, with a running maximum M, running sum L and
-// unnormalised output O per row, all in shared memory. Per tile:
-//   1. scores: the key's dot product with each row is split over D_split invocations (each
-//      takes D/D_split consecutive elements, summed sequentially with fma); the partial sums
-//      go to shared memory. Keys at or past kv_end are neither read nor scored, so any KV and
-//      any split length work.
-//   2. softmax update (one invocation per row): partials summed in a fixed tree of depth
-//      log₂ D_split, then S = softcap·tanh(S) when a softcap is set, S += slope·mask; the new
-//      maximum M' = max(M, max S), α = exp(M − M'), P = exp(S − M'), L = L·α + Σ P.
-//   3. output update (one invocation per 4 output elements): O = O·α + Σ_c P_c·V_c, in key
-//      order, with fma.
-// At the end the row is O·(1/L) in dst, or (O, L, M) in the split-k scratch for
-// flash_attn_split_k_reduce.comp. A key whose mask entry is −∞ is skipped (weight 0, like
-// ggml's CPU path), and so is any key whose weight underflows to 0 in step 3. A row whose keys
+// [kv_begin, kv_end). Its invocations form COL_GROUPS = WorkGroupSize/D_split column groups of
+// D_split lanes. Each group is an independent flash-attention pass over its own keys (key c of
+// every Bc-key tile with c ≡ group mod COL_GROUPS), keeping its own running maximum M, sum L and
+// unnormalised output O in registers (lane l holds the elements 4l + 4·D_split·t .. +3 of each
+// row); nothing is shared between groups until the end, so the key loop has no barrier.
+// Per tile and group:
+//   1. scores: each of the group's keys is dotted with each row, lane l summing its
+//      D/D_split elements sequentially with fma, then the lanes' partial sums combined by a
+//      butterfly (subgroupShuffleXor, depth log₂ D_split; IEEE addition commutes, so every
+//      lane gets the same bits). Then S = softcap·tanh(S) when a softcap is set, S += slope·mask.
+//   2. softmax update: M' = max(M, the tile's scores), α = exp(M − M'), P = exp(S − M'),
+//      L = L·α + Σ P, O = O·α + Σ P·V (fma, in key order).
+// At the end the groups are combined (one rescale each: f_g = exp(M_g − max_g M_g)), in group
+// order, through shared memory; the row is O·(1/L) in dst, or (O, L, M) in the split-k scratch
+// for flash_attn_split_k_reduce.comp. A key whose mask entry is −∞ is skipped (weight 0, like
+// ggml's CPU path), and so is any key whose weight underflows to 0 (per row: 0·∞ would be NaN). A row whose keys
 // are all masked keeps L = 0 and is written as NaN: ggml's CPU path gives 0·(1/0) = NaN there at
 // the pinned commit (Vulkan leaves 1/0 undefined, so the kernel writes the NaN itself).
 //
-// Shared memory: Br·D (Q) + Br·D (O) + Br·Bc·D_split (partial dots) + 2·Br·Bc (scores, live
-// flags) + 3·Br words: 26 KiB at most (Br = 8, D = 256, Bc = 32, D_split = 8).
+// Needs: D_split ≤ the subgroup size (the host takes D_split = min(sg, 8, lsb(D)/4)) and lanes
+// of a group in one subgroup (D_split divides the subgroup size: both are powers of two).
+// Shared memory: Br·D (Q) + COL_GROUPS·(D + 2·Br) (the combination) + Br words: 20 KiB at most
+// (Br = 8, D = 256, D_split = 8).
 //
 // Worked example (q4_0 K/V, D = 64, N = 3, H = 2, H_kv = 2, KV = 40, no mask, Br = 8,
 // Bc = 32, D_split = 8, WorkGroupSize = 128): dispatch (1, 2, 1). In workgroup (0, 1, 0) rows
-// 0..2 are queries 0..2 of head 1 (rows 3..7 hold zeros and are never stored); 16 groups of 8
-// invocations score the keys: invocation 77 is group 9, lane 5, so in tile 0 it sums elements
-// 40..47 of key 9 against each row, and in tile 1 (keys 32..39, ncols = 8) it has no key.
-// Key 9's elements 40..43 are block 9·nb11 + 1 of the head's slice (nb11 = 2 blocks per row),
-// low nibbles of qs[8..11]. In step 3 invocation 20 owns row 1, elements 16..19 (20 = 1·16
-// + 4), and writes dst[1·2·64 + 1·64 + 16 ..] = (16, h = 1, q = 1).
+// 0..2 are queries 0..2 of head 1 (rows 3..7 are past N: neither computed nor stored); 16
+// groups of 8 lanes. Invocation 77 is group 9, lane 5: it holds elements 20..23 and 52..55 of
+// O for rows 0..2, and scores key 9 in tile 0 and key 32 + 9 = 41 ≥ KV in tile 1 (not live:
+// keys 40.. are never read). Key 9's elements 20..23 are in block 9·nb11 + 0 of the head's
+// slice (nb11 = 2 blocks per row), high nibbles of qs[4..7]; 52..55 in block 9·nb11 + 1.
+// At the end invocation 5 (< D/4 = 16) sums the groups' elements 20..23 of row 1 and writes
+// dst[1·2·64 + 1·64 + 20 ..] = (20, h = 1, q = 1).
+
+#extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_shader_subgroup_shuffle : enable
 
 #include "flash_attn_base.comp"
 
 const uint COL_GROUPS = WorkGroupSize / D_split;
 const uint D_PER_LANE = D / D_split;
+const uint T4 = D_PER_LANE / 4;                           // vec4s per lane and row
+const uint KEYS_PER_GROUP = (Bc + COL_GROUPS - 1) / COL_GROUPS;
 
-shared float Qs[Br * D];
-shared vec4 Os[Br * D / 4];
-shared float partial[Br * Bc * D_split];
-shared float scores[Br * Bc];
-shared uint key_live[Br * Bc];
-shared float row_max[Br];
-shared float row_sum[Br];
-shared float row_alpha[Br];
+shared vec4 Qs[Br * D / 4];
+shared float slope_of[Br];
+// The combination: each group's M and L per row, and one row of every group's O at a time.
+shared float group_max[COL_GROUPS * Br];
+shared float group_sum[COL_GROUPS * Br];
+shared vec4 group_o[COL_GROUPS * D / 4];
 
 void main()
 {
     init_indices();
     const uint tid = gl_LocalInvocationID.x;
+    const uint lane = tid % D_split;
+    const uint group = tid / D_split;
+    // Rows past N are neither computed nor stored.
+    const uint rows = min(Br, p.N - row_tile * Br);
 
-    // Q rows, multiplied by the scale (rows past N are zero and never stored).
-    for (uint e = tid; e < Br * D; e += WorkGroupSize) {
-        const uint r = e / D;
-        const uint d = e % D;
-        float q = 0.0;
-        if (row_valid(r)) {
-            q = data_q[q_base + (row_tile * Br + r) * q_stride + d] * p.scale;
+    // Q rows, multiplied by the scale (rows past N are zero).
+    for (uint e = tid; e < Br * D / 4; e += WorkGroupSize) {
+        const uint r = e / (D / 4);
+        const uint d = (e % (D / 4)) * 4;
+        vec4 q = vec4(0.0);
+        if (r < rows) {
+            const uint at = q_base + (row_tile * Br + r) * q_stride + d;
+            q = vec4(data_q[at], data_q[at + 1], data_q[at + 2], data_q[at + 3]) * p.scale;
         }
         Qs[e] = q;
     }
-    for (uint o = tid; o < Br * D / 4; o += WorkGroupSize) {
-        Os[o] = vec4(0.0);
-    }
     if (tid < Br) {
-        row_max[tid] = NEG_HALF_MAX;
-        row_sum[tid] = 0.0;
-        row_alpha[tid] = 1.0;
+        slope_of[tid] = alibi_slope(row_head(tid));
     }
     barrier();
 
-    const uint lane = tid % D_split;
-    const uint group = tid / D_split;
-    float slope = 1.0;
-    if (tid < Br) {
-        slope = alibi_slope(row_head(tid));
+    const bool masked = p.mask != 0;
+    float M[Br], L[Br];
+    vec4 O[Br][T4];
+    [[unroll]] for (uint r = 0; r < Br; ++r) {
+        M[r] = NEG_HALF_MAX;
+        L[r] = 0.0;
+        [[unroll]] for (uint t = 0; t < T4; ++t) {
+            O[r][t] = vec4(0.0);
+        }
     }
 
     for (uint first = kv_begin; first < kv_end; first += Bc) {
         const uint ncols = min(Bc, kv_end - first);
 
-        // 1. Partial dot products: lane `lane` of group `group` takes elements
-        //    lane·D_PER_LANE .. + D_PER_LANE of keys first + group, + COL_GROUPS, ...
-        for (uint c = group; c < ncols; c += COL_GROUPS) {
+        // 1. Scores of this group's keys (not live: past the tile, or masked with −∞).
+        float S[KEYS_PER_GROUP][Br];
+        bool live[KEYS_PER_GROUP][Br];
+        float tile_max[Br];
+        [[unroll]] for (uint r = 0; r < Br; ++r) {
+            tile_max[r] = NEG_HALF_MAX;
+        }
+        [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
+            const uint c = group + i * COL_GROUPS;
+            const bool in_tile = c < ncols;
             float acc[Br];
-            for (uint r = 0; r < Br; ++r) {
+            [[unroll]] for (uint r = 0; r < Br; ++r) {
                 acc[r] = 0.0;
             }
-            for (uint t = 0; t < D_PER_LANE; t += 4) {
-                const uint d = lane * D_PER_LANE + t;
-                const vec4 k = load_k4(k_base, first + c, d);
-                for (uint r = 0; r < Br; ++r) {
-                    const uint qi = r * D + d;
-                    float a = acc[r];
-                    a = fma(Qs[qi], k.x, a);
-                    a = fma(Qs[qi + 1], k.y, a);
-                    a = fma(Qs[qi + 2], k.z, a);
-                    a = fma(Qs[qi + 3], k.w, a);
-                    acc[r] = a;
-                }
-            }
-            for (uint r = 0; r < Br; ++r) {
-                partial[(r * Bc + c) * D_split + lane] = acc[r];
-            }
-        }
-        barrier();
-
-        // 2. Scores and the softmax update, one invocation per row. A key whose mask entry is
-        //    −∞ is skipped, as ggml's CPU path does: weight exactly 0, its K and V values never
-        //    used (no arithmetic on the infinity either).
-        if (tid < Br) {
-            const uint r = tid;
-            const bool masked = p.mask != 0 && row_valid(r);
-            const uint mask_row = (row_tile * Br + r) * m_stride + first;
-            float tile_max = NEG_HALF_MAX;
-            for (uint c = 0; c < ncols; ++c) {
-                const uint at = (r * Bc + c) * D_split;
-                const bool live = !masked || uint(data_m_bits[mask_row + c]) != F16_NEG_INF_BITS;
-                key_live[r * Bc + c] = live ? 1 : 0;
-                if (!live) {
-                    continue;
-                }
-                for (uint w = D_split / 2; w > 0; w /= 2) {
-                    for (uint l = 0; l < w; ++l) {
-                        partial[at + l] += partial[at + l + w];
+            if (in_tile) {
+                [[unroll]] for (uint t = 0; t < T4; ++t) {
+                    const uint d = 4 * lane + 4 * D_split * t;
+                    const vec4 k = load_k4(k_base, first + c, d);
+                    [[unroll]] for (uint r = 0; r < Br; ++r) {
+                        if (r < rows) {
+                            const vec4 q = Qs[r * (D / 4) + d / 4];
+                            float a = acc[r];
+                            a = fma(q.x, k.x, a);
+                            a = fma(q.y, k.y, a);
+                            a = fma(q.z, k.z, a);
+                            a = fma(q.w, k.w, a);
+                            acc[r] = a;
+                        }
                     }
                 }
-                float s = partial[at];
-                if (p.logit_softcap != 0.0) {
-                    s = p.logit_softcap * tanh(s);
-                }
-                if (masked) {
-                    s += slope * float(data_m[mask_row + c]);
-                }
-                scores[r * Bc + c] = s;
-                tile_max = max(tile_max, s);
             }
-            const float m_old = row_max[r];
-            const float m_new = max(m_old, tile_max);
-            // Nothing is accumulated while the maximum is still the initial −FLT_MAX/2.
-            const float alpha = m_old == NEG_HALF_MAX ? 0.0 : exp(m_old - m_new);
-            float sum = 0.0;
-            for (uint c = 0; c < ncols; ++c) {
-                float e = 0.0;
-                if (key_live[r * Bc + c] != 0) {
-                    e = exp(scores[r * Bc + c] - m_new);
+            // Every lane of the group takes part in the butterfly (the same control flow for
+            // the whole group: in_tile depends only on the group).
+            [[unroll]] for (uint w = D_split / 2; w > 0; w /= 2) {
+                [[unroll]] for (uint r = 0; r < Br; ++r) {
+                    acc[r] += subgroupShuffleXor(acc[r], w);
                 }
-                scores[r * Bc + c] = e;
+            }
+            [[unroll]] for (uint r = 0; r < Br; ++r) {
+                const uint mask_at = (row_tile * Br + r) * m_stride + first + c;
+                bool is_live = in_tile && r < rows;
+                if (is_live && masked) {
+                    is_live = uint(data_m_bits[mask_at]) != F16_NEG_INF_BITS;
+                }
+                float s = acc[r];
+                if (is_live) {
+                    if (p.logit_softcap != 0.0) {
+                        s = p.logit_softcap * tanh(s);
+                    }
+                    if (masked) {
+                        s += slope_of[r] * float(data_m[mask_at]);
+                    }
+                    tile_max[r] = max(tile_max[r], s);
+                }
+                S[i][r] = s;
+                live[i][r] = is_live;
+            }
+        }
+
+        // 2. The softmax update. Nothing is accumulated while M is still −FLT_MAX/2.
+        float alpha[Br];
+        [[unroll]] for (uint r = 0; r < Br; ++r) {
+            const float m_new = max(M[r], tile_max[r]);
+            alpha[r] = M[r] == NEG_HALF_MAX ? 0.0 : exp(M[r] - m_new);
+            M[r] = m_new;
+            float sum = 0.0;
+            [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
+                const float e = live[i][r] ? exp(S[i][r] - m_new) : 0.0;
+                S[i][r] = e;
                 sum += e;
             }
-            row_sum[r] = row_sum[r] * alpha + sum;
-            row_max[r] = m_new;
-            row_alpha[r] = alpha;
+            L[r] = L[r] * alpha[r] + sum;
+            [[unroll]] for (uint t = 0; t < T4; ++t) {
+                O[r][t] *= alpha[r];
+            }
         }
-        barrier();
-
-        // 3. O = O·α + Σ_c P_c·V_c for this invocation's 4 output elements. (The next tile's
-        //    step 1 writes only `partial`, and its barrier orders step 2 after this.)
-        for (uint o = tid; o < Br * D / 4; o += WorkGroupSize) {
-            const uint r = o / (D / 4);
-            const uint d = (o % (D / 4)) * 4;
-            vec4 acc = Os[o] * row_alpha[r];
-            for (uint c = 0; c < ncols; ++c) {
-                const float pc = scores[r * Bc + c];
-                if (pc != 0.0) {
-                    acc = fma(vec4(pc), load_v4(v_base, first + c, d), acc);
+        [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
+            bool any_weight = false;
+            [[unroll]] for (uint r = 0; r < Br; ++r) {
+                any_weight = any_weight || S[i][r] != 0.0;
+            }
+            if (!any_weight) {
+                continue;
+            }
+            const uint c = group + i * COL_GROUPS;
+            [[unroll]] for (uint t = 0; t < T4; ++t) {
+                const vec4 v = load_v4(v_base, first + c, 4 * lane + 4 * D_split * t);
+                [[unroll]] for (uint r = 0; r < Br; ++r) {
+                    // Per row: a zero weight must not meet an infinite V element (0·∞).
+                    if (S[i][r] != 0.0) {
+                        O[r][t] = fma(vec4(S[i][r]), v, O[r][t]);
+                    }
                 }
             }
-            Os[o] = acc;
         }
     }
 
-    // Same invocation-to-element map as step 3, so each reads its own O; L and M were last
-    // written before the last barrier.
-    for (uint o = tid; o < Br * D / 4; o += WorkGroupSize) {
-        const uint r = o / (D / 4);
-        const uint d = (o % (D / 4)) * 4;
-        if (!row_valid(r)) {
+    // The combination: M = max_g M_g, every group's O and L rescaled by exp(M_g − M) and added
+    // in group order.
+    if (lane == 0) {
+        [[unroll]] for (uint r = 0; r < Br; ++r) {
+            group_max[group * Br + r] = M[r];
+            group_sum[group * Br + r] = L[r];
+        }
+    }
+    barrier();
+    float row_max[Br], factor[Br];
+    [[unroll]] for (uint r = 0; r < Br; ++r) {
+        float m = NEG_HALF_MAX;
+        for (uint g = 0; g < COL_GROUPS; ++g) {
+            m = max(m, group_max[g * Br + r]);
+        }
+        row_max[r] = m;
+        // A group that saw no live key holds O = 0, L = 0 (and M at −FLT_MAX/2: no exp of it).
+        factor[r] = M[r] == NEG_HALF_MAX ? 0.0 : exp(M[r] - m);
+    }
+    [[unroll]] for (uint r = 0; r < Br; ++r) {
+        if (r >= rows) {
             continue;
         }
-        if (p.k_num > 1) {
-            const uint at = split_o_offset(r) + d;
-            data_o[at] = Os[o].x;
-            data_o[at + 1] = Os[o].y;
-            data_o[at + 2] = Os[o].z;
-            data_o[at + 3] = Os[o].w;
-            if (d == 0) {
-                data_o[split_l_offset(r)] = row_sum[r];
-                data_o[split_m_offset(r)] = row_max[r];
-            }
-        } else {
-            const vec4 out4 = row_sum[r] == 0.0 ? vec4(ROW_NAN) : Os[o] * (1.0 / row_sum[r]);
-            const uint at = dst_offset(r) + d;
-            data_o[at] = out4.x;
-            data_o[at + 1] = out4.y;
-            data_o[at + 2] = out4.z;
-            data_o[at + 3] = out4.w;
+        [[unroll]] for (uint t = 0; t < T4; ++t) {
+            group_o[group * (D / 4) + lane + D_split * t] = O[r][t] * factor[r];
         }
+        barrier();
+        for (uint e = tid; e < D / 4; e += WorkGroupSize) {
+            float l = 0.0;
+            vec4 o = vec4(0.0);
+            for (uint g = 0; g < COL_GROUPS; ++g) {
+                const float mg = group_max[g * Br + r];
+                if (mg != NEG_HALF_MAX) {
+                    l += group_sum[g * Br + r] * exp(mg - row_max[r]);
+                }
+                o += group_o[g * (D / 4) + e];
+            }
+            const uint d = 4 * e;
+            if (p.k_num > 1) {
+                const uint at = split_o_offset(r) + d;
+                data_o[at] = o.x;
+                data_o[at + 1] = o.y;
+                data_o[at + 2] = o.z;
+                data_o[at + 3] = o.w;
+                if (e == 0) {
+                    data_o[split_l_offset(r)] = l;
+                    data_o[split_m_offset(r)] = row_max[r];
+                }
+            } else {
+                const vec4 out4 = l == 0.0 ? vec4(ROW_NAN) : o * (1.0 / l);
+                const uint at = dst_offset(r) + d;
+                data_o[at] = out4.x;
+                data_o[at + 1] = out4.y;
+                data_o[at + 2] = out4.z;
+                data_o[at + 3] = out4.w;
+            }
+        }
+        barrier();
     }
 }

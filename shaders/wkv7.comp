@@ -16,11 +16,14 @@
 // i, i + 128, ...: rows are independent, so that path needs no shared memory and no barrier.
 // T must be a multiple of B (tokens are split into B runs of T / B).
 //
-// The loops over j are unrolled by UNROLL by hand, in the same sequential order. Besides
-// speed, this matters on lavapipe: llvmpipe stops *every* loop of an invocation once it has
-// run 65535 iterations in total (its "loop limiter", shared between all loops of a shader),
-// so a rolled loop gave wrong results from token 499 on at S = 64 (2·64 iterations a token).
-// Unrolled, S = 64 stays under the limit up to T/B = 3855 tokens.
+// The loops over j are written out in full by macro (MAX_HEAD_SIZE steps in groups of 8, each
+// group and step skipped past S), in the same sequential order. Every index into the private
+// state array is then a constant, so it lives in registers: with a rolled or partly unrolled
+// loop the index is a variable and the array goes to local memory (on the H100 that made this
+// kernel several times slower and its timing unstable). It also matters on lavapipe: llvmpipe
+// stops *every* loop of an invocation once it has run 65535 iterations in total (its "loop
+// limiter", shared between all loops of a shader), so a rolled loop gave wrong results from
+// token 499 on at S = 64 (2·64 iterations a token); now only the token loop counts.
 //
 // Worked example (B = 2, T = 4, H = 2, S = 3, C = 6): workgroup 3 is sequence 1, head 1,
 // tokens 2 and 3. Token t reads inputs at t*6 + 3 + j and writes y_i to dst[t*6 + 3 + i];
@@ -29,13 +32,22 @@
 // end of the 6 * (4 + 3*2) = 60-element dst.
 
 #define MAX_HEAD_SIZE 128
-#define UNROLL 8
-// Written out rather than left to [[unroll]], which a driver may ignore (and then count).
-#define EIGHT_STEPS(STEP, j0) STEP(j0) STEP(j0 + 1) STEP(j0 + 2) STEP(j0 + 3) \
-    STEP(j0 + 4) STEP(j0 + 5) STEP(j0 + 6) STEP(j0 + 7)
-#define SA_STEP(j) sa = fma(a_tok[j], state[j], sa);
-#define UPDATE_STEP(j) state[j] = state[j] * w_tok[j] + v_i * k_tok[j] + sa * b_tok[j]; \
-    y = fma(r_tok[j], state[j], y);
+// Written out rather than left to [[unroll]], which a driver may ignore (and then count): the
+// steps j = 0 .. MAX_HEAD_SIZE − 1 in order, a group of 8 skipped as a whole past S (a
+// uniform branch) and each step past S inside its group.
+#define EIGHT_STEPS(STEP, j0) if (j0 < head_size) { STEP(j0) STEP(j0 + 1) STEP(j0 + 2) \
+    STEP(j0 + 3) STEP(j0 + 4) STEP(j0 + 5) STEP(j0 + 6) STEP(j0 + 7) }
+#define ALL_STEPS(STEP) EIGHT_STEPS(STEP, 0) EIGHT_STEPS(STEP, 8) EIGHT_STEPS(STEP, 16) \
+    EIGHT_STEPS(STEP, 24) EIGHT_STEPS(STEP, 32) EIGHT_STEPS(STEP, 40) EIGHT_STEPS(STEP, 48) \
+    EIGHT_STEPS(STEP, 56) EIGHT_STEPS(STEP, 64) EIGHT_STEPS(STEP, 72) EIGHT_STEPS(STEP, 80) \
+    EIGHT_STEPS(STEP, 88) EIGHT_STEPS(STEP, 96) EIGHT_STEPS(STEP, 104) EIGHT_STEPS(STEP, 112) \
+    EIGHT_STEPS(STEP, 120)
+#define LOAD_STEP(j) if (j < head_size) { state[j] = state_in[state_row + j]; }
+#define STORE_STEP(j) if (j < head_size) { dst[state_out + j] = state[j]; }
+#define SA_STEP(j) if (j < head_size) { sa = fma(a_tok[j], state[j], sa); }
+#define UPDATE_STEP(j) if (j < head_size) { \
+    state[j] = state[j] * w_tok[j] + v_i * k_tok[j] + sa * b_tok[j]; \
+    y = fma(r_tok[j], state[j], y); }
 
 layout(local_size_x = MAX_HEAD_SIZE, local_size_y = 1, local_size_z = 1) in;
 
@@ -107,14 +119,10 @@ void main()
     const uint first_token = seq * seq_len;
     // Offset of state row i, both in state_in and (after the T*C outputs) in dst.
     const uint state_row = seq * p.C * head_size + head * head_size * head_size + i * head_size;
-    // j below `whole` runs in blocks of UNROLL, the rest one at a time.
-    const uint whole = head_size - head_size % UNROLL;
 
     float state[MAX_HEAD_SIZE];
     if (owns_row) {
-        for (uint j = 0; j < head_size; ++j) {
-            state[j] = state_in[state_row + j];
-        }
+        ALL_STEPS(LOAD_STEP)
     }
 
     for (uint t = first_token; t < first_token + seq_len; ++t) {
@@ -133,21 +141,11 @@ void main()
 
             // sa_i = sum_j a_j * St[i][j], over the old state, j in order.
             float sa = 0.0;
-            for (uint j0 = 0; j0 < whole; j0 += UNROLL) {
-                EIGHT_STEPS(SA_STEP, j0)
-            }
-            for (uint j = whole; j < head_size; ++j) {
-                SA_STEP(j)
-            }
+            ALL_STEPS(SA_STEP)
 
             // St'[i][j] = St[i][j] w_j + v_i k_j + sa_i b_j;  y_i = sum_j r_j St'[i][j].
             float y = 0.0;
-            for (uint j0 = 0; j0 < whole; j0 += UNROLL) {
-                EIGHT_STEPS(UPDATE_STEP, j0)
-            }
-            for (uint j = whole; j < head_size; ++j) {
-                UPDATE_STEP(j)
-            }
+            ALL_STEPS(UPDATE_STEP)
             dst[token_base + i] = y;
         }
         // The next token overwrites the shared vectors.
@@ -156,8 +154,6 @@ void main()
 
     if (owns_row) {
         const uint state_out = p.T * p.C + state_row;
-        for (uint j = 0; j < head_size; ++j) {
-            dst[state_out + j] = state[j];
-        }
+        ALL_STEPS(STORE_STEP)
     }
 }

@@ -82,11 +82,15 @@ pub const COLUMN_SWEEP_TYPES: [DType; 4] = [DType::F16, DType::Q4_0, DType::Q8_0
 /// `quick` keeps every row but shrinks its large dimensions ([`quick_dim`]), so the whole set
 /// runs in minutes on lavapipe: a smoke test of the rows, not a measurement.
 ///
+/// `host_cores` is the shader core count upstream's host knows for the device
+/// ([`crate::findings::host_cores`]): with it, a decode row splits its keys as that host does
+/// (split_k = 2·cores / KV-head groups, §9.6), without it the host does not split either.
+///
 /// Central on purpose, unlike the rest of a kernel: the rows are one model's shapes, chosen
 /// together (the same hidden size, FFN and heads across kernels) and ordered by where a decode
 /// step spends its time, so they read as one table. A new kernel runs everywhere else without
 /// a row here; its byte and flop counts come from its own [`CaseModel::work`](crate::cases::CaseModel::work).
-pub fn cases(quick: bool, all: bool) -> Vec<BenchCase> {
+pub fn cases(quick: bool, all: bool, host_cores: Option<u32>) -> Vec<BenchCase> {
     let dim = |x: usize| if quick { quick_dim(x) } else { x };
     let mut v = Vec::new();
     let mut push = |kernel, label: String, case| {
@@ -193,6 +197,11 @@ pub fn cases(quick: bool, all: bool) -> Vec<BenchCase> {
         shapes.push((128, 512, 4096));
         for (d, n, kv) in shapes {
             let (n, kv) = (if n > 1 { dim(n) } else { n }, dim(kv));
+            // 32 query heads over 8 KV heads: GQA mode folds each group of 4 into one workgroup.
+            let kv_heads = 8;
+            let split_k = host_cores
+                .map(|c| c * 2 / kv_heads)
+                .filter(|&s| n == 1 && kv >= 512 && s > 1);
             let case = FlashAttnCase {
                 path,
                 prec_f32: false,
@@ -201,7 +210,7 @@ pub fn cases(quick: bool, all: bool) -> Vec<BenchCase> {
                 dv: None,
                 n,
                 kv,
-                kv_heads: 8,
+                kv_heads: kv_heads as usize,
                 gqa: 4,
                 v_heads: VHeads::SameAsK,
                 ne3: 1,
@@ -216,7 +225,7 @@ pub fn cases(quick: bool, all: bool) -> Vec<BenchCase> {
                 scale: 1.0 / (d as f32).sqrt(),
                 max_bias: 0.0,
                 softcap: 0.0,
-                split_k: None,
+                split_k,
                 q_dist: Dist::Normal,
                 k_blocks: weights,
                 v_blocks: weights,
@@ -224,7 +233,10 @@ pub fn cases(quick: bool, all: bool) -> Vec<BenchCase> {
             };
             push(
                 "flash_attn",
-                format!("N={n} KV={kv} D={d} 32/8 heads"),
+                format!(
+                    "N={n} KV={kv} D={d} 32/8 heads{}",
+                    split_k.map(|s| format!(" split_k {s}")).unwrap_or_default()
+                ),
                 Case::FlashAttn(case),
             );
         }
@@ -760,7 +772,10 @@ mod tests {
 
     #[test]
     fn every_bench_case_is_valid_and_the_ceiling_shaders_compile() {
-        for b in cases(false, true).into_iter().chain(cases(true, true)) {
+        for b in cases(false, true, Some(132))
+            .into_iter()
+            .chain(cases(true, true, None))
+        {
             b.case
                 .validate()
                 .unwrap_or_else(|e| panic!("{}: {e}", b.label));

@@ -955,7 +955,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             let mut rows = Vec::new();
             let started = std::time::Instant::now();
             let mut left_out = 0;
-            for b in bench::cases(quick, all) {
+            for b in bench::cases(quick, all, crate::findings::host_cores(gpu.caps())) {
                 let name = b.case.variant();
                 if !(ops.is_empty() || ops.iter().any(|o| o == b.kernel))
                     || variant.as_deref().is_some_and(|f| !name.contains(f))

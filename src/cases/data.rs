@@ -222,16 +222,55 @@ fn scale(mode: Scales, rng: &mut ChaCha8Rng) -> f16 {
 thread_local! {
     /// The tensors generated while [`keep_tensors`] is on, by their arguments.
     static KEPT: std::cell::RefCell<Option<Vec<(TensorKey, Tensor)>>> = const { std::cell::RefCell::new(None) };
+    /// What [`kept`] computed while [`keep_tensors`] is on, by its key.
+    static KEPT_VALUES: std::cell::RefCell<Option<Vec<(String, std::rc::Rc<dyn std::any::Any>)>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// While [`keep_tensors`] is on, the value `compute` gave for `key` the first time; otherwise
+/// `compute()`. For the host-side work a case repeats on every evaluation of the same inputs
+/// (the reference result and the error bounds): `vkdiff bench` evaluates each row once per
+/// round and tree, and a 14336×512×4096 reference takes longer than everything else in its row.
+/// The key must name everything the value depends on (the case and the plan it was judged by).
+pub fn kept<T: Clone + 'static>(key: String, compute: impl FnOnce() -> T) -> T {
+    let hit = KEPT_VALUES.with(|k| {
+        k.borrow().as_ref().and_then(|v| {
+            v.iter()
+                .find(|(x, _)| *x == key)
+                .and_then(|(_, value)| value.downcast_ref::<T>().cloned())
+        })
+    });
+    if let Some(v) = hit {
+        return v;
+    }
+    let value = compute();
+    KEPT_VALUES.with(|k| {
+        if let Some(v) = k.borrow_mut().as_mut() {
+            // One bench row at a time keeps a few values.
+            if v.len() >= 8 {
+                v.remove(0);
+            }
+            v.push((key, std::rc::Rc::new(value.clone())));
+        }
+    });
+    value
 }
 
 type TensorKey = (DType, [usize; 4], Blocks, u64, u64);
 
-/// While `on`, [`tensor`] keeps what it generates and hands out copies on a repeat: `vkdiff
+/// While `on`, [`tensor`] (and [`kept`]) keeps what it generates and hands out copies on a repeat: `vkdiff
 /// bench` evaluates each case once per round and tree, and generating (and quantizing) a
 /// 14336×4096 weight matrix costs more host time than the rest of a row. Turning it off
 /// drops the kept tensors.
 pub fn keep_tensors(on: bool) {
     KEPT.with(|k| {
+        let mut k = k.borrow_mut();
+        match (on, k.is_some()) {
+            (true, false) => *k = Some(Vec::new()),
+            (false, _) => *k = None,
+            _ => {}
+        }
+    });
+    KEPT_VALUES.with(|k| {
         let mut k = k.borrow_mut();
         match (on, k.is_some()) {
             (true, false) => *k = Some(Vec::new()),

@@ -167,9 +167,9 @@ impl KernelDef for MulMm {
 pub fn requires(f: &Family, caps: &DeviceCaps) -> Option<String> {
     let Family { a, acc16, mode, .. } = *f;
     if mode == Mode::Fp16 {
-        return (!caps.fp16).then(|| {
-            "no shaderFloat16: upstream selects the `_fp32` variants, which the table does not list"
-                .into()
+        // Without shaderFloat16 the row runs as upstream's `_fp32` variant (see [`mode_on`]).
+        return (!caps.fp16 && acc16).then(|| {
+            "no shaderFloat16: upstream's `_fp32` variants have no f16 accumulators".into()
         });
     }
     if let Err(e) = runners::mul_mm::device_supports(caps, mode) {
@@ -237,6 +237,17 @@ pub fn mode_of(cm1: bool, cm2: bool) -> Mode {
         (_, true) => Mode::Cm2,
         (true, false) => Mode::Cm1,
         (false, false) => Mode::Fp16,
+    }
+}
+
+/// The path a case takes on `caps`: its row's path, except that a scalar row on a device
+/// without shaderFloat16 (or ggml's scalar-fp32 configuration, GGML_VK_DISABLE_F16) runs
+/// upstream's `_fp32` variant: float shared memory, no f16 staging, f32 accumulators. Its
+/// error model follows from that staging ([`arith_of`]).
+pub fn mode_on(cm1: bool, cm2: bool, caps: &DeviceCaps) -> Mode {
+    match mode_of(cm1, cm2) {
+        Mode::Fp16 if !caps.fp16 => Mode::Fp32,
+        m => m,
     }
 }
 
@@ -658,9 +669,10 @@ impl CaseModel for MulMmCase {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
         };
+        let mode = mode_on(self.cm1, self.cm2, ctx.gpu.caps());
         let plan = match runners::mul_mm::plan(
             ctx.gpu.caps(),
-            self.mode(),
+            mode,
             &a,
             &b,
             self.prec,
@@ -674,60 +686,71 @@ impl CaseModel for MulMmCase {
             Ok(p) => p,
             Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
         };
-        let want = match mul_mat::mul_mat(&a, &b) {
-            Ok(w) => w,
-            Err(e) => return Outcome::Skip(format!("ggml rejects the shapes: {e}")),
-        };
-        let (a_rows, b_rows) = match (a.rows(), b.rows()) {
-            (Ok(x), Ok(y)) => (x, y),
-            (Err(e), _) | (_, Err(e)) => return Outcome::Error(e.to_string()),
-        };
-        let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
-        // Through ggml's host the split is its own choice: the loosest of the candidates.
-        let mut splits = vec![(plan.split_k, plan.k_split)];
-        if ctx.is_graph() {
-            splits.extend(bounds::split_candidates(self.k));
-        }
-        let mut candidates = Vec::new();
-        for (split_k, k_split) in splits {
-            let arith = arith_of(&plan.staging, self.a_type, split_k, k_split);
-            candidates.push(match self.mode() {
-                Mode::Cm2 => {
-                    let bk = plan.dispatch.spec[3] as usize;
-                    match cm2_bounds(&a, &b, &plan.staging, bk, split_k, k_split, &columns) {
-                        Ok(b) => b,
-                        Err(e) => return Outcome::Error(e),
+        // The reference and the bounds of these inputs on this plan: kept across a bench
+        // row's evaluations (the same inputs each round).
+        let graph = ctx.is_graph();
+        let key = format!("mul_mm {self} {mode:?} graph {graph} plan {plan:?}");
+        let judged = crate::cases::data::kept(key, || -> Result<_, Outcome> {
+            let want = match mul_mat::mul_mat(&a, &b) {
+                Ok(w) => w,
+                Err(e) => return Err(Outcome::Skip(format!("ggml rejects the shapes: {e}"))),
+            };
+            let (a_rows, b_rows) = match (a.rows(), b.rows()) {
+                (Ok(x), Ok(y)) => (x, y),
+                (Err(e), _) | (_, Err(e)) => return Err(Outcome::Error(e.to_string())),
+            };
+            let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
+            // Through ggml's host the split is its own choice: the loosest of the candidates.
+            let mut splits = vec![(plan.split_k, plan.k_split)];
+            if graph {
+                splits.extend(bounds::split_candidates(self.k));
+            }
+            let mut candidates = Vec::new();
+            for (split_k, k_split) in splits {
+                let arith = arith_of(&plan.staging, self.a_type, split_k, k_split);
+                candidates.push(match mode {
+                    Mode::Cm2 => {
+                        let bk = plan.dispatch.spec[3] as usize;
+                        match cm2_bounds(&a, &b, &plan.staging, bk, split_k, k_split, &columns) {
+                            Ok(b) => b,
+                            Err(e) => return Err(Outcome::Error(e)),
+                        }
                     }
-                }
-                Mode::Cm1 => {
-                    let tk = plan.dispatch.spec[9] as usize;
-                    cm1_bounds(&arith, tk, self.k, self.m, &a_rows, &b_rows, &columns)
-                }
-                Mode::Fp16 | Mode::Fp32 => {
-                    crate::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
-                }
-            });
-        }
-        let bounds = crate::cases::mul_mm::bounds::loosest_mm(candidates);
-        // NaN and ±∞: IEEE propagation through the operands as staged (block formats: see
-        // `dot_special`).
-        let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
-        let a_special = match self.mode() {
-            Mode::Cm2 => match cm2_special_operands(&a, &b, &plan.staging, &a_rows) {
-                Ok(v) => std::borrow::Cow::Owned(v),
-                Err(e) => return Outcome::Error(e),
-            },
-            _ => std::borrow::Cow::Borrowed(&a_rows[..]),
+                    Mode::Cm1 => {
+                        let tk = plan.dispatch.spec[9] as usize;
+                        cm1_bounds(&arith, tk, self.k, self.m, &a_rows, &b_rows, &columns)
+                    }
+                    Mode::Fp16 | Mode::Fp32 => {
+                        crate::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+                    }
+                });
+            }
+            let bounds = crate::cases::mul_mm::bounds::loosest_mm(candidates);
+            // NaN and ±∞: IEEE propagation through the operands as staged (block formats: see
+            // `dot_special`).
+            let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
+            let a_special = match mode {
+                Mode::Cm2 => match cm2_special_operands(&a, &b, &plan.staging, &a_rows) {
+                    Ok(v) => std::borrow::Cow::Owned(v),
+                    Err(e) => return Err(Outcome::Error(e)),
+                },
+                _ => std::borrow::Cow::Borrowed(&a_rows[..]),
+            };
+            let specials = tolerance::mul_mat_specials(
+                &a_special,
+                &b_rows,
+                self.k,
+                self.m,
+                &columns,
+                (arith.a_operand, arith.b_operand, arith.acc),
+                !self.a_type.is_quantized(),
+            );
+            Ok((want, bounds, specials))
+        });
+        let (want, bounds, specials) = match judged {
+            Ok(x) => x,
+            Err(outcome) => return outcome,
         };
-        let specials = tolerance::mul_mat_specials(
-            &a_special,
-            &b_rows,
-            self.k,
-            self.m,
-            &columns,
-            (arith.a_operand, arith.b_operand, arith.acc),
-            !self.a_type.is_quantized(),
-        );
         let op = GraphOp::MulMat {
             a: &a,
             b: &b,
@@ -740,7 +763,7 @@ impl CaseModel for MulMmCase {
                 &MulMmRun {
                     a: &a,
                     b: &b,
-                    mode: self.mode(),
+                    mode,
                     prec: self.prec,
                     force_split_k: self.force_split_k,
                 },

@@ -35,7 +35,7 @@ use super::data::{rng, tensor, Blocks, Dist};
 use super::mul_mat_vec_id::Routing;
 use super::mul_mm::{
     all_families, arith_of, cm1_bounds, cm2_bounds, cm2_k_strategy, edge_strategy, family_name,
-    inputs_for, judge, k_strategy, mode_of, pad_strategy, QUANT_TYPES,
+    inputs_for, judge, k_strategy, mode_of, mode_on, pad_strategy, QUANT_TYPES,
 };
 use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
 use crate::bench::Work;
@@ -328,71 +328,83 @@ impl CaseModel for MulMmIdCase {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
         };
+        let mode = mode_on(self.cm1, self.cm2, ctx.gpu.caps());
         let plan =
-            match runners::mul_mm::plan_id(ctx.gpu.caps(), self.mode(), &a, &b, &ids, self.prec) {
+            match runners::mul_mm::plan_id(ctx.gpu.caps(), mode, &a, &b, &ids, self.prec) {
                 Ok(p) => p,
                 Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
             };
-        let want = match mul_mat_id::mul_mat_id(&a, &b, &ids) {
-            Ok(w) => w,
-            Err(e) => return Outcome::Skip(format!("ggml rejects the inputs: {e}")),
-        };
-        let (a_rows, b_rows) = match (a.rows(), b.rows()) {
-            (Ok(x), Ok(y)) => (x, y),
-            (Err(e), _) | (_, Err(e)) => return Outcome::Error(e.to_string()),
-        };
-        // dst column (slot e, token t) multiplies expert ids[t][e] by b row (e mod ne11, t).
-        let columns: Vec<(usize, usize)> = self
-            .ids()
-            .iter()
-            .enumerate()
-            .map(|(c, &x)| {
-                let (t, e) = (c / self.n_used, c % self.n_used);
-                (x as usize * self.m, t * self.ne11 + e % self.ne11)
-            })
-            .collect();
-        let spec = |i: usize, default: usize| {
-            plan.chunks
-                .first()
-                .map_or(default, |c| c.dispatch.spec[i] as usize)
-        };
-        let arith = arith_of(&plan.staging, self.a_type, 1, self.k);
-        let bounds = match self.mode() {
-            Mode::Cm2 => {
-                // The pin runs quantized MUL_MAT_ID on cm2 with f32 accumulators (§12 item 13);
-                // later upstream (0.1.161 ggml_vk_get_mul_mat_mat_f16acc) with f16 ones at
-                // GGML_PREC_DEFAULT. Through ggml's host: the looser of the two.
-                let mut stagings = vec![plan.staging];
-                if ctx.is_graph()
-                    && self.prec == Prec::Default
-                    && self.a_type.is_quantized()
-                    && !plan.staging.selection.acc16
-                {
-                    let mut f16acc = plan.staging;
-                    f16acc.selection.acc16 = true;
-                    stagings.push(f16acc);
-                }
-                let mut candidates = Vec::new();
-                for s in &stagings {
-                    match cm2_bounds(&a, &b, s, spec(3, 16), 1, self.k, &columns) {
-                        Ok(b) => candidates.push(b),
-                        Err(e) => return Outcome::Error(e),
+        // The reference and the bounds of these inputs on this plan: kept across a bench
+        // row's evaluations (the same inputs each round).
+        let graph = ctx.is_graph();
+        let key = format!("mul_mm_id {self} {mode:?} graph {graph} plan {plan:?}");
+        let judged = crate::cases::data::kept(key, || -> Result<_, Outcome> {
+            let want = match mul_mat_id::mul_mat_id(&a, &b, &ids) {
+                Ok(w) => w,
+                Err(e) => return Err(Outcome::Skip(format!("ggml rejects the inputs: {e}"))),
+            };
+            let (a_rows, b_rows) = match (a.rows(), b.rows()) {
+                (Ok(x), Ok(y)) => (x, y),
+                (Err(e), _) | (_, Err(e)) => return Err(Outcome::Error(e.to_string())),
+            };
+            // dst column (slot e, token t) multiplies expert ids[t][e] by b row (e mod ne11, t).
+            let columns: Vec<(usize, usize)> = self
+                .ids()
+                .iter()
+                .enumerate()
+                .map(|(c, &x)| {
+                    let (t, e) = (c / self.n_used, c % self.n_used);
+                    (x as usize * self.m, t * self.ne11 + e % self.ne11)
+                })
+                .collect();
+            let spec = |i: usize, default: usize| {
+                plan.chunks
+                    .first()
+                    .map_or(default, |c| c.dispatch.spec[i] as usize)
+            };
+            let arith = arith_of(&plan.staging, self.a_type, 1, self.k);
+            let bounds = match mode {
+                Mode::Cm2 => {
+                    // The pin runs quantized MUL_MAT_ID on cm2 with f32 accumulators (§12 item 13);
+                    // later upstream (0.1.161 ggml_vk_get_mul_mat_mat_f16acc) with f16 ones at
+                    // GGML_PREC_DEFAULT. Through ggml's host: the looser of the two.
+                    let mut stagings = vec![plan.staging];
+                    if graph
+                        && self.prec == Prec::Default
+                        && self.a_type.is_quantized()
+                        && !plan.staging.selection.acc16
+                    {
+                        let mut f16acc = plan.staging;
+                        f16acc.selection.acc16 = true;
+                        stagings.push(f16acc);
                     }
+                    let mut candidates = Vec::new();
+                    for s in &stagings {
+                        match cm2_bounds(&a, &b, s, spec(3, 16), 1, self.k, &columns) {
+                            Ok(b) => candidates.push(b),
+                            Err(e) => return Err(Outcome::Error(e)),
+                        }
+                    }
+                    super::mul_mm::bounds::loosest_mm(candidates)
                 }
-                super::mul_mm::bounds::loosest_mm(candidates)
-            }
-            Mode::Cm1 => cm1_bounds(
-                &arith,
-                spec(9, 16),
-                self.k,
-                self.m,
-                &a_rows,
-                &b_rows,
-                &columns,
-            ),
-            Mode::Fp16 | Mode::Fp32 => {
-                crate::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
-            }
+                Mode::Cm1 => cm1_bounds(
+                    &arith,
+                    spec(9, 16),
+                    self.k,
+                    self.m,
+                    &a_rows,
+                    &b_rows,
+                    &columns,
+                ),
+                Mode::Fp16 | Mode::Fp32 => {
+                    crate::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+                }
+            };
+            Ok((want, bounds))
+        });
+        let (want, bounds) = match judged {
+            Ok(x) => x,
+            Err(outcome) => return outcome,
         };
         let op = GraphOp::MulMatId {
             a: &a,
@@ -408,7 +420,7 @@ impl CaseModel for MulMmIdCase {
                     a: &a,
                     b: &b,
                     ids: &ids,
-                    mode: self.mode(),
+                    mode,
                     prec: self.prec,
                 },
             )
