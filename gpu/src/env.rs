@@ -79,6 +79,12 @@ pub struct Env {
     pub cm1_only: Option<String>,
     /// See [`Env::cm1_only`].
     pub cm2_only: Option<String>,
+    /// `VKDIFF_MATVEC_SHAPE=BLOCK,ROWS`: a host experiment for `vkdiff bench`: quantized
+    /// mat-vec pipelines get this workgroup size and rows per workgroup instead of the pinned
+    /// host's (§5.4), to measure how the dispatch shape limits their bandwidth. Results are
+    /// still judged (the error model reads the same constants). Not a configuration upstream
+    /// runs: never set in campaigns.
+    pub matvec_shape: Option<(u32, u32)>,
 }
 
 impl Env {
@@ -113,6 +119,10 @@ impl Env {
             ggml_inject: s("VKDIFF_GGML_INJECT"),
             cm1_only: s("VKDIFF_CM1_ONLY"),
             cm2_only: s("VKDIFF_CM2_ONLY"),
+            matvec_shape: s("VKDIFF_MATVEC_SHAPE").and_then(|v| {
+                let (b, r) = v.split_once(',')?;
+                Some((b.trim().parse().ok()?, r.trim().parse().ok()?))
+            }),
         }
     }
 

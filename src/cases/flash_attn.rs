@@ -652,35 +652,25 @@ impl CaseModel for FlashAttnCase {
         ) {
             return Outcome::Skip(format!("precondition: {reason}"));
         }
-        let want = match flash_attn_ext(&inputs) {
+        // The reference and (below) the bounds are kept across a bench row's evaluations.
+        let key = format!("flash_attn {self} graph {}", ctx.is_graph());
+        let want = match crate::cases::data::kept(key.clone(), || {
+            flash_attn_ext(&inputs).map_err(|e| e.to_string())
+        }) {
             Ok(w) => w,
             Err(e) => return Outcome::Skip(format!("ggml rejects the op: {e}")),
         };
         // ggml's host chooses its own split: judge with the loosest candidate (below).
         let split_k = if ctx.is_graph() { None } else { self.split_k };
-        if ctx.is_graph() && self.path == Path::Scalar && !self.prec_f32 && ctx.gpu.caps().fp16 {
-            // Recent ggml (not the July 2025 host) accumulates scalar FA in f16 here
-            // (GGML_BACKEND.md §2.1); vkdiff's scalar model is f32-only.
-            return Outcome::Skip(
-                "backend mode: scalar flash attention at GGML_PREC_DEFAULT on an fp16 device may accumulate in f16 (recent ggml), which vkdiff does not model"
-                    .into(),
-            );
-        }
-        if ctx.is_graph()
-            && self.path != Path::Scalar
-            && self.n == 1
-            && !(2..=16).contains(&self.gqa)
+        // Recent ggml (not the July 2025 host) computes scalar flash attention in f16 at
+        // GGML_PREC_DEFAULT on an fp16 device (GGML_BACKEND.md §2.1), and (0.1.161
+        // get_fa_tuning_params) runs a one-row dispatch (N = 1, GQA not folded into rows) on that
+        // scalar path whatever the coopmat configuration. Through ggml's host such a case is
+        // judged with the loosest of the pinned model and an f16 candidate (FaArith::ScalarF16).
+        let f16_scalar_possible = ctx.is_graph()
             && !self.prec_f32
             && ctx.gpu.caps().fp16
-        {
-            // Recent ggml (0.1.161 get_fa_tuning_params) runs a one-row dispatch (N = 1, GQA
-            // not folded into rows) on the scalar path whatever the coopmat configuration, and
-            // that path computes in f16 here, as above.
-            return Outcome::Skip(
-                "backend mode: a one-row coopmat flash attention at GGML_PREC_DEFAULT may run on recent ggml's f16 scalar path, which vkdiff does not model"
-                    .into(),
-            );
-        }
+            && (self.path == Path::Scalar || (self.n == 1 && !(2..=16).contains(&self.gqa)));
         if ctx.is_graph()
             && self.path == Path::Cm1
             && self.n == 1
@@ -726,37 +716,58 @@ impl CaseModel for FlashAttnCase {
             Ok(x) => x,
             Err(e) => return Outcome::Error(format!("decoding V: {e}")),
         };
-        let extra = match self.coopmat_terms(&plan, &q, &k, &v, &want) {
-            Ok(x) => x,
-            Err(e) => return Outcome::Error(format!("decoding inputs: {e}")),
-        };
-        let d_split = runners::flash_attn::d_split(ctx.gpu.caps(), self.d);
-        let mut plans = vec![plan];
-        if ctx.is_graph() {
-            for s in 2..=4u32 {
-                plans.push(runners::flash_attn::plan(
-                    self.path,
-                    ctx.gpu.caps(),
-                    self.prec_f32,
-                    &inputs,
-                    Some(s),
-                ));
+        let caps = ctx.gpu.caps().clone();
+        let bounds = crate::cases::data::kept(format!("{key} bounds {plan:?} f16 {f16_scalar_possible}"), || -> Result<Vec<f64>, String> {
+            let d_split = runners::flash_attn::d_split(&caps, self.d);
+            let mut plans = vec![plan.clone()];
+            if ctx.is_graph() {
+                for s in 2..=4u32 {
+                    plans.push(runners::flash_attn::plan(
+                        self.path,
+                        &caps,
+                        self.prec_f32,
+                        &inputs,
+                        Some(s),
+                    ));
+                }
             }
-        }
-        let bounds = tolerance::loosest(
-            plans
-                .iter()
-                .map(|p| {
-                    crate::cases::flash_attn::bounds::flash_attn_bounds(
-                        &self.shape(p, d_split),
-                        &want,
-                        &v_values,
-                        v.ne(),
-                        extra.as_ref().map(|(r, v)| (r.as_slice(), v.as_slice())),
-                    )
-                })
-                .collect(),
-        );
+            // Every candidate with its coopmat data terms (None on the f32 scalar path).
+            let mut candidates = Vec::new();
+            for p in plans {
+                let terms = match self.coopmat_terms(&p, false, &q, &k, &v, &want) {
+                    Ok(x) => x,
+                    Err(e) => return Err(format!("decoding inputs: {e}")),
+                };
+                candidates.push((self.shape(&p, d_split), terms));
+            }
+            if f16_scalar_possible {
+                let terms = match self.coopmat_terms(&plan, true, &q, &k, &v, &want) {
+                    Ok(x) => x,
+                    Err(e) => return Err(format!("decoding inputs: {e}")),
+                };
+                let mut shape = self.shape(&plan, d_split);
+                shape.arith = FaArith::ScalarF16;
+                candidates.push((shape, terms));
+            }
+            Ok(tolerance::loosest(
+                candidates
+                    .iter()
+                    .map(|(shape, terms)| {
+                        crate::cases::flash_attn::bounds::flash_attn_bounds(
+                            shape,
+                            &want,
+                            &v_values,
+                            v.ne(),
+                            terms.as_ref().map(|(r, v)| (r.as_slice(), v.as_slice())),
+                        )
+                    })
+                    .collect(),
+            ))
+        });
+        let bounds = match bounds {
+            Ok(b) => b,
+            Err(e) => return Outcome::Error(e),
+        };
         // NaN bounds: beyond f16 range (see the error model); those elements are not judged.
         let f16_range = want
             .out
@@ -797,6 +808,11 @@ impl CaseModel for FlashAttnCase {
         };
         verdict.overrun = run.overrun;
         verdict.pipeline = run.variant.clone();
+        if f16_scalar_possible {
+            verdict.pipeline.push_str(
+                "; judged with the loosest of the pinned host's model and recent ggml's f16 scalar path (f16 Q, K, V, P and O; f32 softmax)",
+            );
+        }
         if f16_range > 0 {
             verdict.pipeline.push_str(&format!(
                 "; {f16_range} elements unjudged: f16 intermediates may overflow, or (cm2) a V element beyond f16 range or NaN, masked key or not"
@@ -1136,19 +1152,21 @@ impl FlashAttnCase {
         }
     }
 
-    /// For a coopmat pipeline: per dst row the data terms of its f16 roundings
-    /// ([`FaRowData`]), and per V element the absolute error of its f16 decode (cm2; cm1
-    /// reads V in f32).
+    /// For a coopmat pipeline (or, with `f16_scalar`, recent ggml's f16 scalar path,
+    /// [`FaArith::ScalarF16`]): per dst row the data terms of its f16 roundings
+    /// ([`FaRowData`]), and per V element the absolute error of its f16 decode (cm2 and the f16
+    /// scalar path; cm1 reads V in f32).
     #[allow(clippy::type_complexity)]
     pub fn coopmat_terms(
         &self,
         plan: &runners::flash_attn::Plan,
+        f16_scalar: bool,
         q: &Tensor,
         k: &Tensor,
         v: &Tensor,
         want: &FlashAttnOut,
     ) -> Result<Option<(Vec<FaRowData>, Vec<f64>)>, String> {
-        if plan.path == Path::Scalar {
+        if plan.path == Path::Scalar && !f16_scalar {
             return Ok(None);
         }
         let err = |e: vkdiff_reference::Error| e.to_string();
@@ -1184,7 +1202,7 @@ impl FlashAttnCase {
                 x
             })
             .collect();
-        let v_err = if plan.path == Path::Cm2 {
+        let v_err = if plan.path == Path::Cm2 || f16_scalar {
             v.magnitudes()
                 .map_err(err)?
                 .iter()
@@ -1474,7 +1492,7 @@ mod tests {
                     let plan = runners::flash_attn::plan(c.path, &caps, c.prec_f32, &p, c.split_k);
                     on_path += usize::from(plan.path == path);
                     let shape = c.shape(&plan, runners::flash_attn::d_split(&caps, c.d));
-                    let extra = c.coopmat_terms(&plan, &q, &k, &v, &want).unwrap();
+                    let extra = c.coopmat_terms(&plan, false, &q, &k, &v, &want).unwrap();
                     let b = crate::cases::flash_attn::bounds::flash_attn_bounds(
                         &shape,
                         &want,

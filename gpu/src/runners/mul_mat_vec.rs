@@ -81,6 +81,10 @@ pub fn spec_constants(caps: &DeviceCaps, a: DType, num_cols: u32) -> [u32; 3] {
         // made); a type added to the mat-vec list later must get its row above.
         _ => (sg, 1),
     };
+    let (block, rows) = match crate::env::env().matvec_shape {
+        Some(shape) if a.is_quantized() => shape,
+        _ => (block, rows),
+    };
     [block, rows, num_cols]
 }
 

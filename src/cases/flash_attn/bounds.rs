@@ -45,6 +45,13 @@ pub enum FaArith {
         /// ACC_TYPE is float16_t.
         f16acc: bool,
     },
+    /// Recent ggml's (0.1.161) scalar `flash_attn.comp` with FLOAT_TYPE float16_t, at
+    /// GGML_PREC_DEFAULT on an fp16 device (not the pinned interface): f32 Q·scale rounded to
+    /// f16, K and V read or decoded as f16, S summed in f16, f32 softmax with P rounded to f16,
+    /// O rescaled and accumulated in f16, L in f32, O·f16(1/L). Judged as cm1 with f16
+    /// accumulators, plus V's f16 decode and its range (as on cm2: a V element beyond f16
+    /// range meets the zero weight of a masked key).
+    ScalarF16,
 }
 
 /// Per-row data terms the coopmat error models need beyond the reference's [`RowTerms`]
@@ -217,6 +224,7 @@ pub fn flash_attn_bounds(
         FaArith::Scalar => (false, false, false),
         FaArith::Cm1 { f16acc } => (true, false, f16acc),
         FaArith::Cm2 { f16acc } => (false, true, f16acc),
+        FaArith::ScalarF16 => (true, false, true),
     };
     let coop = cm1 || cm2;
     // ACC_TYPE's unit roundoff, and γ for it.
@@ -464,7 +472,7 @@ pub fn flash_attn_bounds(
             // weights in the f16 P·V: a decoded V element beyond f16 range (∞), or NaN, makes
             // that product 0·∞ or 0·NaN = NaN whether or not the key is masked (ggml's CPU
             // path skips masked keys, so its result is finite there).
-            if cm2 {
+            if cm2 || arith == FaArith::ScalarF16 {
                 v_over = (0..kv).any(|j| {
                     let v = v_values[v_at(j) + i].abs();
                     v.is_nan() || v > F16_MAX
