@@ -230,9 +230,12 @@ struct Running {
 /// How many stderr lines of a worker a crash report quotes.
 const LAST_WORDS: usize = 12;
 
+/// Lines that say why a process aborted: kept among the last words before other lines.
+const CAUSE_MARKS: [&str; 3] = ["GGML_ASSERT", "GGML_ABORT", "panicked at"];
+
 /// Forwards the worker's stderr to ours, keeping the last lines.
 fn keep_last_words(stderr: std::process::ChildStderr) -> Arc<Mutex<VecDeque<String>>> {
-    let lines = Arc::new(Mutex::new(VecDeque::new()));
+    let lines = Arc::new(Mutex::new(VecDeque::<String>::new()));
     let keep = lines.clone();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stderr)
@@ -241,8 +244,17 @@ fn keep_last_words(stderr: std::process::ChildStderr) -> Arc<Mutex<VecDeque<Stri
         {
             eprintln!("{line}");
             let mut k = keep.lock().unwrap_or_else(|p| p.into_inner());
+            // An abort's own message (ggml's GGML_ASSERT, a Rust panic) stays even when the
+            // backtrace that follows it is longer than the tail.
             if k.len() == LAST_WORDS {
-                k.pop_front();
+                if let Some(i) = k
+                    .iter()
+                    .position(|l: &String| !CAUSE_MARKS.iter().any(|m| l.contains(m)))
+                {
+                    k.remove(i);
+                } else {
+                    k.pop_front();
+                }
             }
             k.push_back(line);
         }
