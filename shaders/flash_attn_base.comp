@@ -135,6 +135,10 @@ layout(binding = 2) readonly buffer VBlocks { kv_block data_vb[]; };
 #else
 layout(binding = 1) readonly buffer K { float16_t data_k[]; };
 layout(binding = 2) readonly buffer V { float16_t data_v[]; };
+// The same bindings as 4-vectors: one 8-byte load per 4 elements where a slice and its row
+// stride are multiples of 4 elements (the usual KV cache; any layout stays legal).
+layout(binding = 1) readonly buffer K4 { f16vec4 data_k4[]; };
+layout(binding = 2) readonly buffer V4 { f16vec4 data_v4[]; };
 #endif
 layout(binding = 3) readonly buffer M { float16_t data_m[]; };
 layout(binding = 3) readonly buffer MBits { uint16_t data_m_bits[]; };
@@ -273,25 +277,40 @@ f16vec4 load_v4_f16(uint base, uint key, uint d) { return dequant4_f16(true, bas
 #else
 
 uint kv_base(uint byte_offset) { return byte_offset / 2; }
+// d is a multiple of 4; the alignment test is uniform over the dispatch. (Converted as loaded:
+// the scalar path needs no float16 arithmetic.)
+#define KV_ALIGNED(base, stride) (((base | stride) & 3u) == 0u)
 vec4 load_k4(uint base, uint key, uint d)
 {
     const uint e = base + key * p.nb11 + d;
+    if (KV_ALIGNED(base, p.nb11)) {
+        return vec4(data_k4[e / 4]);
+    }
     return vec4(float(data_k[e]), float(data_k[e + 1]), float(data_k[e + 2]), float(data_k[e + 3]));
 }
 vec4 load_v4(uint base, uint key, uint d)
 {
     const uint e = base + key * p.nb21 + d;
+    if (KV_ALIGNED(base, p.nb21)) {
+        return vec4(data_v4[e / 4]);
+    }
     return vec4(float(data_v[e]), float(data_v[e + 1]), float(data_v[e + 2]), float(data_v[e + 3]));
 }
 #if defined(FA_F16_DECODE)
 f16vec4 load_k4_f16(uint base, uint key, uint d)
 {
     const uint e = base + key * p.nb11 + d;
+    if (KV_ALIGNED(base, p.nb11)) {
+        return data_k4[e / 4];
+    }
     return f16vec4(data_k[e], data_k[e + 1], data_k[e + 2], data_k[e + 3]);
 }
 f16vec4 load_v4_f16(uint base, uint key, uint d)
 {
     const uint e = base + key * p.nb21 + d;
+    if (KV_ALIGNED(base, p.nb21)) {
+        return data_v4[e / 4];
+    }
     return f16vec4(data_v[e], data_v[e + 1], data_v[e + 2], data_v[e + 3]);
 }
 #endif
