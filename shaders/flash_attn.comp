@@ -94,7 +94,10 @@ void main()
     for (uint first = kv_begin; first < kv_end; first += Bc) {
         const uint ncols = min(Bc, kv_end - first);
 
-        // 1. Scores of this group's keys (not live: past the tile, or masked with −∞).
+        // 1. Scores of this group's keys. The tile body has no branch around a load: a slot
+        //    past the tile re-reads the tile's last key (in bounds) and is marked not live, and
+        //    rows past N compute with their zero Q, so every K (and later V) load of the tile
+        //    can be in flight together.
         float S[KEYS_PER_GROUP][Br];
         bool live[KEYS_PER_GROUP][Br];
         float tile_max[Br];
@@ -104,88 +107,72 @@ void main()
         [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
             const uint c = group + i * COL_GROUPS;
             const bool in_tile = c < ncols;
+            const uint key = first + min(c, ncols - 1);
             float acc[Br];
             [[unroll]] for (uint r = 0; r < Br; ++r) {
                 acc[r] = 0.0;
             }
-            if (in_tile) {
-                [[unroll]] for (uint t = 0; t < T4; ++t) {
-                    const uint d = 4 * lane + 4 * D_split * t;
-                    const vec4 k = load_k4(k_base, first + c, d);
-                    [[unroll]] for (uint r = 0; r < Br; ++r) {
-                        if (r < rows) {
-                            const vec4 q = Qs[r * (D / 4) + d / 4];
-                            float a = acc[r];
-                            a = fma(q.x, k.x, a);
-                            a = fma(q.y, k.y, a);
-                            a = fma(q.z, k.z, a);
-                            a = fma(q.w, k.w, a);
-                            acc[r] = a;
-                        }
-                    }
+            [[unroll]] for (uint t = 0; t < T4; ++t) {
+                const uint d = 4 * lane + 4 * D_split * t;
+                const vec4 k = load_k4(k_base, key, d);
+                [[unroll]] for (uint r = 0; r < Br; ++r) {
+                    const vec4 q = Qs[r * (D / 4) + d / 4];
+                    float a = acc[r];
+                    a = fma(q.x, k.x, a);
+                    a = fma(q.y, k.y, a);
+                    a = fma(q.z, k.z, a);
+                    a = fma(q.w, k.w, a);
+                    acc[r] = a;
                 }
             }
-            // Every lane of the group takes part in the butterfly (the same control flow for
-            // the whole group: in_tile depends only on the group).
             [[unroll]] for (uint w = D_split / 2; w > 0; w /= 2) {
                 [[unroll]] for (uint r = 0; r < Br; ++r) {
                     acc[r] += subgroupShuffleXor(acc[r], w);
                 }
             }
             [[unroll]] for (uint r = 0; r < Br; ++r) {
-                const uint mask_at = (row_tile * Br + r) * m_stride + first + c;
                 bool is_live = in_tile && r < rows;
-                if (is_live && masked) {
-                    is_live = uint(data_m_bits[mask_at]) != F16_NEG_INF_BITS;
-                }
                 float s = acc[r];
-                if (is_live) {
-                    if (p.logit_softcap != 0.0) {
-                        s = p.logit_softcap * tanh(s);
-                    }
-                    if (masked) {
-                        s += slope_of[r] * float(data_m[mask_at]);
-                    }
-                    tile_max[r] = max(tile_max[r], s);
+                if (p.logit_softcap != 0.0) {
+                    s = p.logit_softcap * tanh(s);
                 }
+                if (masked) {
+                    // Rows past N read row N − 1's entry (in bounds), and are not live anyway.
+                    const uint mask_at = (row_tile * Br + min(r, rows - 1)) * m_stride + key;
+                    is_live = is_live && uint(data_m_bits[mask_at]) != F16_NEG_INF_BITS;
+                    s += slope_of[r] * float(data_m[mask_at]);
+                }
+                tile_max[r] = is_live ? max(tile_max[r], s) : tile_max[r];
                 S[i][r] = s;
                 live[i][r] = is_live;
             }
         }
 
         // 2. The softmax update. Nothing is accumulated while M is still −FLT_MAX/2.
-        float alpha[Br];
         [[unroll]] for (uint r = 0; r < Br; ++r) {
             const float m_new = max(M[r], tile_max[r]);
-            alpha[r] = M[r] == NEG_HALF_MAX ? 0.0 : exp(M[r] - m_new);
+            const float alpha = M[r] == NEG_HALF_MAX ? 0.0 : exp(M[r] - m_new);
             M[r] = m_new;
             float sum = 0.0;
             [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
+                // A key that is not live has weight exactly 0 (its score, possibly ±∞ or
+                // NaN after a −∞ mask, is never used).
                 const float e = live[i][r] ? exp(S[i][r] - m_new) : 0.0;
                 S[i][r] = e;
                 sum += e;
             }
-            L[r] = L[r] * alpha[r] + sum;
+            L[r] = L[r] * alpha + sum;
             [[unroll]] for (uint t = 0; t < T4; ++t) {
-                O[r][t] *= alpha[r];
+                O[r][t] *= alpha;
             }
         }
         [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
-            bool any_weight = false;
-            [[unroll]] for (uint r = 0; r < Br; ++r) {
-                any_weight = any_weight || S[i][r] != 0.0;
-            }
-            if (!any_weight) {
-                continue;
-            }
-            const uint c = group + i * COL_GROUPS;
+            const uint key = first + min(group + i * COL_GROUPS, ncols - 1);
             [[unroll]] for (uint t = 0; t < T4; ++t) {
-                const vec4 v = load_v4(v_base, first + c, 4 * lane + 4 * D_split * t);
+                const vec4 v = load_v4(v_base, key, 4 * lane + 4 * D_split * t);
                 [[unroll]] for (uint r = 0; r < Br; ++r) {
-                    // Per row: a zero weight must not meet an infinite V element (0·∞).
-                    if (S[i][r] != 0.0) {
-                        O[r][t] = fma(vec4(S[i][r]), v, O[r][t]);
-                    }
+                    // A zero weight adds nothing, and must not meet an infinite V (0·∞ = NaN).
+                    O[r][t] = S[i][r] != 0.0 ? fma(vec4(S[i][r]), v, O[r][t]) : O[r][t];
                 }
             }
         }

@@ -23,10 +23,15 @@
 //   2. S: subgroup g computes columns 16g .. 16g + 15 of S (Bc / 16 = 4 blocks for 4
 //      subgroups) as Σ over D/16 steps of Q[:, 16s..] × Kᵀ[16s.., cols], stored row-major in
 //      Ssh (stride Bc).
-//   3. softmax, one invocation per row, as the scalar path: keys with a −∞ mask (by bits) and
-//      keys ≥ ncols are not live (weight exactly 0, no arithmetic on the infinity); the new
-//      maximum M' = max(M, max S), α = exp(M − M'), P = f16(exp(S − M')), L = L·α + Σ P.
-//   4. O (registers, each invocation owns fixed vec4 slots): O = O·α + Σ_c P_c·V_c.
+//   3. softmax, ROW_LANES = WorkGroupSize/Br consecutive invocations per row (keys
+//      lane, lane + ROW_LANES, ...): keys with a −∞ mask (by bits) and keys ≥ ncols are not
+//      live (weight exactly 0, no arithmetic on the infinity); the new maximum
+//      M' = max(M, max S) and the tile's Σ P are reduced over the row's lanes by butterfly
+//      (subgroupShuffleXor: the lanes are in one subgroup, and every lane gets the same bits);
+//      α = exp(M − M'), P = f16(exp(S − M')), L = L·α + Σ P, with M and L in registers.
+//   4. O (registers, each invocation owns fixed vec4 slots): O = O·α + Σ_c P_c·V_c, keys
+//      outer: when every slot of an invocation has the same elements (D/4 divides
+//      WorkGroupSize) V is loaded once per key for all of them.
 // A row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
 // path; with split-k the reduce handles it.
 //
@@ -41,6 +46,7 @@
 
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_shader_subgroup_shuffle : enable
 #extension GL_KHR_memory_scope_semantics : enable
 #extension GL_KHR_cooperative_matrix : enable
 
@@ -55,6 +61,11 @@ const uint MAT = 16;
 const uint SUBGROUPS = WorkGroupSize / 32;
 // O slots (vec4) per invocation.
 const uint O_SLOTS = (Br * D / 4 + WorkGroupSize - 1) / WorkGroupSize;
+// Invocations per row in step 3 (8 for the host's Br = 16, WorkGroupSize = 128), and keys each.
+const uint ROW_LANES = WorkGroupSize / Br;
+const uint KEYS_PER_LANE = Bc / ROW_LANES;
+// Every O slot of an invocation covers the same 4 elements of its row.
+const bool SAME_D = (WorkGroupSize % (D / 4)) == 0;
 
 shared float16_t Qsh[Br * D];
 shared float16_t Ksh[Bc * D];
@@ -78,19 +89,16 @@ void main()
         }
         Qsh[e] = float16_t(q);
     }
-    if (tid < Br) {
-        row_max[tid] = NEG_HALF_MAX;
-        row_sum[tid] = 0.0;
-        row_alpha[tid] = 1.0;
-    }
     ACC_TYPEV4 Of[O_SLOTS];
     for (uint i = 0; i < O_SLOTS; ++i) {
         Of[i] = ACC_TYPEV4(0.0);
     }
-    float slope = 1.0;
-    if (tid < Br) {
-        slope = alibi_slope(row_head(tid));
-    }
+    // Step 3's row and lane; the row's running maximum and sum (the same on all its lanes).
+    const uint srow = tid / ROW_LANES;
+    const uint slane = tid % ROW_LANES;
+    const float slope = alibi_slope(row_head(srow));
+    float m_run = NEG_HALF_MAX;
+    float l_run = 0.0;
     barrier();
 
     for (uint first = kv_begin; first < kv_end; first += Bc) {
@@ -128,71 +136,92 @@ void main()
         }
         barrier();
 
-        // 3. Softmax update, one invocation per row.
-        if (tid < Br) {
-            const uint r = tid;
+        // 3. Softmax update, ROW_LANES invocations per row.
+        {
+            const uint r = srow;
             const bool masked = p.mask != 0 && row_valid(r);
             const uint mask_row = (row_tile * Br + r) * m_stride + first;
+            ACC_TYPE sv[KEYS_PER_LANE];
+            bool live[KEYS_PER_LANE];
             float tile_max = NEG_HALF_MAX;
-            for (uint c = 0; c < ncols; ++c) {
-                const bool live = !masked || uint(data_m_bits[mask_row + c]) != F16_NEG_INF_BITS;
-                if (!live) {
-                    Psh[r * Bc + c] = float16_t(0.0);
-                    continue;
-                }
+            [[unroll]] for (uint m = 0; m < KEYS_PER_LANE; ++m) {
+                const uint c = slane + m * ROW_LANES;
+                live[m] = c < ncols
+                    && (!masked || uint(data_m_bits[mask_row + c]) != F16_NEG_INF_BITS);
                 ACC_TYPE s = Ssh[r * Bc + c];
-                if (p.logit_softcap != 0.0) {
-                    s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
+                if (live[m]) {
+                    if (p.logit_softcap != 0.0) {
+                        s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
+                    }
+                    if (masked) {
+                        s = ACC_TYPE(float(s) + slope * float(data_m[mask_row + c]));
+                    }
+                    tile_max = max(tile_max, float(s));
                 }
-                if (masked) {
-                    s = ACC_TYPE(float(s) + slope * float(data_m[mask_row + c]));
-                }
-                Ssh[r * Bc + c] = s;
-                // Marks the key live for the second pass (P is written there).
-                Psh[r * Bc + c] = float16_t(1.0);
-                tile_max = max(tile_max, float(s));
+                sv[m] = s;
             }
-            const float m_old = row_max[r];
-            const float m_new = max(m_old, tile_max);
+            [[unroll]] for (uint w = ROW_LANES / 2; w > 0; w /= 2) {
+                tile_max = max(tile_max, subgroupShuffleXor(tile_max, w));
+            }
+            const float m_new = max(m_run, tile_max);
             // Nothing is accumulated while the maximum is still the initial −FLT_MAX/2.
-            const float alpha = m_old == NEG_HALF_MAX ? 0.0 : exp(m_old - m_new);
+            const float alpha = m_run == NEG_HALF_MAX ? 0.0 : exp(m_run - m_new);
             float sum = 0.0;
-            for (uint c = 0; c < Bc; ++c) {
+            [[unroll]] for (uint m = 0; m < KEYS_PER_LANE; ++m) {
                 float16_t pc = float16_t(0.0);
-                if (c < ncols && Psh[r * Bc + c] != float16_t(0.0)) {
-                    pc = float16_t(exp(float(Ssh[r * Bc + c]) - m_new));
+                if (live[m]) {
+                    pc = float16_t(exp(float(sv[m]) - m_new));
                 }
-                Psh[r * Bc + c] = pc;
+                Psh[r * Bc + slane + m * ROW_LANES] = pc;
                 sum += float(pc);
             }
-            row_sum[r] = row_sum[r] * alpha + sum;
-            row_max[r] = m_new;
-            row_alpha[r] = alpha;
+            [[unroll]] for (uint w = ROW_LANES / 2; w > 0; w /= 2) {
+                sum += subgroupShuffleXor(sum, w);
+            }
+            l_run = l_run * alpha + sum;
+            m_run = m_new;
+            if (slane == 0) {
+                row_alpha[r] = alpha;
+            }
         }
         barrier();
 
-        // 4. O = O·α + Σ_c P_c·V_c for this invocation's slots. (The next tile's step 1 writes
-        //    only Ksh, and its barrier orders step 3 after this.)
+        // 4. O = O·α + Σ_c P_c·V_c for this invocation's slots, keys outer. (The next tile's
+        //    step 1 writes only Ksh, and its barrier orders step 3 after this.)
         for (uint i = 0; i < O_SLOTS; ++i) {
             const uint o = tid + i * WorkGroupSize;
-            if (o >= Br * D / 4) {
-                break;
+            if (o < Br * D / 4) {
+                Of[i] = Of[i] * ACC_TYPE(row_alpha[o / (D / 4)]);
             }
-            const uint r = o / (D / 4);
-            const uint d = (o % (D / 4)) * 4;
-            ACC_TYPEV4 acc = Of[i] * ACC_TYPE(row_alpha[r]);
-            for (uint c = 0; c < ncols; ++c) {
+        }
+        const uint d0 = (tid % (D / 4)) * 4;
+        for (uint c = 0; c < ncols; ++c) {
+            vec4 v0 = vec4(0.0);
+            if (SAME_D) {
+                v0 = load_v4(v_base, first + c, d0);
+            }
+            for (uint i = 0; i < O_SLOTS; ++i) {
+                const uint o = tid + i * WorkGroupSize;
+                if (o >= Br * D / 4) {
+                    break;
+                }
+                const uint r = o / (D / 4);
                 const float16_t pc = Psh[r * Bc + c];
                 if (pc != float16_t(0.0)) {
-                    acc += ACC_TYPEV4(float(pc) * load_v4(v_base, first + c, d));
+                    const vec4 v = SAME_D ? v0 : load_v4(v_base, first + c, (o % (D / 4)) * 4);
+                    Of[i] += ACC_TYPEV4(float(pc) * v);
                 }
             }
-            Of[i] = acc;
         }
     }
+    // The rows' L and M for the results.
+    if (slane == 0) {
+        row_sum[srow] = l_run;
+        row_max[srow] = m_run;
+    }
+    barrier();
 
-    // Results: each invocation writes its own slots; L and M were last written before the
-    // last barrier.
+    // Results: each invocation writes its own slots.
     for (uint i = 0; i < O_SLOTS; ++i) {
         const uint o = tid + i * WorkGroupSize;
         if (o >= Br * D / 4) {

@@ -44,10 +44,10 @@
     EIGHT_STEPS(STEP, 120)
 #define LOAD_STEP(j) if (j < head_size) { state[j] = state_in[state_row + j]; }
 #define STORE_STEP(j) if (j < head_size) { dst[state_out + j] = state[j]; }
-#define SA_STEP(j) if (j < head_size) { sa = fma(a_tok[j], state[j], sa); }
+#define SA_STEP(j) if (j < head_size) { sa = fma(TOK(a_tok, j), state[j], sa); }
 #define UPDATE_STEP(j) if (j < head_size) { \
-    state[j] = state[j] * w_tok[j] + v_i * k_tok[j] + sa * b_tok[j]; \
-    y = fma(r_tok[j], state[j], y); }
+    state[j] = state[j] * TOK(w_tok, j) + v_i * TOK(k_tok, j) + sa * TOK(b_tok, j); \
+    y = fma(TOK(r_tok, j), state[j], y); }
 
 layout(local_size_x = MAX_HEAD_SIZE, local_size_y = 1, local_size_z = 1) in;
 
@@ -68,11 +68,13 @@ layout(push_constant) uniform parameter {
 } p;
 
 // The current token's per-key vectors, read by every row.
-shared float r_tok[MAX_HEAD_SIZE];
-shared float w_tok[MAX_HEAD_SIZE];
-shared float k_tok[MAX_HEAD_SIZE];
-shared float a_tok[MAX_HEAD_SIZE];
-shared float b_tok[MAX_HEAD_SIZE];
+// As 4-vectors: the steps j = 4m .. 4m + 3 read one vector (a constant component each).
+shared vec4 r_tok[MAX_HEAD_SIZE / 4];
+shared vec4 w_tok[MAX_HEAD_SIZE / 4];
+shared vec4 k_tok[MAX_HEAD_SIZE / 4];
+shared vec4 a_tok[MAX_HEAD_SIZE / 4];
+shared vec4 b_tok[MAX_HEAD_SIZE / 4];
+#define TOK(arr, j) arr[(j) / 4][(j) % 4]
 
 // S > MAX_HEAD_SIZE: rows i, i + MAX_HEAD_SIZE, ... of this invocation, state in dst.
 void large_head(uint head_size, uint seq, uint head, uint i)
@@ -128,11 +130,11 @@ void main()
     for (uint t = first_token; t < first_token + seq_len; ++t) {
         const uint token_base = t * p.C + head * head_size;
         if (owns_row) {
-            r_tok[i] = r[token_base + i];
-            w_tok[i] = w[token_base + i];
-            k_tok[i] = k[token_base + i];
-            a_tok[i] = a[token_base + i];
-            b_tok[i] = b[token_base + i];
+            TOK(r_tok, i) = r[token_base + i];
+            TOK(w_tok, i) = w[token_base + i];
+            TOK(k_tok, i) = k[token_base + i];
+            TOK(a_tok, i) = a[token_base + i];
+            TOK(b_tok, i) = b[token_base + i];
         }
         barrier();
 

@@ -201,6 +201,9 @@ pub enum Command {
         /// Only variants whose name contains this.
         #[arg(long)]
         variant: Option<String>,
+        /// Only rows whose shape label contains this (e.g. "N=1 " for the decode rows).
+        #[arg(long)]
+        row: Option<String>,
         /// Rounds per case: each round times our tree and the --against tree once each,
         /// alternating which goes first; the table gives the median round and the spread.
         #[arg(long, default_value_t = 3)]
@@ -874,6 +877,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             against,
             ops,
             variant,
+            row,
             repeats,
             warmup,
             rotations,
@@ -959,6 +963,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 let name = b.case.variant();
                 if !(ops.is_empty() || ops.iter().any(|o| o == b.kernel))
                     || variant.as_deref().is_some_and(|f| !name.contains(f))
+                    || row.as_deref().is_some_and(|f| !b.label.contains(f))
                 {
                     continue;
                 }
