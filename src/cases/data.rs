@@ -223,7 +223,7 @@ thread_local! {
     /// The tensors generated while [`keep_tensors`] is on, by their arguments.
     static KEPT: std::cell::RefCell<Option<Vec<(TensorKey, Tensor)>>> = const { std::cell::RefCell::new(None) };
     /// What [`kept`] computed while [`keep_tensors`] is on, by its key.
-    static KEPT_VALUES: std::cell::RefCell<Option<Vec<(String, std::rc::Rc<dyn std::any::Any>)>>> = const { std::cell::RefCell::new(None) };
+    static KEPT_VALUES: std::cell::RefCell<Option<Vec<(String, KeptValue)>>> = const { std::cell::RefCell::new(None) };
 }
 
 /// While [`keep_tensors`] is on, the value `compute` gave for `key` the first time; otherwise
@@ -256,6 +256,9 @@ pub fn kept<T: Clone + 'static>(key: String, compute: impl FnOnce() -> T) -> T {
 }
 
 type TensorKey = (DType, [usize; 4], Blocks, u64, u64);
+
+/// A value [`kept`] holds, of whatever type its caller computed.
+type KeptValue = std::rc::Rc<dyn std::any::Any>;
 
 /// While `on`, [`tensor`] (and [`kept`]) keeps what it generates and hands out copies on a repeat: `vkdiff
 /// bench` evaluates each case once per round and tree, and generating (and quantizing) a

@@ -690,14 +690,14 @@ impl CaseModel for MulMmCase {
         // row's evaluations (the same inputs each round).
         let graph = ctx.is_graph();
         let key = format!("mul_mm {self} {mode:?} graph {graph} plan {plan:?}");
-        let judged = crate::cases::data::kept(key, || -> Result<_, Outcome> {
+        let judged = crate::cases::data::kept(key, || -> Result<_, Box<Outcome>> {
             let want = match mul_mat::mul_mat(&a, &b) {
                 Ok(w) => w,
-                Err(e) => return Err(Outcome::Skip(format!("ggml rejects the shapes: {e}"))),
+                Err(e) => return Err(Box::new(Outcome::Skip(format!("ggml rejects the shapes: {e}")))),
             };
             let (a_rows, b_rows) = match (a.rows(), b.rows()) {
                 (Ok(x), Ok(y)) => (x, y),
-                (Err(e), _) | (_, Err(e)) => return Err(Outcome::Error(e.to_string())),
+                (Err(e), _) | (_, Err(e)) => return Err(Box::new(Outcome::Error(e.to_string()))),
             };
             let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
             // Through ggml's host the split is its own choice: the loosest of the candidates.
@@ -713,7 +713,7 @@ impl CaseModel for MulMmCase {
                         let bk = plan.dispatch.spec[3] as usize;
                         match cm2_bounds(&a, &b, &plan.staging, bk, split_k, k_split, &columns) {
                             Ok(b) => b,
-                            Err(e) => return Err(Outcome::Error(e)),
+                            Err(e) => return Err(Box::new(Outcome::Error(e))),
                         }
                     }
                     Mode::Cm1 => {
@@ -732,7 +732,7 @@ impl CaseModel for MulMmCase {
             let a_special = match mode {
                 Mode::Cm2 => match cm2_special_operands(&a, &b, &plan.staging, &a_rows) {
                     Ok(v) => std::borrow::Cow::Owned(v),
-                    Err(e) => return Err(Outcome::Error(e)),
+                    Err(e) => return Err(Box::new(Outcome::Error(e))),
                 },
                 _ => std::borrow::Cow::Borrowed(&a_rows[..]),
             };
@@ -749,7 +749,7 @@ impl CaseModel for MulMmCase {
         });
         let (want, bounds, specials) = match judged {
             Ok(x) => x,
-            Err(outcome) => return outcome,
+            Err(outcome) => return *outcome,
         };
         let op = GraphOp::MulMat {
             a: &a,

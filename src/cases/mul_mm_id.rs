@@ -338,14 +338,14 @@ impl CaseModel for MulMmIdCase {
         // row's evaluations (the same inputs each round).
         let graph = ctx.is_graph();
         let key = format!("mul_mm_id {self} {mode:?} graph {graph} plan {plan:?}");
-        let judged = crate::cases::data::kept(key, || -> Result<_, Outcome> {
+        let judged = crate::cases::data::kept(key, || -> Result<_, Box<Outcome>> {
             let want = match mul_mat_id::mul_mat_id(&a, &b, &ids) {
                 Ok(w) => w,
-                Err(e) => return Err(Outcome::Skip(format!("ggml rejects the inputs: {e}"))),
+                Err(e) => return Err(Box::new(Outcome::Skip(format!("ggml rejects the inputs: {e}")))),
             };
             let (a_rows, b_rows) = match (a.rows(), b.rows()) {
                 (Ok(x), Ok(y)) => (x, y),
-                (Err(e), _) | (_, Err(e)) => return Err(Outcome::Error(e.to_string())),
+                (Err(e), _) | (_, Err(e)) => return Err(Box::new(Outcome::Error(e.to_string()))),
             };
             // dst column (slot e, token t) multiplies expert ids[t][e] by b row (e mod ne11, t).
             let columns: Vec<(usize, usize)> = self
@@ -382,7 +382,7 @@ impl CaseModel for MulMmIdCase {
                     for s in &stagings {
                         match cm2_bounds(&a, &b, s, spec(3, 16), 1, self.k, &columns) {
                             Ok(b) => candidates.push(b),
-                            Err(e) => return Err(Outcome::Error(e)),
+                            Err(e) => return Err(Box::new(Outcome::Error(e))),
                         }
                     }
                     super::mul_mm::bounds::loosest_mm(candidates)
@@ -404,7 +404,7 @@ impl CaseModel for MulMmIdCase {
         });
         let (want, bounds) = match judged {
             Ok(x) => x,
-            Err(outcome) => return outcome,
+            Err(outcome) => return *outcome,
         };
         let op = GraphOp::MulMatId {
             a: &a,
