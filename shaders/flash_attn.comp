@@ -25,8 +25,9 @@
 //
 // Needs: D_split ≤ the subgroup size (the host takes D_split = min(sg, 8, lsb(D)/4)) and lanes
 // of a group in one subgroup (D_split divides the subgroup size: both are powers of two).
-// Shared memory: Br·D (Q) + COL_GROUPS·(D + 2·Br) (the combination) + Br words: 20 KiB at most
-// (Br = 8, D = 256, D_split = 8).
+// Needs D/4 ≤ WorkGroupSize (the host's 128 and D ≤ 256).
+// Shared memory: Br·D (Q) + min(COL_GROUPS, 16)·D + 2·COL_GROUPS·Br (the combination) + Br
+// words: 26 KiB at most (Br = 8, D = 256, D_split = 4).
 //
 // Worked example (q4_0 K/V, D = 64, N = 3, H = 2, H_kv = 2, KV = 40, no mask, Br = 8,
 // Bc = 32, D_split = 8, WorkGroupSize = 128): dispatch (1, 2, 1). In workgroup (0, 1, 0) rows
@@ -48,12 +49,15 @@ const uint D_PER_LANE = D / D_split;
 const uint T4 = D_PER_LANE / 4;                           // vec4s per lane and row
 const uint KEYS_PER_GROUP = (Bc + COL_GROUPS - 1) / COL_GROUPS;
 
-shared vec4 Qs[Br * D / 4];
+// Q (Br ≤ 16 rows) during the key loop, then one row of up to 16 groups' O (the combination).
+shared vec4 Qs[16 * D / 4];
 shared float slope_of[Br];
-// The combination: each group's M and L per row, and one row of every group's O at a time.
+// The combination: each group's M and L per row, and one row of up to 16 groups' O at a time in
+// Qs (with D_split = 4, as on a 4-wide subgroup, all 32 groups of D = 256 would need 32 KiB, all
+// of lavapipe's shared memory).
+const uint GROUPS_PER_PASS = COL_GROUPS > 16 ? 16 : COL_GROUPS;
 shared float group_max[COL_GROUPS * Br];
 shared float group_sum[COL_GROUPS * Br];
-shared vec4 group_o[COL_GROUPS * D / 4];
 
 void main()
 {
@@ -197,32 +201,43 @@ void main()
         // A group that saw no live key holds O = 0, L = 0 (and M at −FLT_MAX/2: no exp of it).
         factor[r] = M[r] == NEG_HALF_MAX ? 0.0 : exp(M[r] - m);
     }
+    // One row at a time, the groups' O in passes of GROUPS_PER_PASS (shared memory); invocation
+    // e < D/4 adds elements 4e..4e+3 in group order and writes them.
     [[unroll]] for (uint r = 0; r < Br; ++r) {
         if (r >= rows) {
             continue;
         }
-        [[unroll]] for (uint t = 0; t < T4; ++t) {
-            group_o[group * (D / 4) + lane + D_split * t] = O[r][t] * factor[r];
+        vec4 o = vec4(0.0);
+        for (uint g0 = 0; g0 < COL_GROUPS; g0 += GROUPS_PER_PASS) {
+            if (group >= g0 && group < g0 + GROUPS_PER_PASS) {
+                [[unroll]] for (uint t = 0; t < T4; ++t) {
+                    Qs[(group - g0) * (D / 4) + lane + D_split * t] = O[r][t] * factor[r];
+                }
+            }
+            barrier();
+            if (tid < D / 4) {
+                for (uint g = g0; g < min(COL_GROUPS, g0 + GROUPS_PER_PASS); ++g) {
+                    o += Qs[(g - g0) * (D / 4) + tid];
+                }
+            }
+            barrier();
         }
-        barrier();
-        for (uint e = tid; e < D / 4; e += WorkGroupSize) {
+        if (tid < D / 4) {
             float l = 0.0;
-            vec4 o = vec4(0.0);
             for (uint g = 0; g < COL_GROUPS; ++g) {
                 const float mg = group_max[g * Br + r];
                 if (mg != NEG_HALF_MAX) {
                     l += group_sum[g * Br + r] * exp(mg - row_max[r]);
                 }
-                o += group_o[g * (D / 4) + e];
             }
-            const uint d = 4 * e;
+            const uint d = 4 * tid;
             if (p.k_num > 1) {
                 const uint at = split_o_offset(r) + d;
                 data_o[at] = o.x;
                 data_o[at + 1] = o.y;
                 data_o[at + 2] = o.z;
                 data_o[at + 3] = o.w;
-                if (e == 0) {
+                if (tid == 0) {
                     data_o[split_l_offset(r)] = l;
                     data_o[split_m_offset(r)] = row_max[r];
                 }
@@ -235,6 +250,5 @@ void main()
                 data_o[at + 3] = out4.w;
             }
         }
-        barrier();
     }
 }

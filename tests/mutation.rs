@@ -156,8 +156,8 @@ fn wkv7_with_a_sign_flip_in_the_state_update_is_caught_and_shrunk() {
     let tree = mutant(
         "wkv7-sign",
         "wkv7.comp",
-        "+ sa * b_tok[j]",
-        "- sa * b_tok[j]",
+        "+ sa * TOK(b_tok, j)",
+        "- sa * TOK(b_tok, j)",
     );
     let (case, _) = caught("rwkv_wkv7_f32", &tree);
     let Case::Wkv7(c) = case else {
