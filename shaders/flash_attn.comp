@@ -26,8 +26,8 @@
 // Needs: D_split ≤ the subgroup size (the host takes D_split = min(sg, 8, lsb(D)/4)) and lanes
 // of a group in one subgroup (D_split divides the subgroup size: both are powers of two).
 // Needs D/4 ≤ WorkGroupSize (the host's 128 and D ≤ 256).
-// Shared memory: Br·D (Q) + min(COL_GROUPS, 16)·D + 2·COL_GROUPS·Br (the combination) + Br
-// words: 26 KiB at most (Br = 8, D = 256, D_split = 4).
+// Shared memory: 16·D (Q, then up to 16 groups' O in the combination) + 2·COL_GROUPS·Br (the
+// groups' M and L) + Br words: 18 KiB at most (D = 256, D_split = 4).
 //
 // Worked example (q4_0 K/V, D = 64, N = 3, H = 2, H_kv = 2, KV = 40, no mask, Br = 8,
 // Bc = 32, D_split = 8, WorkGroupSize = 128): dispatch (1, 2, 1). In workgroup (0, 1, 0) rows

@@ -230,8 +230,13 @@ thread_local! {
 /// `compute()`. For the host-side work a case repeats on every evaluation of the same inputs
 /// (the reference result and the error bounds): `vkdiff bench` evaluates each row once per
 /// round and tree, and a 14336×512×4096 reference takes longer than everything else in its row.
-/// The key must name everything the value depends on (the case and the plan it was judged by).
-pub fn kept<T: Clone + 'static>(key: String, compute: impl FnOnce() -> T) -> T {
+/// The key must name everything the value depends on (the case and the plan it was judged by);
+/// it is only built while keeping is on, so a campaign's cases pay nothing for it.
+pub fn kept<T: Clone + 'static>(key: impl FnOnce() -> String, compute: impl FnOnce() -> T) -> T {
+    if KEPT_VALUES.with(|k| k.borrow().is_none()) {
+        return compute();
+    }
+    let key = key();
     let hit = KEPT_VALUES.with(|k| {
         k.borrow().as_ref().and_then(|v| {
             v.iter()

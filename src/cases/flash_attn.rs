@@ -653,8 +653,9 @@ impl CaseModel for FlashAttnCase {
             return Outcome::Skip(format!("precondition: {reason}"));
         }
         // The reference and (below) the bounds are kept across a bench row's evaluations.
-        let key = format!("flash_attn {self} graph {}", ctx.is_graph());
-        let want = match crate::cases::data::kept(key.clone(), || {
+        let graph = ctx.is_graph();
+        let key = || format!("flash_attn {self} graph {graph}");
+        let want = match crate::cases::data::kept(key, || {
             flash_attn_ext(&inputs).map_err(|e| e.to_string())
         }) {
             Ok(w) => w,
@@ -716,15 +717,16 @@ impl CaseModel for FlashAttnCase {
             Ok(x) => x,
             Err(e) => return Outcome::Error(format!("decoding V: {e}")),
         };
-        let caps = ctx.gpu.caps().clone();
-        let bounds = crate::cases::data::kept(format!("{key} bounds {plan:?} f16 {f16_scalar_possible}"), || -> Result<Vec<f64>, String> {
-            let d_split = runners::flash_attn::d_split(&caps, self.d);
+        let caps = ctx.gpu.caps();
+        let bounds_key = || format!("{} bounds {plan:?} f16 {f16_scalar_possible}", key());
+        let bounds = crate::cases::data::kept(bounds_key, || -> Result<Vec<f64>, String> {
+            let d_split = runners::flash_attn::d_split(caps, self.d);
             let mut plans = vec![plan.clone()];
             if ctx.is_graph() {
                 for s in 2..=4u32 {
                     plans.push(runners::flash_attn::plan(
                         self.path,
-                        &caps,
+                        caps,
                         self.prec_f32,
                         &inputs,
                         Some(s),

@@ -689,7 +689,7 @@ impl CaseModel for MulMmCase {
         // The reference and the bounds of these inputs on this plan: kept across a bench
         // row's evaluations (the same inputs each round).
         let graph = ctx.is_graph();
-        let key = format!("mul_mm {self} {mode:?} graph {graph} plan {plan:?}");
+        let key = || format!("mul_mm {self} {mode:?} graph {graph} plan {plan:?}");
         let judged = crate::cases::data::kept(key, || -> Result<_, Box<Outcome>> {
             let want = match mul_mat::mul_mat(&a, &b) {
                 Ok(w) => w,

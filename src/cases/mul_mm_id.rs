@@ -337,7 +337,7 @@ impl CaseModel for MulMmIdCase {
         // The reference and the bounds of these inputs on this plan: kept across a bench
         // row's evaluations (the same inputs each round).
         let graph = ctx.is_graph();
-        let key = format!("mul_mm_id {self} {mode:?} graph {graph} plan {plan:?}");
+        let key = || format!("mul_mm_id {self} {mode:?} graph {graph} plan {plan:?}");
         let judged = crate::cases::data::kept(key, || -> Result<_, Box<Outcome>> {
             let want = match mul_mat_id::mul_mat_id(&a, &b, &ids) {
                 Ok(w) => w,
