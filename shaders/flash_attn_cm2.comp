@@ -23,7 +23,7 @@
 // Per tile of keys [first, first + ncols):
 //   1. K staging: stage[c·D + d] = K[first + c][d] (f16), zero for c ≥ ncols; S = Q·Kᵀ, stored
 //      row-major to Ssh.
-//   2. softmax, one invocation per row: keys with a −∞ mask (by bits) and keys ≥ ncols are
+//   2. softmax, LANES invocations per row: keys with a −∞ mask (by bits) and keys ≥ ncols are
 //      not live (weight exactly 0, no arithmetic on the infinity); M' = max(M, max S),
 //      α = exp(M − M') (0 before the first live key), P = f16(exp(S − M')), L = L·α + Σ P.
 //   3. O = O·α per row (per-element operation reading α from shared memory); V staging as in
@@ -57,6 +57,7 @@
 #extension GL_KHR_memory_scope_semantics : enable
 #extension GL_KHR_cooperative_matrix : enable
 #extension GL_NV_cooperative_matrix2 : enable
+#extension GL_KHR_shader_subgroup_shuffle : enable
 
 #define FA_F16_DECODE 1
 #include "flash_attn_base.comp"
@@ -66,6 +67,13 @@ const uint QC = Br > Bc ? 16 : D;
 const uint Q_CHUNKS = D / QC;
 const uint STAGE_KQ = Bc * D > Br * QC ? Bc * D : Br * QC;
 const uint STAGE_SIZE = STAGE_KQ > Br * Bc ? STAGE_KQ : Br * Bc;
+
+// The softmax step gives each row LANES consecutive invocations (8 with Br = 32 and 256
+// invocations), KEYS_PER_LANE keys each (lane, lane + LANES, ...), and combines the lanes'
+// maxima and sums by shuffles: LANES divides the subgroup (32 on NVIDIA, the only cm2 devices).
+// One invocation per row, reading the mask serially, took most of a decode tile's time.
+const uint LANES = WorkGroupSize / Br;
+const uint KEYS_PER_LANE = Bc / LANES;
 
 shared float16_t stage[STAGE_SIZE];   // Q chunks, K, then P (row-major Br x Bc), then V
 shared ACC_TYPE Ssh[Br * Bc];
@@ -120,10 +128,8 @@ void main()
         row_alpha[tid] = ACC_TYPE(1.0);
         row_seen[tid] = false;
     }
-    float slope = 1.0;
-    if (tid < Br) {
-        slope = alibi_slope(row_head(tid));
-    }
+    // ALiBi slope of the row this invocation's softmax lanes serve.
+    const float slope = alibi_slope(row_head(tid / LANES));
     // Q: f16(q)·f16(scale) in f16 (rows past N are zero and never stored), QC columns at a
     // time through stage.
     const float16_t scale16 = float16_t(p.scale);
@@ -163,36 +169,49 @@ void main()
         coopMatStore(S, Ssh, 0, Bc, gl_CooperativeMatrixLayoutRowMajor);
         barrier();
 
-        // 2. Softmax update, one invocation per row, in ACC_TYPE.
-        if (tid < Br) {
-            const uint r = tid;
+        // 2. Softmax update in ACC_TYPE, LANES invocations per row (see LANES).
+        {
+            const uint r = tid / LANES;
+            const uint lane = tid % LANES;
             const bool masked = p.mask != 0 && row_valid(r);
             const uint mask_row = (row_tile * Br + r) * m_stride + first;
+            // This row's state, read before any lane of it writes it back below.
+            const bool seen = row_seen[r];
+            const ACC_TYPE m_old = row_max[r];
+            const ACC_TYPE l_old = row_sum[r];
+            ACC_TYPE s_of[KEYS_PER_LANE];
+            bool live_of[KEYS_PER_LANE];
             bool any = false;
             ACC_TYPE tile_max = ACC_TYPE(0.0);
-            for (uint c = 0; c < Bc; ++c) {
+            [[unroll]] for (uint j = 0; j < KEYS_PER_LANE; ++j) {
+                const uint c = lane + j * LANES;
                 bool live = c < ncols;
                 if (live && masked) {
                     live = uint(data_m_bits[mask_row + c]) != F16_NEG_INF_BITS;
                 }
-                // P's place in stage marks the live keys until the second pass writes P.
-                stage[r * Bc + c] = float16_t(live ? 1.0 : 0.0);
-                if (!live) {
-                    continue;
-                }
                 ACC_TYPE s = Ssh[r * Bc + c];
-                if (p.logit_softcap != 0.0) {
-                    s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
+                if (live) {
+                    if (p.logit_softcap != 0.0) {
+                        s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
+                    }
+                    if (masked) {
+                        s = s + ACC_TYPE(slope) * ACC_TYPE(data_m[mask_row + c]);
+                    }
+                    tile_max = any ? max(tile_max, s) : s;
+                    any = true;
                 }
-                if (masked) {
-                    s = s + ACC_TYPE(slope) * ACC_TYPE(data_m[mask_row + c]);
-                }
-                Ssh[r * Bc + c] = s;
-                tile_max = any ? max(tile_max, s) : s;
-                any = true;
+                s_of[j] = s;
+                live_of[j] = live;
             }
-            const bool seen = row_seen[r];
-            const ACC_TYPE m_old = row_max[r];
+            [[unroll]] for (uint x = 1; x < LANES; x *= 2) {
+                const bool other_any = subgroupShuffleXor(any, x);
+                // (Shuffled as float, exactly: f16 shuffles would need another extension.)
+                const ACC_TYPE other_max = ACC_TYPE(subgroupShuffleXor(float(tile_max), x));
+                if (other_any) {
+                    tile_max = any ? max(tile_max, other_max) : other_max;
+                    any = true;
+                }
+            }
             ACC_TYPE m_new = m_old;
             if (any) {
                 m_new = seen ? max(m_old, tile_max) : tile_max;
@@ -200,18 +219,20 @@ void main()
             // Nothing was accumulated before the first live key.
             const ACC_TYPE alpha = seen ? exp(m_old - m_new) : ACC_TYPE(0.0);
             ACC_TYPE sum = ACC_TYPE(0.0);
-            for (uint c = 0; c < Bc; ++c) {
-                float16_t pc = float16_t(0.0);
-                if (stage[r * Bc + c] != float16_t(0.0)) {
-                    pc = float16_t(exp(Ssh[r * Bc + c] - m_new));
-                }
-                stage[r * Bc + c] = pc;
+            [[unroll]] for (uint j = 0; j < KEYS_PER_LANE; ++j) {
+                const float16_t pc = live_of[j] ? float16_t(exp(s_of[j] - m_new)) : float16_t(0.0);
+                stage[r * Bc + lane + j * LANES] = pc;
                 sum += ACC_TYPE(pc);
             }
-            row_sum[r] = row_sum[r] * alpha + sum;
-            row_max[r] = m_new;
-            row_alpha[r] = alpha;
-            row_seen[r] = seen || any;
+            [[unroll]] for (uint x = 1; x < LANES; x *= 2) {
+                sum += ACC_TYPE(subgroupShuffleXor(float(sum), x));
+            }
+            if (lane == 0) {
+                row_sum[r] = l_old * alpha + sum;
+                row_max[r] = m_new;
+                row_alpha[r] = alpha;
+                row_seen[r] = seen || any;
+            }
         }
         barrier();
 
