@@ -493,9 +493,14 @@ impl Timing {
                 range: None,
             };
         };
+        // (Timed wrong results, --time-wrong, keep their status.)
+        let status = rounds
+            .iter()
+            .find(|t| t.status != "ok")
+            .map_or("ok", |t| &t.status);
         Timing {
             ns: Some(ns[ns.len() / 2]),
-            status: "ok".into(),
+            status: status.into(),
             range: Some((lo, hi)),
         }
     }
@@ -507,8 +512,15 @@ impl Timing {
     }
 }
 
-/// Times `case` on `tree` in bench mode and checks its result.
-pub fn time(gpu: &mut Gpu, tree: &mut ShaderTree, case: &Case, mode: BenchMode) -> Timing {
+/// Times `case` on `tree` in bench mode and checks its result; a wrong result is timed only
+/// with `time_wrong` (an experiment), and keeps its WRONG status.
+pub fn time(
+    gpu: &mut Gpu,
+    tree: &mut ShaderTree,
+    case: &Case,
+    mode: BenchMode,
+    time_wrong: bool,
+) -> Timing {
     gpu.set_bench(Some(mode));
     let outcome = case.evaluate(&mut Ctx {
         gpu,
@@ -517,7 +529,13 @@ pub fn time(gpu: &mut Gpu, tree: &mut ShaderTree, case: &Case, mode: BenchMode) 
         graph: None,
     });
     gpu.set_bench(None);
-    timing_of(outcome)
+    let wrong = matches!(outcome, Outcome::Fail { .. });
+    let mut timing = timing_of(outcome);
+    if wrong && time_wrong {
+        timing.ns = gpu.last_bench_ns();
+        timing.range = timing.ns.map(|n| (n, n));
+    }
+    timing
 }
 
 /// [`time`] through a graph executor (ggml's backend, timing itself), judged the same way.
@@ -786,5 +804,21 @@ mod tests {
             let v = ShaderVariant::new(file.trim_end_matches(".comp"), file, &[]);
             tree.spirv(&v).unwrap_or_else(|e| panic!("{file}: {e}"));
         }
+    }
+
+    /// A timed wrong round (--time-wrong) keeps the row's WRONG status: an experiment's
+    /// table must not read "ok".
+    #[test]
+    fn a_timed_wrong_round_keeps_its_status() {
+        let timed = |ns: f64, status: &str| Timing {
+            ns: Some(ns),
+            status: status.into(),
+            range: Some((ns, ns)),
+        };
+        let all_ok = Timing::rounds(&[timed(1.0, "ok"), timed(2.0, "ok")]);
+        assert_eq!(all_ok.status, "ok");
+        let wrong = Timing::rounds(&[timed(1.0, "ok"), timed(2.0, "WRONG: 3 of 4 elements")]);
+        assert_eq!(wrong.status, "WRONG: 3 of 4 elements");
+        assert_eq!(wrong.ns, Some(2.0));
     }
 }

@@ -233,6 +233,10 @@ pub enum Command {
         /// still printed (for a device session with a hard limit).
         #[arg(long)]
         time_limit: Option<u64>,
+        /// Time rows whose result is wrong too (their status still says WRONG): for
+        /// experiments, e.g. a copy of a shader with one part taken out, to see what it costs.
+        #[arg(long)]
+        time_wrong: bool,
     },
     /// Mutation testing: how many small bugs planted in the shader tree (relational and
     /// arithmetic swaps, constants ± 1, dropped barriers, min ↔ max, swapped operands) the
@@ -886,6 +890,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             quick,
             all,
             time_limit,
+            time_wrong,
         } => {
             target.apply();
             kernels::select(&ops, None)?;
@@ -980,7 +985,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 for round in 0..rounds.max(1) {
                     let mut theirs_now = |gpu: &mut Gpu| {
                         if let Some(o) = other.as_mut() {
-                            theirs.push(bench::time(gpu, o, &b.case, mode));
+                            theirs.push(bench::time(gpu, o, &b.case, mode, time_wrong));
                         } else if let Some((driver, _)) = ggml.as_mut() {
                             theirs.push(bench::time_graph(gpu, driver, &b.case));
                         }
@@ -988,7 +993,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     if round % 2 == 1 {
                         theirs_now(&mut gpu);
                     }
-                    ours.push(bench::time(&mut gpu, &mut tree, &b.case, mode));
+                    ours.push(bench::time(&mut gpu, &mut tree, &b.case, mode, time_wrong));
                     if round % 2 == 0 {
                         theirs_now(&mut gpu);
                     }

@@ -111,6 +111,8 @@ pub struct Gpu {
     timeout: Duration,
     jobs_run: u64,
     bench: Option<BenchMode>,
+    /// The median time of the last timed job (bench mode).
+    last_bench_ns: Option<f64>,
     /// The logical device (and its capabilities).
     pub device: Device,
     instance: Instance,
@@ -226,6 +228,7 @@ impl Gpu {
             timeout,
             jobs_run: 0,
             bench: None,
+            last_bench_ns: None,
             device,
             instance,
         })
@@ -245,6 +248,11 @@ impl Gpu {
     /// True when the Khronos validation layer checks every call (`VKDIFF_VALIDATE`).
     pub fn validating(&self) -> bool {
         self.instance.validating()
+    }
+
+    /// The median GPU time of the last job run in bench mode, whatever its result.
+    pub fn last_bench_ns(&self) -> Option<f64> {
+        self.last_bench_ns
     }
 
     /// Makes every following job a timed benchmark (None: back to single runs).
@@ -935,6 +943,9 @@ impl Job<'_> {
             times.sort_by(f64::total_cmp);
             Some(times[times.len() / 2])
         });
+        if gpu.bench.is_some() {
+            gpu.last_bench_ns = gpu_ns;
+        }
         inject_nondeterminism(gpu, &mut outputs);
         let validation = gpu.instance.take_messages();
         Ok(JobOutput {
