@@ -66,6 +66,16 @@ const uint ROW_LANES = WorkGroupSize / Br;
 const uint KEYS_PER_LANE = Bc / ROW_LANES;
 // Every O slot of an invocation covers the same 4 elements of its row.
 const bool SAME_D = (WorkGroupSize % (D / 4)) == 0;
+// Keys whose V step 4 loads together (Bc is a multiple of 16), and those loads: f16 V whose
+// slice offset and row stride are multiples of 4 is read as f16vec4s with no test per load.
+const uint V_CHUNK = 8;
+#if QUANT_K == 1
+#define V_ALIGNED KV_ALIGNED(v_base, p.nb21)
+#define LOAD_V4_ALIGNED(key, d) vec4(data_v4[(v_base + (key) * p.nb21 + (d)) / 4])
+#else
+#define V_ALIGNED true
+#define LOAD_V4_ALIGNED(key, d) load_v4(v_base, key, d)
+#endif
 
 shared float16_t Qsh[Br * D];
 shared float16_t Ksh[Bc * D];
@@ -195,21 +205,44 @@ void main()
             }
         }
         const uint d0 = (tid % (D / 4)) * 4;
-        for (uint c = 0; c < ncols; ++c) {
-            vec4 v0 = vec4(0.0);
-            if (SAME_D) {
-                v0 = load_v4(v_base, first + c, d0);
-            }
-            for (uint i = 0; i < O_SLOTS; ++i) {
-                const uint o = tid + i * WorkGroupSize;
-                if (o >= Br * D / 4) {
-                    break;
+        if (SAME_D) {
+            // Keys in chunks of V_CHUNK whose V loads sit in one basic block (the alignment
+            // test outside it), so they are in flight together. With a load a key, each
+            // behind load_v4's alignment branch, V's latency was paid key by key: without the
+            // loads the decode rows took 44% of the time on the H100. The sums run in key
+            // order as before; a key past ncols reads the tile's last key (in bounds) and has
+            // P = 0 (step 3), which adds nothing (a select, so 0·∞ is never added).
+            for (uint c0 = 0; c0 < ncols; c0 += V_CHUNK) {
+                vec4 vv[V_CHUNK];
+                if (V_ALIGNED) {
+                    [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
+                        vv[j] = LOAD_V4_ALIGNED(first + min(c0 + j, ncols - 1), d0);
+                    }
+                } else {
+                    [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
+                        vv[j] = load_v4(v_base, first + min(c0 + j, ncols - 1), d0);
+                    }
                 }
-                const uint r = o / (D / 4);
-                const float16_t pc = Psh[r * Bc + c];
-                if (pc != float16_t(0.0)) {
-                    const vec4 v = SAME_D ? v0 : load_v4(v_base, first + c, (o % (D / 4)) * 4);
-                    Of[i] += ACC_TYPEV4(float(pc) * v);
+                [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
+                    [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
+                        const uint o = tid + i * WorkGroupSize;
+                        const float16_t pc = o < Br * D / 4 ? Psh[(o / (D / 4)) * Bc + c0 + j]
+                                                            : float16_t(0.0);
+                        Of[i] = pc != float16_t(0.0) ? Of[i] + ACC_TYPEV4(float(pc) * vv[j]) : Of[i];
+                    }
+                }
+            }
+        } else {
+            for (uint c = 0; c < ncols; ++c) {
+                for (uint i = 0; i < O_SLOTS; ++i) {
+                    const uint o = tid + i * WorkGroupSize;
+                    if (o >= Br * D / 4) {
+                        break;
+                    }
+                    const float16_t pc = Psh[(o / (D / 4)) * Bc + c];
+                    if (pc != float16_t(0.0)) {
+                        Of[i] += ACC_TYPEV4(float(pc) * load_v4(v_base, first + c, (o % (D / 4)) * 4));
+                    }
                 }
             }
         }
