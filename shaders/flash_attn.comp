@@ -59,42 +59,14 @@ const uint GROUPS_PER_PASS = COL_GROUPS > 16 ? 16 : COL_GROUPS;
 shared float group_max[COL_GROUPS * Br];
 shared float group_sum[COL_GROUPS * Br];
 
-void main()
+// The key loop: steps 1 and 2 for every tile of this workgroup's keys. `vectors` is a constant
+// at both calls (main), so each call becomes its own copy whose K and V loads of a tile sit in
+// one block: with the alignment tested at every load, the H100 ran the decode rows 1.35-4.3
+// times slower.
+void key_loop(const bool vectors, const uint group, const uint lane, const uint rows,
+              inout float M[Br], inout float L[Br], inout vec4 O[Br][T4])
 {
-    init_indices();
-    const uint tid = gl_LocalInvocationID.x;
-    const uint lane = tid % D_split;
-    const uint group = tid / D_split;
-    // Rows past N are neither computed nor stored.
-    const uint rows = min(Br, p.N - row_tile * Br);
-
-    // Q rows, multiplied by the scale (rows past N are zero).
-    for (uint e = tid; e < Br * D / 4; e += WorkGroupSize) {
-        const uint r = e / (D / 4);
-        const uint d = (e % (D / 4)) * 4;
-        vec4 q = vec4(0.0);
-        if (r < rows) {
-            const uint at = q_base + (row_tile * Br + r) * q_stride + d;
-            q = vec4(data_q[at], data_q[at + 1], data_q[at + 2], data_q[at + 3]) * p.scale;
-        }
-        Qs[e] = q;
-    }
-    if (tid < Br) {
-        slope_of[tid] = alibi_slope(row_head(tid));
-    }
-    barrier();
-
     const bool masked = p.mask != 0;
-    float M[Br], L[Br];
-    vec4 O[Br][T4];
-    [[unroll]] for (uint r = 0; r < Br; ++r) {
-        M[r] = NEG_HALF_MAX;
-        L[r] = 0.0;
-        [[unroll]] for (uint t = 0; t < T4; ++t) {
-            O[r][t] = vec4(0.0);
-        }
-    }
-
     for (uint first = kv_begin; first < kv_end; first += Bc) {
         const uint ncols = min(Bc, kv_end - first);
 
@@ -118,7 +90,7 @@ void main()
             }
             [[unroll]] for (uint t = 0; t < T4; ++t) {
                 const uint d = 4 * lane + 4 * D_split * t;
-                const vec4 k = load_k4(k_base, key, d);
+                const vec4 k = load_k4_as(vectors, k_base, key, d);
                 [[unroll]] for (uint r = 0; r < Br; ++r) {
                     const vec4 q = Qs[r * (D / 4) + d / 4];
                     float a = acc[r];
@@ -173,13 +145,55 @@ void main()
         [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
             const uint key = first + min(group + i * COL_GROUPS, ncols - 1);
             [[unroll]] for (uint t = 0; t < T4; ++t) {
-                const vec4 v = load_v4(v_base, key, 4 * lane + 4 * D_split * t);
+                const vec4 v = load_v4_as(vectors, v_base, key, 4 * lane + 4 * D_split * t);
                 [[unroll]] for (uint r = 0; r < Br; ++r) {
                     // A zero weight adds nothing, and must not meet an infinite V (0·∞ = NaN).
                     O[r][t] = S[i][r] != 0.0 ? fma(vec4(S[i][r]), v, O[r][t]) : O[r][t];
                 }
             }
         }
+    }
+}
+
+void main()
+{
+    init_indices();
+    const uint tid = gl_LocalInvocationID.x;
+    const uint lane = tid % D_split;
+    const uint group = tid / D_split;
+    // Rows past N are neither computed nor stored.
+    const uint rows = min(Br, p.N - row_tile * Br);
+
+    // Q rows, multiplied by the scale (rows past N are zero).
+    for (uint e = tid; e < Br * D / 4; e += WorkGroupSize) {
+        const uint r = e / (D / 4);
+        const uint d = (e % (D / 4)) * 4;
+        vec4 q = vec4(0.0);
+        if (r < rows) {
+            const uint at = q_base + (row_tile * Br + r) * q_stride + d;
+            q = vec4(data_q[at], data_q[at + 1], data_q[at + 2], data_q[at + 3]) * p.scale;
+        }
+        Qs[e] = q;
+    }
+    if (tid < Br) {
+        slope_of[tid] = alibi_slope(row_head(tid));
+    }
+    barrier();
+
+    float M[Br], L[Br];
+    vec4 O[Br][T4];
+    [[unroll]] for (uint r = 0; r < Br; ++r) {
+        M[r] = NEG_HALF_MAX;
+        L[r] = 0.0;
+        [[unroll]] for (uint t = 0; t < T4; ++t) {
+            O[r][t] = vec4(0.0);
+        }
+    }
+
+    if (KV_VECTORS) {
+        key_loop(true, group, lane, rows, M, L, O);
+    } else {
+        key_loop(false, group, lane, rows, M, L, O);
     }
 
     // The combination: M = max_g M_g, every group's O and L rescaled by exp(M_g − M) and added

@@ -269,6 +269,10 @@ f16vec4 dequant4_f16(const bool is_v, uint base, uint stride, uint key, uint d)
 uint kv_base(uint byte_offset) { return byte_offset / KV_BLOCK_BYTES; }
 vec4 load_k4(uint base, uint key, uint d) { return dequant4(false, base, p.nb11, key, d); }
 vec4 load_v4(uint base, uint key, uint d) { return dequant4(true, base, p.nb21, key, d); }
+// (Blocks have no vector form: see the f16 versions.)
+vec4 load_k4_as(const bool vectors, uint base, uint key, uint d) { return load_k4(base, key, d); }
+vec4 load_v4_as(const bool vectors, uint base, uint key, uint d) { return load_v4(base, key, d); }
+#define KV_VECTORS false
 #if defined(FA_F16_DECODE)
 f16vec4 load_k4_f16(uint base, uint key, uint d) { return dequant4_f16(false, base, p.nb11, key, d); }
 f16vec4 load_v4_f16(uint base, uint key, uint d) { return dequant4_f16(true, base, p.nb21, key, d); }
@@ -280,22 +284,28 @@ uint kv_base(uint byte_offset) { return byte_offset / 2; }
 // d is a multiple of 4; the alignment test is uniform over the dispatch. (Converted as loaded:
 // the scalar path needs no float16 arithmetic.)
 #define KV_ALIGNED(base, stride) (((base | stride) & 3u) == 0u)
-vec4 load_k4(uint base, uint key, uint d)
+// load_k4_as / load_v4_as take the alignment from the caller: `vectors` (KV_VECTORS: both
+// slices and row strides multiples of 4) must be a constant where a loop calls them, so the
+// loop's loads share one block; a test at every load kept them one at a time on the H100.
+vec4 load_k4_as(const bool vectors, uint base, uint key, uint d)
 {
     const uint e = base + key * p.nb11 + d;
-    if (KV_ALIGNED(base, p.nb11)) {
+    if (vectors) {
         return vec4(data_k4[e / 4]);
     }
     return vec4(float(data_k[e]), float(data_k[e + 1]), float(data_k[e + 2]), float(data_k[e + 3]));
 }
-vec4 load_v4(uint base, uint key, uint d)
+vec4 load_v4_as(const bool vectors, uint base, uint key, uint d)
 {
     const uint e = base + key * p.nb21 + d;
-    if (KV_ALIGNED(base, p.nb21)) {
+    if (vectors) {
         return vec4(data_v4[e / 4]);
     }
     return vec4(float(data_v[e]), float(data_v[e + 1]), float(data_v[e + 2]), float(data_v[e + 3]));
 }
+vec4 load_k4(uint base, uint key, uint d) { return load_k4_as(KV_ALIGNED(base, p.nb11), base, key, d); }
+vec4 load_v4(uint base, uint key, uint d) { return load_v4_as(KV_ALIGNED(base, p.nb21), base, key, d); }
+#define KV_VECTORS (KV_ALIGNED(k_base, p.nb11) && KV_ALIGNED(v_base, p.nb21))
 #if defined(FA_F16_DECODE)
 f16vec4 load_k4_f16(uint base, uint key, uint d)
 {
