@@ -391,112 +391,51 @@ float a_value(uint i)
 
 #endif
 
-// ---- Reading four consecutive elements (k to k + 3, i a multiple of 4) ----
-
-// Staging reads quads: one vector load of B in the aligned variants and one block header per
-// four A elements, where element-wise staging loaded a whole B vector for each element. The
-// values are those a_value / b_value give, so the staged tiles are bit-identical.
-#if LOAD_VEC_B == 8
-vec4 b_quad(uint i)
-{
-    const mat2x4 v = mat2x4(data_b[i / 8]);
-    return v[(i % 8) / 4];
-}
-#elif LOAD_VEC_B == 4 && defined(B_IS_FLOAT)
-vec4 b_quad(uint i)
-{
-    const uvec4 v = uvec4(data_b[i / 4]);
-    return vec4(bf16_to_fp32(v.x), bf16_to_fp32(v.y), bf16_to_fp32(v.z), bf16_to_fp32(v.w));
-}
-#elif LOAD_VEC_B == 4
-vec4 b_quad(uint i)
-{
-    return vec4(data_b[i / 4]);
-}
-#else
-vec4 b_quad(uint i)
-{
-    return vec4(b_value(i), b_value(i + 1), b_value(i + 2), b_value(i + 3));
-}
-#endif
-
-// (A quad never straddles a block: QUANT_K is a multiple of 4 and i is.)
-vec4 a_quad(uint i)
-{
-    return vec4(a_value(i), a_value(i + 1), a_value(i + 2), a_value(i + 3));
-}
-
 // ---- Staging one K step ----
 
 // Stages A rows row0 .. row0 + BM - 1 and the BN columns from col0 for k in
 // [block_k, block_k + BK) into buf_a / buf_b, zero outside [0, M) x [block_k, end_k) and the
-// valid columns (n_cols). Each step stages a quad of k; a quad that is partly out of range or
-// not 4-aligned in the buffer is read element by element. (Loops go in chunks of LOOP_CHUNK
-// unrolled steps: see LOOP_CHUNK.)
-const uint QUADS_PER_ROW = BK / 4;   // BK is a multiple of 8 in every host configuration
-const uint QUAD_LOADS_A = (BM * QUADS_PER_ROW + BLOCK_SIZE - 1) / BLOCK_SIZE;
-const uint QUAD_LOADS_B = (BN * QUADS_PER_ROW + BLOCK_SIZE - 1) / BLOCK_SIZE;
-
+// valid columns (n_cols). (Loops go in chunks of LOOP_CHUNK unrolled steps: see LOOP_CHUNK.)
 void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
                  uint b_base, uint n_cols)
 {
     const uint tid = gl_LocalInvocationID.x;
-    for (uint j0 = 0; j0 < QUAD_LOADS_A; j0 += LOOP_CHUNK) {
+    for (uint j0 = 0; j0 < LOADS_A; j0 += LOOP_CHUNK) {
         [[unroll]] for (uint jj = 0; jj < LOOP_CHUNK; ++jj) {
-            const uint q = tid + (j0 + jj) * BLOCK_SIZE;
-            if (q < BM * QUADS_PER_ROW) {
-                const uint r = q / QUADS_PER_ROW;
-                const uint c = (q % QUADS_PER_ROW) * 4;
+            const uint idx = tid + (j0 + jj) * BLOCK_SIZE;
+            if (idx < BM * BK) {
+                const uint r = idx / BK;
+                const uint c = idx % BK;
                 const uint m = row0 + r;
                 const uint k = block_k + c;
-                const uint i = a_base + m * p.stride_a + k;
-                vec4 v = vec4(0.0);
-                if (m < p.M && k + 4 <= end_k && i % 4 == 0) {
-                    v = a_quad(i);
-                } else {
-                    [[unroll]] for (uint e = 0; e < 4; ++e) {
-                        if (m < p.M && k + e < end_k) {
-                            v[e] = a_value(i + e);
-                        }
-                    }
+                float v = 0.0;
+                if (m < p.M && k < end_k) {
+                    v = a_value(a_base + m * p.stride_a + k);
                 }
-                [[unroll]] for (uint e = 0; e < 4; ++e) {
-                    buf_a[r * SHMEM_STRIDE + c + e] = FLOAT_TYPE(v[e]);
-                }
+                buf_a[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
             }
         }
     }
-    for (uint j0 = 0; j0 < QUAD_LOADS_B; j0 += LOOP_CHUNK) {
+    for (uint j0 = 0; j0 < LOADS_B; j0 += LOOP_CHUNK) {
         [[unroll]] for (uint jj = 0; jj < LOOP_CHUNK; ++jj) {
-            const uint q = tid + (j0 + jj) * BLOCK_SIZE;
-            if (q < BN * QUADS_PER_ROW) {
-                const uint r = q / QUADS_PER_ROW;
-                const uint c = (q % QUADS_PER_ROW) * 4;
+            const uint idx = tid + (j0 + jj) * BLOCK_SIZE;
+            if (idx < BN * BK) {
+                const uint r = idx / BK;
+                const uint c = idx % BK;
                 const uint col = col0 + r;
                 const uint k = block_k + c;
-                vec4 v = vec4(0.0);
-                if (col < n_cols) {
+                float v = 0.0;
+                if (col < n_cols && k < end_k) {
 #ifdef MUL_MAT_ID
                     const uint packed = row_ids[col];
                     const uint ii0 = packed & 0xFFFFu;
                     const uint ii1 = packed >> 16;
-                    const uint i = ii1 * p.batch_stride_b + (ii0 % p.ne11) * p.stride_b + k;
+                    v = b_value(ii1 * p.batch_stride_b + (ii0 % p.ne11) * p.stride_b + k);
 #else
-                    const uint i = b_base + col * p.stride_b + k;
+                    v = b_value(b_base + col * p.stride_b + k);
 #endif
-                    if (k + 4 <= end_k && i % 4 == 0) {
-                        v = b_quad(i);
-                    } else {
-                        [[unroll]] for (uint e = 0; e < 4; ++e) {
-                            if (k + e < end_k) {
-                                v[e] = b_value(i + e);
-                            }
-                        }
-                    }
                 }
-                [[unroll]] for (uint e = 0; e < 4; ++e) {
-                    buf_b[r * SHMEM_STRIDE + c + e] = FLOAT_TYPE(v[e]);
-                }
+                buf_b[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
             }
         }
     }
