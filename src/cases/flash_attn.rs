@@ -722,7 +722,7 @@ impl CaseModel for FlashAttnCase {
         let bounds = crate::cases::data::kept(bounds_key, || -> Result<Vec<f64>, String> {
             let d_split = runners::flash_attn::d_split(caps, self.d);
             let mut plans = vec![plan.clone()];
-            if ctx.is_graph() {
+            if graph {
                 for s in 2..=4u32 {
                     plans.push(runners::flash_attn::plan(
                         self.path,
