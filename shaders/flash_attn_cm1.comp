@@ -66,16 +66,11 @@ const uint ROW_LANES = WorkGroupSize / Br;
 const uint KEYS_PER_LANE = Bc / ROW_LANES;
 // Every O slot of an invocation covers the same 4 elements of its row.
 const bool SAME_D = (WorkGroupSize % (D / 4)) == 0;
-// Keys whose V step 4 loads together (Bc is a multiple of 16), and those loads: f16 V whose
-// slice offset and row stride are multiples of 4 is read as f16vec4s with no test per load.
+// Keys whose V step 4 loads together (Bc is a multiple of 16).
 const uint V_CHUNK = 8;
-#if QUANT_K == 1
-#define V_ALIGNED KV_ALIGNED(v_base, p.nb21)
-#define LOAD_V4_ALIGNED(key, d) vec4(data_v4[(v_base + (key) * p.nb21 + (d)) / 4])
-#else
-#define V_ALIGNED true
-#define LOAD_V4_ALIGNED(key, d) load_v4(v_base, key, d)
-#endif
+// The K tile's vec4s, and those each invocation stages in step 1.
+const uint K_VECS = Bc * D / 4;
+const uint K_SLOTS = (K_VECS + WorkGroupSize - 1) / WorkGroupSize;
 
 shared float16_t Qsh[Br * D];
 shared float16_t Ksh[Bc * D];
@@ -84,6 +79,43 @@ shared float16_t Psh[Br * Bc];
 shared float row_max[Br];
 shared float row_sum[Br];
 shared float row_alpha[Br];
+
+// 1. The K tile as f16. `vectors` (KV_VECTORS) is a constant in each call, and every load
+// of the unrolled slots is issued before the stores (keys past ncols re-read the tile's last
+// key and store 0), so the loads are in flight together: behind a test at every load they
+// went one at a time on the H100 (docs/bench.md, session 8).
+void stage_k(const bool vectors, uint first, uint ncols)
+{
+    const uint tid = gl_LocalInvocationID.x;
+    vec4 k[K_SLOTS];
+    [[unroll]] for (uint i = 0; i < K_SLOTS; ++i) {
+        const uint e = min(tid + i * WorkGroupSize, K_VECS - 1);
+        const uint c = min(e / (D / 4), ncols - 1);
+        k[i] = load_k4_as(vectors, k_base, first + c, (e % (D / 4)) * 4);
+    }
+    [[unroll]] for (uint i = 0; i < K_SLOTS; ++i) {
+        const uint e = tid + i * WorkGroupSize;
+        if (e < K_VECS) {
+            const uint c = e / (D / 4);
+            const vec4 kc = c < ncols ? k[i] : vec4(0.0);
+            const uint at = c * D + (e % (D / 4)) * 4;
+            Ksh[at] = float16_t(kc.x);
+            Ksh[at + 1] = float16_t(kc.y);
+            Ksh[at + 2] = float16_t(kc.z);
+            Ksh[at + 3] = float16_t(kc.w);
+        }
+    }
+}
+
+// Step 4's V rows of keys c0 .. c0 + V_CHUNK - 1 at d0, in one basic block (see stage_k); a
+// key past ncols reads the tile's last key (in bounds).
+void load_v_chunk(const bool vectors, uint first, uint c0, uint ncols, uint d0,
+                  out vec4 vv[V_CHUNK])
+{
+    [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
+        vv[j] = load_v4_as(vectors, v_base, first + min(c0 + j, ncols - 1), d0);
+    }
+}
 
 void main()
 {
@@ -114,19 +146,10 @@ void main()
     for (uint first = kv_begin; first < kv_end; first += Bc) {
         const uint ncols = min(Bc, kv_end - first);
 
-        // 1. K tile as f16.
-        for (uint e = tid; e < Bc * D / 4; e += WorkGroupSize) {
-            const uint c = e / (D / 4);
-            const uint d = (e % (D / 4)) * 4;
-            vec4 k = vec4(0.0);
-            if (c < ncols) {
-                k = load_k4(k_base, first + c, d);
-            }
-            const uint at = c * D + d;
-            Ksh[at] = float16_t(k.x);
-            Ksh[at + 1] = float16_t(k.y);
-            Ksh[at + 2] = float16_t(k.z);
-            Ksh[at + 3] = float16_t(k.w);
+        if (KV_VECTORS) {
+            stage_k(true, first, ncols);
+        } else {
+            stage_k(false, first, ncols);
         }
         barrier();
 
@@ -206,22 +229,16 @@ void main()
         }
         const uint d0 = (tid % (D / 4)) * 4;
         if (SAME_D) {
-            // Keys in chunks of V_CHUNK whose V loads sit in one basic block (the alignment
-            // test outside it), so they are in flight together. With a load a key, each
-            // behind load_v4's alignment branch, V's latency was paid key by key: without the
-            // loads the decode rows took 44% of the time on the H100. The sums run in key
-            // order as before; a key past ncols reads the tile's last key (in bounds) and has
-            // P = 0 (step 3), which adds nothing (a select, so 0·∞ is never added).
+            // Keys in chunks of V_CHUNK, their loads together (load_v_chunk): with a load a
+            // key, each behind an alignment test, the decode rows spent 44% of their time on
+            // V on the H100. The sums run in key order; a re-read key past ncols has P = 0
+            // (step 3), which adds nothing (a select, so 0·∞ is never added).
             for (uint c0 = 0; c0 < ncols; c0 += V_CHUNK) {
                 vec4 vv[V_CHUNK];
-                if (V_ALIGNED) {
-                    [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
-                        vv[j] = LOAD_V4_ALIGNED(first + min(c0 + j, ncols - 1), d0);
-                    }
+                if (KV_VECTORS) {
+                    load_v_chunk(true, first, c0, ncols, d0, vv);
                 } else {
-                    [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
-                        vv[j] = load_v4(v_base, first + min(c0 + j, ncols - 1), d0);
-                    }
+                    load_v_chunk(false, first, c0, ncols, d0, vv);
                 }
                 [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
                     [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
