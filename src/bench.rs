@@ -425,6 +425,62 @@ pub fn ceilings(gpu: &mut Gpu, tree: &mut ShaderTree) -> Ceilings {
     }
 }
 
+/// Starts a heater thread ([`vkdiff_gpu::heat`]) on a second logical device of `selector`'s
+/// device and hands it to `gpu`, which pauses it for each timed job: `bench_fma.comp` over 1,024
+/// workgroups, sized to about 1 ms a dispatch once the clock is up. Not on CPU devices, whose
+/// speed does not follow a governor. Says on stderr what it did.
+pub fn start_heater(gpu: &mut Gpu, selector: Option<&str>) {
+    if gpu.caps().kind == "cpu" || gpu.caps().timestamp_period_ns.is_none() {
+        return;
+    }
+    const GROUPS: u32 = 1024;
+    let started = std::time::Instant::now();
+    let heater = (|| -> vkdiff_gpu::Result<_> {
+        let mut second = Gpu::open(selector)?;
+        let mut tree = ShaderTree::new(crate::default_shader_dir());
+        let variant = ShaderVariant::new("bench_fma", "bench_fma.comp", &[]);
+        let pipeline = second.pipeline(
+            &mut tree,
+            &PipelineDesc {
+                variant: &variant,
+                spec: vec![],
+                push_size: 4,
+                bindings: 1,
+                disable_robustness: false,
+                full_subgroups: false,
+                subgroup_size: None,
+            },
+        )?;
+        // The time of one dispatch after 300 untimed ones (the clock up by then).
+        let iterations = 256u32;
+        second.set_bench(Some(BenchMode {
+            warmup: 300,
+            repeats: 20,
+            rotations: 1,
+        }));
+        let mut job = second.job();
+        let out = job.output(GROUPS as usize * 256 * 4);
+        job.dispatch(pipeline, &[out], &[iterations], [GROUPS, 1, 1])?;
+        let ns = job.submit()?.gpu_ns.unwrap_or(1e6);
+        let sized = ((iterations as f64 * 1e6 / ns) as u32).clamp(1, 1 << 20);
+        let gflops = GROUPS as f64 * 256.0 * iterations as f64 * 64.0 / ns;
+        Ok((
+            vkdiff_gpu::heat::Heater::start(second, pipeline, GROUPS, sized),
+            gflops,
+        ))
+    })();
+    match heater {
+        Ok((heater, gflops)) => {
+            gpu.set_heater(Some(std::sync::Arc::new(heater)));
+            eprintln!(
+                "heater: bench_fma on a second device context ({gflops:.0} GFLOP/s), paused for each timed job; {} ms to start",
+                started.elapsed().as_millis()
+            );
+        }
+        Err(e) => eprintln!("heater: not used: {e}"),
+    }
+}
+
 /// The cooperative-matrix ceiling with `shaders/bench_coopmat.comp` on the f16×f16→f32
 /// subgroup shape the driver reports (16×16×16 when offered), one subgroup per workgroup.
 fn coopmat_ceiling(gpu: &mut Gpu, tree: &mut ShaderTree) -> Result<f64, String> {
@@ -538,6 +594,16 @@ pub fn time(
         timing.ns = gpu.last_bench_ns();
         timing.range = timing.ns.map(|n| (n, n));
     }
+    // Each job's time with the wall clock, to set beside the device's own logs (clocks, load).
+    let unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    eprintln!(
+        "job at {unix_ms} ms: {} on {}: {:.1} µs",
+        case.variant(),
+        tree.dir().display(),
+        timing.ns.unwrap_or(f64::NAN) / 1e3
+    );
     timing
 }
 

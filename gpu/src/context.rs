@@ -113,6 +113,8 @@ pub struct Gpu {
     bench: Option<BenchMode>,
     /// The median time of the last timed job (bench mode).
     last_bench_ns: Option<f64>,
+    /// Paused for the span of every timed job (bench mode), when set.
+    heater: Option<std::sync::Arc<crate::heat::Heater>>,
     /// The logical device (and its capabilities).
     pub device: Device,
     instance: Instance,
@@ -229,6 +231,7 @@ impl Gpu {
             jobs_run: 0,
             bench: None,
             last_bench_ns: None,
+            heater: None,
             device,
             instance,
         })
@@ -253,6 +256,21 @@ impl Gpu {
     /// The median GPU time of the last job run in bench mode, whatever its result.
     pub fn last_bench_ns(&self) -> Option<f64> {
         self.last_bench_ns
+    }
+
+    /// The bench mode in force.
+    pub fn bench_mode(&self) -> Option<BenchMode> {
+        self.bench
+    }
+
+    /// Keeps `heater` running except during this Gpu's timed jobs ([`crate::heat`]).
+    pub fn set_heater(&mut self, heater: Option<std::sync::Arc<crate::heat::Heater>>) {
+        self.heater = heater;
+    }
+
+    /// The heater in use.
+    pub fn heater(&self) -> Option<std::sync::Arc<crate::heat::Heater>> {
+        self.heater.clone()
     }
 
     /// Makes every following job a timed benchmark (None: back to single runs).
@@ -896,6 +914,12 @@ impl Job<'_> {
                 );
             }
             d.end_command_buffer(cb).during("vkEndCommandBuffer")?;
+            // The heater's load stops for the job (held until the job is done).
+            let _paused = gpu
+                .heater
+                .as_ref()
+                .filter(|_| gpu.bench.is_some())
+                .map(|h| h.pause());
             let cbs = [cb];
             d.reset_fences(&[gpu.fence]).during("vkResetFences")?;
             d.queue_submit(

@@ -4,7 +4,8 @@
 //! - [`compile`]: GLSL → SPIR-V with shaderc, cached on disk per variant and include set;
 //!   [`iq_glsl`] generates the i-quant tables it serves as an include.
 //! - [`context`]: pipelines cached per (SPIR-V, specialization constants), reused buffers,
-//!   jobs that poison outputs, dispatch, read back and time.
+//!   jobs that poison outputs, dispatch, read back and time; [`heat`] brings clocks up before
+//!   timed jobs.
 //! - [`runners`]: one per kernel family, reproducing upstream's host logic.
 #![deny(missing_docs)]
 
@@ -14,6 +15,7 @@ pub mod context;
 pub mod device;
 pub mod env;
 pub mod error;
+pub mod heat;
 pub mod iq_glsl;
 pub mod layer_messages;
 pub mod profile;
