@@ -162,6 +162,11 @@ pub enum Command {
         /// output, which catches races).
         #[arg(long)]
         no_repeat: bool,
+        /// Run the second kernel run on one case in N, picked by a hash of the case (default: 1
+        /// on a GPU, 4 on a CPU device such as lavapipe, where only races between workgroups can
+        /// show). `--in-process` repeats every case.
+        #[arg(long)]
+        repeat_every: Option<u64>,
         /// Evaluate in this process instead of a worker process (a driver crash then ends the run).
         #[arg(long)]
         in_process: bool,
@@ -325,6 +330,9 @@ pub enum Command {
         /// Run each kernel once.
         #[arg(long)]
         no_repeat: bool,
+        /// See `run --repeat-every`.
+        #[arg(long)]
+        repeat_every: Option<u64>,
     },
 }
 
@@ -359,6 +367,8 @@ struct RunPlan {
     jobs: Option<usize>,
     shaders: PathBuf,
     repeat: bool,
+    /// `--repeat-every` (None: the device's default, [`worker::repeat_every`]).
+    repeat_every: Option<u64>,
     in_process: bool,
 }
 
@@ -478,6 +488,9 @@ impl RunPlan {
         if !self.repeat {
             args.push("--no-repeat".into());
         }
+        if let Some(n) = self.repeat_every {
+            args.extend(["--repeat-every".to_string(), n.to_string()]);
+        }
         let ggml_config = env
             .iter()
             .find(|(k, _)| k == "VKDIFF_GGML_CONFIG")
@@ -569,6 +582,23 @@ impl RunPlan {
                 caps.class(),
                 caps.subgroup_size,
                 self.shaders.display()
+            );
+            // Said because on a CPU device not every case gets it by default.
+            let every = worker::repeat_every(self.repeat_every, &caps);
+            println!(
+                "race repeat: {}",
+                match (self.repeat, self.in_process, every) {
+                    (false, _, _) => "off (--no-repeat)".to_string(),
+                    (true, true, _) | (true, false, 1) => "every case".to_string(),
+                    (true, false, n) => format!(
+                        "1 case in {n}{}",
+                        if self.repeat_every.is_none() {
+                            " (the default on a CPU device; --repeat-every 1 for all)"
+                        } else {
+                            ""
+                        }
+                    ),
+                }
             );
             let start = Line::Start {
                 device: caps.name.clone(),
@@ -739,6 +769,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             max_findings,
             known,
             no_repeat,
+            repeat_every,
             in_process,
             lavapipe_widths,
             time,
@@ -827,6 +858,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 devices,
                 jobs,
                 repeat: !no_repeat,
+                repeat_every,
                 in_process,
             };
             let json_path = out.join("report.jsonl");
@@ -1110,16 +1142,31 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 ExitCode::FAILURE
             })
         }
-        Command::Worker { target, no_repeat } => {
+        Command::Worker {
+            target,
+            no_repeat,
+            repeat_every,
+        } => {
             let env = vkdiff_gpu::env::env();
             if let Some(lib) = &env.ggml_lib {
                 let config = &env.ggml_config;
-                crate::ggml::serve(target.device.as_deref(), lib.into(), config, !no_repeat)
-                    .map_err(|e| format!("ggml worker: {e}"))?;
+                crate::ggml::serve(
+                    target.device.as_deref(),
+                    lib.into(),
+                    config,
+                    !no_repeat,
+                    repeat_every,
+                )
+                .map_err(|e| format!("ggml worker: {e}"))?;
                 return Ok(ExitCode::SUCCESS);
             }
-            worker::serve(target.device.as_deref(), shader_dir(&target)?, !no_repeat)
-                .map_err(|e| format!("worker: {e}"))?;
+            worker::serve(
+                target.device.as_deref(),
+                shader_dir(&target)?,
+                !no_repeat,
+                repeat_every,
+            )
+            .map_err(|e| format!("worker: {e}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Replay {

@@ -109,8 +109,45 @@ pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std
     bincode::deserialize(&bytes).map_err(std::io::Error::other)
 }
 
+/// On a CPU device a campaign's worker gives the race repeat to one case in this many, unless
+/// `--repeat-every` says otherwise.
+pub const CPU_REPEAT_EVERY: u64 = 4;
+
+/// Whether a campaign worker runs `case_json`'s kernel twice (with `repeat` on): one case in
+/// `every`, chosen by a hash of the case so the same case is always treated alike (in shrinking
+/// too); by default every case on a GPU and one in [`CPU_REPEAT_EVERY`] on a CPU device
+/// (lavapipe). llvmpipe runs a workgroup's invocations in one fixed order, so there a repeat can
+/// only catch races between workgroups, and it was a quarter of the main job's time
+/// (docs/bench.md, session 8). Replay, the tests and `--in-process` repeat every case.
+pub fn campaign_repeats(
+    repeat: bool,
+    every: Option<u64>,
+    caps: &DeviceCaps,
+    case_json: &str,
+) -> bool {
+    // FNV-1a: stable across builds and platforms, unlike the std hashers' promise.
+    let hash = case_json.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    });
+    repeat && hash % repeat_every(every, caps).max(1) == 0
+}
+
+/// `every`, or the default for `caps` (see [`campaign_repeats`]).
+pub fn repeat_every(every: Option<u64>, caps: &DeviceCaps) -> u64 {
+    every.unwrap_or(if caps.kind == "cpu" {
+        CPU_REPEAT_EVERY
+    } else {
+        1
+    })
+}
+
 /// The worker's side: opens the device, then answers requests until stdin closes.
-pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::Result<()> {
+pub fn serve(
+    device: Option<&str>,
+    shaders: PathBuf,
+    repeat: bool,
+    repeat_every: Option<u64>,
+) -> std::io::Result<()> {
     let (mut input, mut output) = (std::io::stdin().lock(), std::io::stdout().lock());
     // Opened first with every extension, to learn the device; each case then runs on a device
     // with only the optional extensions its kernel uses (reopened when that set changes).
@@ -149,9 +186,9 @@ pub fn serve(device: Option<&str>, shaders: PathBuf, repeat: bool) -> std::io::R
                 }
                 match gpu.as_mut() {
                     Some(gpu) => case.evaluate(&mut Ctx {
+                        repeat: campaign_repeats(repeat, repeat_every, gpu.caps(), &json),
                         gpu,
                         tree: &mut tree,
-                        repeat,
                         graph: None,
                     }),
                     None => Outcome::DeviceLost(format!(
@@ -581,6 +618,36 @@ pub fn own_executable() -> Result<PathBuf, String> {
 mod tests {
     use super::*;
     use vkdiff_gpu::device::Extensions;
+
+    #[test]
+    fn the_race_repeat_samples_cases_on_cpu_devices_only() {
+        let caps = |kind: &str| DeviceCaps {
+            kind: kind.into(),
+            ..Default::default()
+        };
+        let cases: Vec<String> = (0..400).map(|i| format!("{{\"case\":{i}}}")).collect();
+        let repeated = |every, kind: &str| {
+            cases
+                .iter()
+                .filter(|c| campaign_repeats(true, every, &caps(kind), c))
+                .count()
+        };
+        assert_eq!(repeated(None, "discrete"), 400);
+        let on_cpu = repeated(None, "cpu");
+        assert!((60..140).contains(&on_cpu), "{on_cpu} of 400");
+        assert_eq!(repeated(Some(1), "cpu"), 400);
+        // The same case, the same answer (shrinking and replays see what the campaign saw).
+        assert!(cases
+            .iter()
+            .all(|c| campaign_repeats(true, None, &caps("cpu"), c)
+                == campaign_repeats(true, None, &caps("cpu"), c)));
+        assert!(!campaign_repeats(
+            false,
+            Some(1),
+            &caps("discrete"),
+            &cases[0]
+        ));
+    }
 
     #[test]
     fn a_case_asks_for_the_extensions_of_its_path_only() {

@@ -315,6 +315,7 @@ pub fn serve(
     lib_dir: PathBuf,
     config: &str,
     repeat: bool,
+    repeat_every: Option<u64>,
 ) -> std::io::Result<()> {
     let (mut input, mut output) = (std::io::stdin().lock(), std::io::stdout().lock());
     // This process has no other threads yet.
@@ -338,9 +339,14 @@ pub fn serve(
             Ok(case) => {
                 crate::worker::fault_injection(&case);
                 case.evaluate(&mut Ctx {
+                    repeat: crate::worker::campaign_repeats(
+                        repeat,
+                        repeat_every,
+                        gpu.caps(),
+                        &json,
+                    ),
                     gpu: &mut gpu,
                     tree: &mut tree,
-                    repeat,
                     graph: Some(&mut driver),
                 })
             }

@@ -93,28 +93,63 @@ pub fn set_iq1_m_scale(block: &mut [u8], d: f16) {
     }
 }
 
+/// The factors of one group of 8 elements (a grid row's worth): d, a and b are shared, q is per
+/// element. Decoding by group reads the indices, signs and scale once for 8 elements.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Group {
+    /// The super-block scale.
+    pub d: f16,
+    /// The sub-block factor.
+    pub a: f32,
+    /// The power of two.
+    pub b: f32,
+    /// The signed grid values of elements j = 0..8.
+    pub q: [f32; 8],
+}
+
+impl Group {
+    /// Element `j`'s factors.
+    pub fn parts(&self, j: usize) -> Parts {
+        Parts {
+            d: self.d,
+            a: self.a,
+            b: self.b,
+            q: self.q[j],
+        }
+    }
+}
+
 /// The factors of element `e` of one block of `dtype` (a lattice i-quant).
 ///
 /// # Panics
 /// If `dtype` is not one of the seven lattice i-quants or the block has the wrong length.
 pub fn parts(dtype: DType, b: &[u8], e: usize) -> Parts {
+    group(dtype, b, e / 32, (e % 32) / 8).parts(e % 8)
+}
+
+/// The factors of group `l` (elements 32 ib + 8 l ..+ 8) of sub-block `ib` of one block of
+/// `dtype` (a lattice i-quant).
+///
+/// # Panics
+/// If `dtype` is not one of the seven lattice i-quants or the block has the wrong length.
+pub fn group(dtype: DType, b: &[u8], ib: usize, l: usize) -> Group {
     assert_eq!(b.len(), dtype.block_bytes(), "{dtype} block");
     let g = iq_grids();
-    let (ib, l, j) = (e / 32, (e % 32) / 8, e % 8);
     let d = || f16::from_le_bytes([b[0], b[1]]);
     let half_plus = |s: u32| 0.5 + s as f32;
     let odd = |s: u32| (2 * s + 1) as f32;
+    let eight = |q: &dyn Fn(usize) -> f32| std::array::from_fn(q);
     match dtype {
         DType::Iq2Xxs => {
             // qs @2: per ib, 4 grid indices then a u32 of 4 × 7 sign-index bits + 4-bit scale.
             let w = u32_at(b, 2 + 8 * ib + 4);
             let signs = g.ksigns_iq2xs[((w >> (7 * l)) & 127) as usize];
             let row = g.iq2xxs[usize::from(b[2 + 8 * ib + l])];
-            Parts {
+            Group {
                 d: d(),
                 a: half_plus(w >> 28),
                 b: 0.25,
-                q: f32::from(grid_byte(row, j)) * sign(signs, j),
+                q: eight(&|j| f32::from(grid_byte(row, j)) * sign(signs, j)),
             }
         }
         DType::Iq2Xs => {
@@ -123,11 +158,11 @@ pub fn parts(dtype: DType, b: &[u8], e: usize) -> Parts {
             let signs = g.ksigns_iq2xs[usize::from(u >> 9)];
             let row = g.iq2xs[usize::from(u & 511)];
             let s = (b[66 + ib] >> (4 * (l / 2))) & 0xF;
-            Parts {
+            Group {
                 d: d(),
                 a: half_plus(s.into()),
                 b: 0.25,
-                q: f32::from(grid_byte(row, j)) * sign(signs, j),
+                q: eight(&|j| f32::from(grid_byte(row, j)) * sign(signs, j)),
             }
         }
         DType::Iq2S => {
@@ -136,36 +171,41 @@ pub fn parts(dtype: DType, b: &[u8], e: usize) -> Parts {
                 usize::from(b[2 + 4 * ib + l]) | ((usize::from(b[66 + ib]) << (8 - 2 * l)) & 0x300);
             let signs = b[2 + 32 + 4 * ib + l];
             let s = (b[74 + ib] >> (4 * (l / 2))) & 0xF;
-            Parts {
+            let row = g.iq2s[idx];
+            Group {
                 d: d(),
                 a: half_plus(s.into()),
                 b: 0.25,
-                q: f32::from(grid_byte(g.iq2s[idx], j)) * sign(signs, j),
+                q: eight(&|j| f32::from(grid_byte(row, j)) * sign(signs, j)),
             }
         }
         DType::Iq3Xxs => {
             // qs @2: 64 index bytes (one per 4 elements), then 8 u32 of signs + scale.
             let w = u32_at(b, 2 + 64 + 4 * ib);
             let signs = g.ksigns_iq2xs[((w >> (7 * l)) & 127) as usize];
-            let row = g.iq3xxs[usize::from(b[2 + 8 * ib + 2 * l + j / 4])];
-            Parts {
+            let rows = [0, 1].map(|h| g.iq3xxs[usize::from(b[2 + 8 * ib + 2 * l + h])]);
+            Group {
                 d: d(),
                 a: half_plus(w >> 28),
                 b: 0.5,
-                q: f32::from(grid_byte(row.into(), j % 4)) * sign(signs, j),
+                q: eight(&|j| f32::from(grid_byte(rows[j / 4].into(), j % 4)) * sign(signs, j)),
             }
         }
         DType::Iq3S => {
             // qs @2 (64), qh @66 (8), signs @74 (32), scales @106 (4 bytes, 2 nibbles each).
-            let k = 2 * l + j / 4;
-            let idx = usize::from(b[2 + 8 * ib + k]) | (((usize::from(b[66 + ib]) >> k) & 1) << 8);
+            let rows = [0, 1].map(|h| {
+                let k = 2 * l + h;
+                let idx =
+                    usize::from(b[2 + 8 * ib + k]) | (((usize::from(b[66 + ib]) >> k) & 1) << 8);
+                g.iq3s[idx]
+            });
             let signs = b[74 + 4 * ib + l];
             let s = (b[106 + ib / 2] >> (4 * (ib % 2))) & 0xF;
-            Parts {
+            Group {
                 d: d(),
                 a: odd(s.into()),
                 b: 1.0,
-                q: f32::from(grid_byte(g.iq3s[idx].into(), j % 4)) * sign(signs, j),
+                q: eight(&|j| f32::from(grid_byte(rows[j / 4].into(), j % 4)) * sign(signs, j)),
             }
         }
         DType::Iq1S => {
@@ -177,11 +217,12 @@ pub fn parts(dtype: DType, b: &[u8], e: usize) -> Parts {
             } else {
                 g.iq1_delta
             };
-            Parts {
+            let row = g.iq1s[idx];
+            Group {
                 d: d(),
                 a: odd(((h >> 12) & 7).into()),
                 b: 1.0,
-                q: f32::from(grid_byte(g.iq1s[idx], j) as i8) + delta,
+                q: eight(&|j| f32::from(grid_byte(row, j) as i8) + delta),
             }
         }
         DType::Iq1M => {
@@ -196,11 +237,12 @@ pub fn parts(dtype: DType, b: &[u8], e: usize) -> Parts {
             } else {
                 g.iq1_delta
             };
-            Parts {
+            let row = g.iq1s[idx];
+            Group {
                 d: iq1_m_scale(b),
                 a: odd(s.into()),
                 b: 1.0,
-                q: f32::from(grid_byte(g.iq1s[idx], j) as i8) + delta,
+                q: eight(&|j| f32::from(grid_byte(row, j) as i8) + delta),
             }
         }
         _ => panic!("{dtype} is not a lattice i-quant"),
@@ -235,15 +277,26 @@ macro_rules! lattice_block {
 
             fn decode(&self, out: &mut [f64]) {
                 assert_eq!(out.len(), QK_K, "decoded block");
-                for (e, o) in out.iter_mut().enumerate() {
-                    *o = parts($dtype, &self.bytes, e).exact();
+                // By group: d·a·b once, then one exact product a element (the same value as
+                // Parts::exact, whose products are all exact).
+                for (n, o) in out.chunks_exact_mut(8).enumerate() {
+                    let g = group($dtype, &self.bytes, n / 4, n % 4);
+                    let dab = g.d.to_f64() * f64::from(g.a) * f64::from(g.b);
+                    for (o, q) in o.iter_mut().zip(g.q) {
+                        *o = dab * f64::from(q);
+                    }
                 }
             }
 
             fn decode_f32(&self, out: &mut [f32]) {
                 assert_eq!(out.len(), QK_K, "decoded block");
-                for (e, o) in out.iter_mut().enumerate() {
-                    *o = parts($dtype, &self.bytes, e).ggml_f32();
+                // ((d·a)·b)·q as Parts::ggml_f32, with (d·a)·b formed once a group.
+                for (n, o) in out.chunks_exact_mut(8).enumerate() {
+                    let g = group($dtype, &self.bytes, n / 4, n % 4);
+                    let dab = g.d.to_f32() * g.a * g.b;
+                    for (o, q) in o.iter_mut().zip(g.q) {
+                        *o = dab * q;
+                    }
                 }
             }
         }

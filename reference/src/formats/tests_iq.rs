@@ -239,7 +239,15 @@ fn lattice_blocks_are_exact_in_f32_and_struct_sizes_match() {
                 .collect();
             let d = t.f16_scale(&b, 0).to_bits() & !0x4000;
             t.set_f16_scale(&mut b, 0, half::f16::from_bits(d));
-            decode1(t, &b);
+            let x = decode1(t, &b);
+            // The block decoders (by group of 8) agree with the per-element factors.
+            for (e, x) in x.iter().enumerate() {
+                assert_eq!(
+                    *x,
+                    super::iq_grid::parts(t, &b, e).exact(),
+                    "{t} element {e}"
+                );
+            }
         }
     }
 }
