@@ -190,6 +190,9 @@ void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 
 void main()
 {
+#ifdef DEQUANT_TABLES
+    init_dequant_tables();
+#endif
     const uint first_row = workgroup_first_row();
     // Uniform per workgroup, so leaving before the reduction's barriers is safe.
     if (first_row >= p.stride_d) {

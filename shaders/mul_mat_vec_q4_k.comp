@@ -6,25 +6,13 @@
 //
 // Group grp (elements 16 grp .. 16 grp + 15) lies in 32-element sub-block sb = grp / 2:
 // q_j = nibble (high for odd sb) of qs[32 (grp / 4) + 16 (grp % 2) + j], with the sub-block's
-// 6-bit scale and min (scale_min). Element = d * scale * q - dmin * min.
+// 6-bit scale and min (k4_scale_min). Element = d * scale * q - dmin * min.
 
 #include "mul_mat_vec_base.comp"
 
 #define KQ_HAS_MIN 1
 
-// ggml's get_scale_min_k4: sub-blocks 0..3 keep scale and min in the low 6 bits of bytes
-// sb and sb + 4; sub-blocks 4..7 keep their low 4 bits in the nibbles of byte sb + 4 and
-// their high 2 bits in the top bits of bytes sb - 4 (scale) and sb (min).
-uvec2 scale_min(uint ib, uint sb)
-{
-    if (sb < 4) {
-        return uvec2(uint(data_a[ib].scales[sb]) & 63u, uint(data_a[ib].scales[sb + 4]) & 63u);
-    }
-    const uint low = uint(data_a[ib].scales[sb + 4]);
-    const uint scale_top = uint(data_a[ib].scales[sb - 4]) >> 6;
-    const uint min_top = uint(data_a[ib].scales[sb]) >> 6;
-    return uvec2((low & 0xFu) | (scale_top << 4), (low >> 4) | (min_top << 4));
-}
+#include "mul_mat_vec_k4_scales.comp"
 
 void group_quants(uint ib, uint grp, out float q[16])
 {
@@ -39,9 +27,7 @@ void group_quants(uint ib, uint grp, out float q[16])
 
 vec2 group_scale(uint ib, uint grp)
 {
-    const uvec2 sm = scale_min(ib, grp / 2);
-    const vec2 d = vec2(data_a[ib].d);
-    return vec2(d.x * float(sm.x), d.y * float(sm.y));
+    return k4_group_scale(a_bytes16(144 * ib, 16), grp);
 }
 
 #include "mul_mat_vec_superblock.comp"

@@ -135,9 +135,9 @@ fn q4_k_scale_with_the_wrong_high_bits_is_caught_and_shrunk_to_one_super_block()
     // only shows when those bits differ.
     let tree = mutant(
         "matvec-q4k-scale",
-        "mul_mat_vec_q4_k.comp",
-        "scale_top = uint(data_a[ib].scales[sb - 4]) >> 6",
-        "scale_top = uint(data_a[ib].scales[sb]) >> 6",
+        "mul_mat_vec_k4_scales.comp",
+        "(packed & 0xFu) | ((s_low >> 6) << 4)",
+        "(packed & 0xFu) | ((m_low >> 6) << 4)",
     );
     let (case, _) = caught("mul_mat_vec_q4_k_f32_f32", &tree);
     let Case::MulMatVec(c) = case else {
