@@ -51,39 +51,39 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
 const uint UNROLL = NUM_COLS >= 2 ? 1 : KQ_UNROLL;
 
 // Group grp of super-block blk of every row, for every column (the arithmetic above); nothing
-// is added when !valid (a re-read super-block past the row's end).
+// is added when !valid (a re-read super-block past the row's end). Rows outer: a row's quants
+// and scale are decoded once for all its columns (with columns outer they were decoded once
+// per column, 8 times at 8 columns); a column's B group is re-read per row, from cache.
 void group_step(uint blk, bool valid, uint grp, uint a_first_block, uint blocks_per_row,
                 uint b_offset, uint first_row, uint num_rows)
 {
     const uint k_first = blk * QUANT_K + 16 * grp;
-    [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
-        const uint b_first = b_offset + col * p.batch_stride_b + k_first;
-        float b[16];
-        [[unroll]] for (uint j = 0; j < 16; j += 4) {
-            const vec4 b4 = load_b4(b_first + j);
-            b[j] = b4.x;
-            b[j + 1] = b4.y;
-            b[j + 2] = b4.z;
-            b[j + 3] = b4.w;
-        }
-#if KQ_HAS_MIN
-        float s_b = b[0];
-        [[unroll]] for (uint j = 1; j < 16; ++j) {
-            s_b += b[j];
-        }
-#endif
-        [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
-            const uint ib = a_first_block
-                          + clamped_row(first_row, num_rows, row) * blocks_per_row + blk;
-            float q[16];
-            group_quants(ib, grp, q);
-            const vec2 scale = group_scale(ib, grp);
+    [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
+        const uint ib = a_first_block
+                      + clamped_row(first_row, num_rows, row) * blocks_per_row + blk;
+        float q[16];
+        group_quants(ib, grp, q);
+        const vec2 scale = group_scale(ib, grp);
+        [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
+            const uint b_first = b_offset + col * p.batch_stride_b + k_first;
+            float b[16];
+            [[unroll]] for (uint j = 0; j < 16; j += 4) {
+                const vec4 b4 = load_b4(b_first + j);
+                b[j] = b4.x;
+                b[j + 1] = b4.y;
+                b[j + 2] = b4.z;
+                b[j + 3] = b4.w;
+            }
             float s_qb = 0.0;
             [[unroll]] for (uint j = 0; j < 16; ++j) {
                 s_qb = fma(q[j], b[j], s_qb);
             }
             const uint o = col * NUM_ROWS + row;
 #if KQ_HAS_MIN
+            float s_b = b[0];
+            [[unroll]] for (uint j = 1; j < 16; ++j) {
+                s_b += b[j];
+            }
             const float acc = fma(scale.x, s_qb, fma(-scale.y, s_b, partial_sums[o]));
 #else
             const float acc = fma(scale.x, s_qb, partial_sums[o]);
