@@ -176,16 +176,17 @@ void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
 vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
 
 #elif defined(DATA_A_IQ4_NL) || defined(DATA_A_IQ4_XS)
-// kvalues_iq4nl (types.comp) in shared memory, filled by init_dequant_tables at entry: a
-// dynamically indexed constant array became local-memory traffic, and selects over a packed
-// copy cost 0.54-0.72x of upstream's shared table on the H100 (session 9).
-#define DEQUANT_TABLES
+// kvalues_iq4nl (types.comp) in shared memory, filled at entry by init_iq_shmem (the hook the
+// lattice i-quants' tables use, types.comp): a dynamically indexed constant array became
+// local-memory traffic, and selects over a packed copy cost 0.54-0.72x of upstream's shared
+// table on the H100 (session 9).
+#define NEEDS_INIT_IQ_SHMEM 1
 shared float kvalues_sh[16];
 
-// Must be reached by the whole workgroup, before any early return.
-void init_dequant_tables()
+void init_iq_shmem(uvec3 wgsize)
 {
-    for (uint i = gl_LocalInvocationIndex; i < 16; i += gl_WorkGroupSize.x) {
+    const uint n = wgsize.x * wgsize.y * wgsize.z;
+    for (uint i = gl_LocalInvocationIndex; i < 16; i += n) {
         kvalues_sh[i] = kvalues_iq4nl[i];
     }
     barrier();

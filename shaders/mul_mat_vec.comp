@@ -190,8 +190,9 @@ void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 
 void main()
 {
-#ifdef DEQUANT_TABLES
-    init_dequant_tables();
+#ifdef NEEDS_INIT_IQ_SHMEM
+    // Before the early return: the whole workgroup must reach its barrier.
+    init_iq_shmem(gl_WorkGroupSize);
 #endif
     const uint first_row = workgroup_first_row();
     // Uniform per workgroup, so leaving before the reduction's barriers is safe.

@@ -182,9 +182,10 @@ struct block_iq3_s {          // 110 bytes
 };
 
 // kvalues_iq4nl of ggml-common.h: the value of each 4-bit index. Upstream copies it into
-// shared memory (init_iq_shmem); a constant array does the same job here without a barrier
-// at kernel entry (the lattice i-quants' larger tables do go to shared memory, below). Every
-// entry is exact in float and float16_t.
+// shared memory (init_iq_shmem); the mat-vec body does too (dequant_funcs.comp: its lookups
+// are the hot loop), the other kernels read this constant array (no barrier at kernel entry;
+// the lattice i-quants' larger tables do go to shared memory, below). Every entry is exact in
+// float and float16_t.
 const float kvalues_iq4nl[16] = float[16](
     -127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
     1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);

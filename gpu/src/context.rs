@@ -258,11 +258,6 @@ impl Gpu {
         self.last_bench_ns
     }
 
-    /// The bench mode in force.
-    pub fn bench_mode(&self) -> Option<BenchMode> {
-        self.bench
-    }
-
     /// Keeps `heater` running except during this Gpu's timed jobs ([`crate::heat`]).
     pub fn set_heater(&mut self, heater: Option<std::sync::Arc<crate::heat::Heater>>) {
         self.heater = heater;
