@@ -152,6 +152,13 @@ layout(constant_id = 10) const uint WARP = 32;
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 
 layout(binding = 0) readonly buffer A { A_TYPE data_a[]; };
+#if defined(DATA_A_F32)
+layout(binding = 0) readonly buffer A4 { vec4 data_a4[]; };   // aligned quads (a_quad)
+#elif defined(DATA_A_F16)
+layout(binding = 0) readonly buffer A4 { f16vec4 data_a4[]; };
+#elif defined(DATA_A_BF16)
+layout(binding = 0) readonly buffer A4 { u16vec4 data_a4[]; };
+#endif
 layout(binding = 1) readonly buffer B { B_TYPE data_b[]; };
 layout(binding = 2) writeonly buffer D { D_TYPE data_d[]; };
 #ifdef MUL_MAT_ID
@@ -203,16 +210,13 @@ const uint A_CACHE = WMITER * TM;
 const uint B_CACHE = WNITER * TN;
 const uint SUMS_PER_TILE = A_CACHE * B_CACHE;
 #endif
-const uint LOADS_A = (BM * BK + BLOCK_SIZE - 1) / BLOCK_SIZE;   // staging steps per invocation
-const uint LOADS_B = (BN * BK + BLOCK_SIZE - 1) / BLOCK_SIZE;
-
 // Loops whose trip count is not a constant are written as LOOP_CHUNK-step unrolled bodies
 // inside a loop: lavapipe (gallivm) ends every loop of an invocation once all its loops
 // together have iterated LP_MAX_TGSI_LOOP_ITERATIONS = 65535 times (one counter shared by
 // every loop), silently dropping the rest of K. With a loop per staging element and per k,
 // the small float tile (81 iterations per K step) stopped accumulating near K = 12500. Now a
-// K step costs at most 1 + (LOADS_A + LOADS_B + BK) / LOOP_CHUNK iterations, and fewer where
-// the driver unrolls the constant-trip staging loops (K = 70000 runs on the small tile). On
+// K step costs at most 1 + BK / LOOP_CHUNK iterations, plus the staging quads' constant-trip
+// loops where the driver does not unroll them (K = 70000 runs on the small tile). On
 // the MUL_MAT_ID path one workgroup may do several column tiles (duplicate ids), each a full
 // K loop: the budget is shared by them.
 #define LOOP_CHUNK 4
@@ -393,49 +397,131 @@ float a_value(uint i)
 
 // ---- Staging one K step ----
 
+// Staging works in quads: 4 consecutive k of one A row or B column per invocation and step,
+// loaded together and then stored, so an invocation waits for memory once per quad instead of
+// once per element (H100, 4096 x 512 x 4096, f16 accumulators: 1.7x to 2.5x faster on f16,
+// q4_0 and q8_0). The quad loops stay loops: unrolled, the H100 spilled and ran 3x slower,
+// and lavapipe's JIT took several times longer. There is no per-element branch: an element outside
+// [0, M) x [block_k, end_k) (or the valid columns) is read at a clamped position inside its
+// matrix and replaced by 0 with a select, so lavapipe, which runs both sides of a branch its
+// lanes disagree on, runs one path. Values are those of a_value / b_value, bit for bit.
+const uint QUADS_PER_ROW = BK / 4;   // BK is a multiple of 8 in every host configuration
+const uint QUAD_LOADS_A = (BM * QUADS_PER_ROW + BLOCK_SIZE - 1) / BLOCK_SIZE;
+const uint QUAD_LOADS_B = (BN * QUADS_PER_ROW + BLOCK_SIZE - 1) / BLOCK_SIZE;
+
+// Zero where element k + e is at or past end_k, or the whole quad when `inside` is false.
+vec4 mask_quad(vec4 v, bool inside, uint k, uint end_k)
+{
+    const bvec4 keep = bvec4(inside && k < end_k, inside && k + 1 < end_k,
+                             inside && k + 2 < end_k, inside && k + 3 < end_k);
+    return mix(vec4(0.0), v, keep);
+}
+
+// Whether every quad of a row starts at a multiple of 4 elements of its buffer (row strides,
+// batch strides, K and the split's start all multiples of 4; uniform over the dispatch). Then
+// a quad is one aligned vector, and for quantized A lies inside one block. True for quantized
+// A (whole blocks, K a multiple of 32, split_k 1, 2 or 4) and for the B of aligned variants
+// (the host picks those for K a multiple of 32 and contiguous B); otherwise quads are read an
+// element at a time.
+bool quads_aligned(uint stride, uint batch_stride)
+{
+#ifdef MUL_MAT_ID
+    const uint k_split = 0;   // one split, from k = 0
+#else
+    const uint k_split = p.k_split;
+#endif
+    return ((stride | batch_stride | k_split | p.K) & 3u) == 0;
+}
+
+// The quad k .. k + 3 of the A row or B column whose element 0 is at `first`, each element
+// read at min(k + e, K - 1) (inside the row; elements past end_k are masked by the caller).
+// Aligned, a quad is either wholly below K or wholly past it, and is read at min(k, K - 4).
+vec4 a_quad(uint first, uint k, bool aligned)
+{
+    if (aligned) {
+        const uint i = first + min(k, p.K - 4);
+#if QUANT_K == 1
+#if defined(DATA_A_BF16)
+        const uvec4 bits = uvec4(data_a4[i / 4]);
+        return vec4(bf16_to_fp32(bits.x), bf16_to_fp32(bits.y), bf16_to_fp32(bits.z), bf16_to_fp32(bits.w));
+#else
+        return vec4(data_a4[i / 4]);
+#endif
+#else
+        // One block, and one 4-aligned group in it: `& ~3u` (a no-op, i is a multiple of 4)
+        // lets the compiler see that, and read the block's scales once for the four elements.
+        const uint ib = i / QUANT_K;
+        const uint e = (i % QUANT_K) & ~3u;
+        return vec4(a_block_value(ib, e), a_block_value(ib, e + 1), a_block_value(ib, e + 2),
+                    a_block_value(ib, e + 3));
+#endif
+    }
+    const uint last = p.K - 1;
+    return vec4(a_value(first + min(k, last)), a_value(first + min(k + 1, last)),
+                a_value(first + min(k + 2, last)), a_value(first + min(k + 3, last)));
+}
+
+vec4 b_quad(uint first, uint k, bool aligned)
+{
+#if LOAD_VEC_B >= 4
+    if (aligned) {
+        const uint i = first + min(k, p.K - 4);
+#if LOAD_VEC_B == 8
+        return mat2x4(data_b[i / 8])[(i % 8) / 4];
+#elif defined(B_IS_FLOAT)
+        const uvec4 bits = uvec4(data_b[i / 4]);
+        return vec4(bf16_to_fp32(bits.x), bf16_to_fp32(bits.y), bf16_to_fp32(bits.z), bf16_to_fp32(bits.w));
+#else
+        return vec4(data_b[i / 4]);
+#endif
+    }
+#endif
+    const uint last = p.K - 1;
+    return vec4(b_value(first + min(k, last)), b_value(first + min(k + 1, last)),
+                b_value(first + min(k + 2, last)), b_value(first + min(k + 3, last)));
+}
+
 // Stages A rows row0 .. row0 + BM - 1 and the BN columns from col0 for k in
 // [block_k, block_k + BK) into buf_a / buf_b, zero outside [0, M) x [block_k, end_k) and the
-// valid columns (n_cols). (Loops go in chunks of LOOP_CHUNK unrolled steps: see LOOP_CHUNK.)
+// valid columns (n_cols >= 1).
 void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
                  uint b_base, uint n_cols)
 {
     const uint tid = gl_LocalInvocationID.x;
-    for (uint j0 = 0; j0 < LOADS_A; j0 += LOOP_CHUNK) {
-        [[unroll]] for (uint jj = 0; jj < LOOP_CHUNK; ++jj) {
-            const uint idx = tid + (j0 + jj) * BLOCK_SIZE;
-            if (idx < BM * BK) {
-                const uint r = idx / BK;
-                const uint c = idx % BK;
-                const uint m = row0 + r;
-                const uint k = block_k + c;
-                float v = 0.0;
-                if (m < p.M && k < end_k) {
-                    v = a_value(a_base + m * p.stride_a + k);
-                }
-                buf_a[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
+    const bool a_aligned = quads_aligned(p.stride_a, p.batch_stride_a);
+    const bool b_aligned = quads_aligned(p.stride_b, p.batch_stride_b);
+
+    for (uint j = 0; j < QUAD_LOADS_A; ++j) {
+        const uint q = tid + j * BLOCK_SIZE;
+        const uint r = q / QUADS_PER_ROW;
+        const uint c = (q % QUADS_PER_ROW) * 4;
+        const uint m = row0 + r;
+        const uint k = block_k + c;
+        const vec4 v = mask_quad(a_quad(a_base + min(m, p.M - 1) * p.stride_a, k, a_aligned), m < p.M,
+                                 k, end_k);
+        if (r < BM) {
+            [[unroll]] for (uint e = 0; e < 4; ++e) {
+                buf_a[r * SHMEM_STRIDE + c + e] = FLOAT_TYPE(v[e]);
             }
         }
     }
-    for (uint j0 = 0; j0 < LOADS_B; j0 += LOOP_CHUNK) {
-        [[unroll]] for (uint jj = 0; jj < LOOP_CHUNK; ++jj) {
-            const uint idx = tid + (j0 + jj) * BLOCK_SIZE;
-            if (idx < BN * BK) {
-                const uint r = idx / BK;
-                const uint c = idx % BK;
-                const uint col = col0 + r;
-                const uint k = block_k + c;
-                float v = 0.0;
-                if (col < n_cols && k < end_k) {
+    for (uint j = 0; j < QUAD_LOADS_B; ++j) {
+        const uint q = tid + j * BLOCK_SIZE;
+        const uint r = q / QUADS_PER_ROW;
+        const uint c = (q % QUADS_PER_ROW) * 4;
+        const uint col = col0 + r;
+        const uint k = block_k + c;
+        const uint at = min(col, n_cols - 1);
 #ifdef MUL_MAT_ID
-                    const uint packed = row_ids[col];
-                    const uint ii0 = packed & 0xFFFFu;
-                    const uint ii1 = packed >> 16;
-                    v = b_value(ii1 * p.batch_stride_b + (ii0 % p.ne11) * p.stride_b + k);
+        const uint packed = row_ids[at];
+        const uint first = (packed >> 16) * p.batch_stride_b + ((packed & 0xFFFFu) % p.ne11) * p.stride_b;
 #else
-                    v = b_value(b_base + col * p.stride_b + k);
+        const uint first = b_base + at * p.stride_b;
 #endif
-                }
-                buf_b[r * SHMEM_STRIDE + c] = FLOAT_TYPE(v);
+        const vec4 v = mask_quad(b_quad(first, k, b_aligned), col < n_cols, k, end_k);
+        if (r < BN) {
+            [[unroll]] for (uint e = 0; e < 4; ++e) {
+                buf_b[r * SHMEM_STRIDE + c + e] = FLOAT_TYPE(v[e]);
             }
         }
     }
@@ -536,34 +622,38 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
             }
         }
 #else
-        // k = block_k + i for i ascending: the order src/tolerance.rs assumes.
-        const uint steps = min(BK, end_k - block_k);
-        for (uint i0 = 0; i0 < steps; i0 += LOOP_CHUNK) {
-            [[unroll]] for (uint ii = 0; ii < LOOP_CHUNK; ++ii) {
-                const uint i = i0 + ii;
-                [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
-                    const uint wt = warp_i + t * NUM_WARPS;
-                    if (computes && i < steps && wt < WARP_TILES) {
-                        FLOAT_TYPE cache_a[A_CACHE];
-                        FLOAT_TYPE cache_b[B_CACHE];
-                        [[unroll]] for (uint wsir = 0; wsir < WMITER; ++wsir) {
-                            [[unroll]] for (uint cr = 0; cr < TM; ++cr) {
-                                cache_a[wsir * TM + cr] = buf_a[tile_row(wt, tiwr, wsir, cr) * SHMEM_STRIDE + i];
-                            }
-                        }
-                        [[unroll]] for (uint wsic = 0; wsic < WNITER; ++wsic) {
-                            [[unroll]] for (uint cc = 0; cc < TN; ++cc) {
-                                cache_b[wsic * TN + cc] = buf_b[tile_col(wt, tiwc, wsic, cc) * SHMEM_STRIDE + i];
-                            }
-                        }
-                        [[unroll]] for (uint wsic = 0; wsic < WNITER; ++wsic) {
+        // k = block_k + i for i ascending: the order src/tolerance.rs assumes. Every step of
+        // the tile runs, also past end_k: both operands are staged zeros there and
+        // fma(0, 0, s) == s (up to the sign of a zero sum), and a constant trip count lets the
+        // compiler unroll the loop.
+        if (computes) {
+            for (uint i0 = 0; i0 < BK; i0 += LOOP_CHUNK) {
+                [[unroll]] for (uint ii = 0; ii < LOOP_CHUNK; ++ii) {
+                    const uint i = i0 + ii;
+                    [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
+                        const uint wt = warp_i + t * NUM_WARPS;
+                        if (wt < WARP_TILES) {
+                            FLOAT_TYPE cache_a[A_CACHE];
+                            FLOAT_TYPE cache_b[B_CACHE];
                             [[unroll]] for (uint wsir = 0; wsir < WMITER; ++wsir) {
+                                [[unroll]] for (uint cr = 0; cr < TM; ++cr) {
+                                    cache_a[wsir * TM + cr] = buf_a[tile_row(wt, tiwr, wsir, cr) * SHMEM_STRIDE + i];
+                                }
+                            }
+                            [[unroll]] for (uint wsic = 0; wsic < WNITER; ++wsic) {
                                 [[unroll]] for (uint cc = 0; cc < TN; ++cc) {
-                                    [[unroll]] for (uint cr = 0; cr < TM; ++cr) {
-                                        const uint s = t * SUMS_PER_TILE
-                                                     + ((wsic * WMITER + wsir) * TN + cc) * TM + cr;
-                                        sums[s] = fma(ACC_TYPE(cache_a[wsir * TM + cr]),
-                                                      ACC_TYPE(cache_b[wsic * TN + cc]), sums[s]);
+                                    cache_b[wsic * TN + cc] = buf_b[tile_col(wt, tiwc, wsic, cc) * SHMEM_STRIDE + i];
+                                }
+                            }
+                            [[unroll]] for (uint wsic = 0; wsic < WNITER; ++wsic) {
+                                [[unroll]] for (uint wsir = 0; wsir < WMITER; ++wsir) {
+                                    [[unroll]] for (uint cc = 0; cc < TN; ++cc) {
+                                        [[unroll]] for (uint cr = 0; cr < TM; ++cr) {
+                                            const uint s = t * SUMS_PER_TILE
+                                                         + ((wsic * WMITER + wsir) * TN + cc) * TM + cr;
+                                            sums[s] = fma(ACC_TYPE(cache_a[wsir * TM + cr]),
+                                                          ACC_TYPE(cache_b[wsic * TN + cc]), sums[s]);
+                                        }
                                     }
                                 }
                             }
