@@ -258,14 +258,32 @@ pub fn mul_mat_specials(
     a_exact: bool,
 ) -> Vec<Special> {
     use rayon::prelude::*;
+    if k == 0 {
+        return vec![Special::Finite; columns.len() * m];
+    }
+    // A product of two rows without NaN or ±∞ is Finite (dot_special's loop can only say so):
+    // the loop runs for the few elements that have a special operand.
+    let a_special = rows_with(a_rows, k, |x| !x.is_finite());
+    let b_special = rows_with(b_rows, k, |x| !x.is_finite());
     columns
         .par_iter()
         .flat_map_iter(|&(a_first, b_row)| {
             let b = &b_rows[b_row * k..][..k];
-            (0..m).map(move |i| {
-                dot_special(&a_rows[(a_first + i) * k..][..k], b, fa, fb, acc, a_exact)
+            let (a_special, b_special) = (&a_special, b_special[b_row]);
+            (0..m).map(move |i| match b_special || a_special[a_first + i] {
+                true => dot_special(&a_rows[(a_first + i) * k..][..k], b, fa, fb, acc, a_exact),
+                false => Special::Finite,
             })
         })
+        .collect()
+}
+
+/// Per row of `k` > 0 values (the last may be short), whether any value satisfies `pred`.
+fn rows_with(values: &[f64], k: usize, pred: impl Fn(f64) -> bool + Sync) -> Vec<bool> {
+    use rayon::prelude::*;
+    values
+        .par_chunks(k)
+        .map(|row| row.iter().any(|&x| pred(x)))
         .collect()
 }
 
@@ -282,11 +300,22 @@ pub fn mul_mat_flushable(
 ) -> Vec<f64> {
     use rayon::prelude::*;
     let (ta, tb) = (fa.min_normal(), fb.min_normal());
+    if k == 0 {
+        return vec![0.0; columns.len() * m];
+    }
+    // Without a nonzero subnormal in either row, every counted term has a zero operand and
+    // adds 0 (or NaN, which is dropped): the sum is 0 without the loop.
+    let a_tiny = rows_with(a_rows, k, |x| x != 0.0 && x.abs() < ta);
+    let b_tiny = rows_with(b_rows, k, |x| x != 0.0 && x.abs() < tb);
     columns
         .par_iter()
         .flat_map_iter(|&(a_first, b_row)| {
             let b = &b_rows[b_row * k..][..k];
+            let (a_tiny, b_tiny) = (&a_tiny, b_tiny[b_row]);
             (0..m).map(move |i| {
+                if !b_tiny && !a_tiny[a_first + i] {
+                    return 0.0;
+                }
                 let a = &a_rows[(a_first + i) * k..][..k];
                 a.iter()
                     .zip(b)
