@@ -8,7 +8,7 @@
 //   K/V block length; this file reads QUANT_K from types.comp), T in Q4_0, Q8_0 (every path)
 //   and Q4_1, Q5_0, Q5_1, IQ4_NL (cm2). cm1 adds ACC_TYPEV4 and COOPMAT, cm2 DEQUANTFUNC
 //   (upstream's decode-callback name; unused here). A file defining FA_F16_DECODE before the
-//   include also gets float16 decoders (load_k4_f16, load_v4_f16) and needs shaderFloat16.
+//   include also gets float16 decoders (load_k4_f16_as, load_v4_f16_as) and needs shaderFloat16.
 //   Device needs: 16-bit storage (blocks are read as 16-bit words).
 // Specialization constants: 0 WorkGroupSize (= local_size_x), 1 Br (query rows per
 //   workgroup), 2 Bc (keys per tile), 3 D (head size, a multiple of 16 and of 4·D_split),
@@ -274,8 +274,8 @@ vec4 load_k4_as(const bool vectors, uint base, uint key, uint d) { return load_k
 vec4 load_v4_as(const bool vectors, uint base, uint key, uint d) { return load_v4(base, key, d); }
 #define KV_VECTORS false
 #if defined(FA_F16_DECODE)
-f16vec4 load_k4_f16(uint base, uint key, uint d) { return dequant4_f16(false, base, p.nb11, key, d); }
-f16vec4 load_v4_f16(uint base, uint key, uint d) { return dequant4_f16(true, base, p.nb21, key, d); }
+f16vec4 load_k4_f16_as(const bool vectors, uint base, uint key, uint d) { return dequant4_f16(false, base, p.nb11, key, d); }
+f16vec4 load_v4_f16_as(const bool vectors, uint base, uint key, uint d) { return dequant4_f16(true, base, p.nb21, key, d); }
 #endif
 
 #else
@@ -307,18 +307,18 @@ vec4 load_k4(uint base, uint key, uint d) { return load_k4_as(KV_ALIGNED(base, p
 vec4 load_v4(uint base, uint key, uint d) { return load_v4_as(KV_ALIGNED(base, p.nb21), base, key, d); }
 #define KV_VECTORS (KV_ALIGNED(k_base, p.nb11) && KV_ALIGNED(v_base, p.nb21))
 #if defined(FA_F16_DECODE)
-f16vec4 load_k4_f16(uint base, uint key, uint d)
+f16vec4 load_k4_f16_as(const bool vectors, uint base, uint key, uint d)
 {
     const uint e = base + key * p.nb11 + d;
-    if (KV_ALIGNED(base, p.nb11)) {
+    if (vectors) {
         return data_k4[e / 4];
     }
     return f16vec4(data_k[e], data_k[e + 1], data_k[e + 2], data_k[e + 3]);
 }
-f16vec4 load_v4_f16(uint base, uint key, uint d)
+f16vec4 load_v4_f16_as(const bool vectors, uint base, uint key, uint d)
 {
     const uint e = base + key * p.nb21 + d;
-    if (KV_ALIGNED(base, p.nb21)) {
+    if (vectors) {
         return data_v4[e / 4];
     }
     return f16vec4(data_v[e], data_v[e + 1], data_v[e + 2], data_v[e + 3]);

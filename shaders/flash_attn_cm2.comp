@@ -99,21 +99,47 @@ float nan_if_empty(const in uint32_t r, const in uint32_t c, const in float e)
     return row_sum[r] == ACC_TYPE(0.0) ? ROW_NAN : e;
 }
 
-// Stages keys first .. first + ncols − 1 of K (or V) as f16 rows of D, zero past ncols.
-void stage_keys(const bool is_v, uint first, uint ncols)
+// Staging keys first .. first + ncols − 1 of K (or V) as f16 rows of D, zero past ncols, in
+// two steps: fetch_keys issues every load of the tile into registers (constant slot count,
+// `vectors` = KV_VECTORS a constant in each call, keys past ncols re-reading the tile's last
+// key, in bounds), store_keys writes them to stage. Loads behind a loop and a test per load
+// went one at a time on the H100; and V's loads are issued before the softmax and stored after
+// it, so their latency hides behind it.
+const uint KV_VECS = Bc * D / 4;
+const uint KV_SLOTS = (KV_VECS + WorkGroupSize - 1) / WorkGroupSize;
+
+void fetch_keys(const bool is_v, const bool vectors, uint first, uint ncols, out f16vec4 x[KV_SLOTS])
 {
-    for (uint e = gl_LocalInvocationID.x; e < Bc * D / 4; e += WorkGroupSize) {
-        const uint c = e / (D / 4);
+    [[unroll]] for (uint i = 0; i < KV_SLOTS; ++i) {
+        const uint e = min(gl_LocalInvocationID.x + i * WorkGroupSize, KV_VECS - 1);
+        const uint key = first + min(e / (D / 4), ncols - 1);
         const uint d = (e % (D / 4)) * 4;
-        f16vec4 x = f16vec4(0.0);
-        if (c < ncols) {
-            x = is_v ? load_v4_f16(v_base, first + c, d) : load_k4_f16(k_base, first + c, d);
+        x[i] = is_v ? load_v4_f16_as(vectors, v_base, key, d) : load_k4_f16_as(vectors, k_base, key, d);
+    }
+}
+
+void fetch_keys_any(const bool is_v, uint first, uint ncols, out f16vec4 x[KV_SLOTS])
+{
+    if (KV_VECTORS) {
+        fetch_keys(is_v, true, first, ncols, x);
+    } else {
+        fetch_keys(is_v, false, first, ncols, x);
+    }
+}
+
+void store_keys(uint ncols, const in f16vec4 x[KV_SLOTS])
+{
+    [[unroll]] for (uint i = 0; i < KV_SLOTS; ++i) {
+        const uint e = gl_LocalInvocationID.x + i * WorkGroupSize;
+        if (e < KV_VECS) {
+            const uint c = e / (D / 4);
+            const f16vec4 v = c < ncols ? x[i] : f16vec4(0.0);
+            const uint at = c * D + (e % (D / 4)) * 4;
+            stage[at] = v.x;
+            stage[at + 1] = v.y;
+            stage[at + 2] = v.z;
+            stage[at + 3] = v.w;
         }
-        const uint at = c * D + d;
-        stage[at] = x.x;
-        stage[at + 1] = x.y;
-        stage[at + 2] = x.z;
-        stage[at + 3] = x.w;
     }
 }
 
@@ -156,7 +182,9 @@ void main()
         const uint ncols = min(Bc, kv_end - first);
 
         // 1. S = Q·Kᵀ.
-        stage_keys(false, first, ncols);
+        f16vec4 kv[KV_SLOTS];
+        fetch_keys_any(false, first, ncols, kv);
+        store_keys(ncols, kv);
         barrier();
         coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> S =
             coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(0.0);
@@ -167,6 +195,7 @@ void main()
             S = coopMatMulAdd(Qm[qc], Kt, S);
         }
         coopMatStore(S, Ssh, 0, Bc, gl_CooperativeMatrixLayoutRowMajor);
+        fetch_keys_any(true, first, ncols, kv);   // V, stored in step 3
         barrier();
 
         // 2. Softmax update in ACC_TYPE, LANES invocations per row (see LANES).
@@ -241,7 +270,7 @@ void main()
         coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseA> Pm;
         coopMatLoad(Pm, stage, 0, Bc, gl_CooperativeMatrixLayoutRowMajor);
         barrier();
-        stage_keys(true, first, ncols);
+        store_keys(ncols, kv);
         barrier();
         coopmat<float16_t, gl_ScopeWorkgroup, Bc, D, gl_MatrixUseB> Vm;
         coopMatLoad(Vm, stage, 0, D, gl_CooperativeMatrixLayoutRowMajor);
