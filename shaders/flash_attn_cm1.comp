@@ -31,7 +31,8 @@
 //      α = exp(M − M'), P = f16(exp(S − M')), L = L·α + Σ P, with M and L in registers.
 //   4. O (registers, each invocation owns fixed vec4 slots): O = O·α + Σ_c P_c·V_c, keys
 //      outer: when every slot of an invocation has the same elements (D/4 divides
-//      WorkGroupSize) V is loaded once per key for all of them.
+//      WorkGroupSize) V is read once per key for all of them; from Ksh where step 3 staged
+//      it (V_IN_KSH), else from K/V memory in chunks of V_CHUNK keys.
 // A row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
 // path; with split-k the reduce handles it.
 //
@@ -72,6 +73,17 @@ const uint V_CHUNK = 8;
 const uint K_VECS = Bc * D / 4;
 const uint K_SLOTS = (K_VECS + WorkGroupSize - 1) / WorkGroupSize;
 
+// f16 V goes through Ksh (fetched before step 3, stored after it, read by step 4) where its
+// K_SLOTS vec4s held across the softmax are at most 8 per invocation (D = 64 at the host's
+// Bc = 64): H100 decode rows, 3 rounds, D = 64 ran 1.09-1.12x faster than with V read from K/V
+// memory in step 4, and D = 128 (16 vec4s) 1.26-1.34x slower. Block V is read from K/V memory:
+// staged in f16, its f32 values would round.
+#if QUANT_K > 1
+const bool V_IN_KSH = false;
+#else
+const bool V_IN_KSH = SAME_D && K_SLOTS <= 8;
+#endif
+
 shared float16_t Qsh[Br * D];
 shared float16_t Ksh[Bc * D];
 shared ACC_TYPE Ssh[Br * Bc];
@@ -80,24 +92,36 @@ shared float row_max[Br];
 shared float row_sum[Br];
 shared float row_alpha[Br];
 
-// 1. The K tile as f16. `vectors` (KV_VECTORS) is a constant in each call, and every load
-// of the unrolled slots is issued before the stores (keys past ncols re-read the tile's last
-// key and store 0), so the loads are in flight together: behind a test at every load they
-// went one at a time on the H100 (docs/bench.md, session 8).
-void stage_k(const bool vectors, uint first, uint ncols)
+// 1. The K tile as f16 (and, for f16 V, step 3's V tile): fetch_kv issues every load of the
+// unrolled slots into registers (`vectors` = KV_VECTORS a constant in each call; keys past
+// ncols re-read the tile's last key), store_kv writes them to Ksh, 0 past ncols. Behind a test
+// at every load the loads went one at a time on the H100 (docs/bench.md, session 8).
+void fetch_kv(const bool is_v, const bool vectors, uint first, uint ncols, out vec4 x[K_SLOTS])
 {
-    const uint tid = gl_LocalInvocationID.x;
-    vec4 k[K_SLOTS];
     [[unroll]] for (uint i = 0; i < K_SLOTS; ++i) {
-        const uint e = min(tid + i * WorkGroupSize, K_VECS - 1);
-        const uint c = min(e / (D / 4), ncols - 1);
-        k[i] = load_k4_as(vectors, k_base, first + c, (e % (D / 4)) * 4);
+        const uint e = min(gl_LocalInvocationID.x + i * WorkGroupSize, K_VECS - 1);
+        const uint key = first + min(e / (D / 4), ncols - 1);
+        const uint d = (e % (D / 4)) * 4;
+        x[i] = is_v ? load_v4_as(vectors, v_base, key, d) : load_k4_as(vectors, k_base, key, d);
     }
+}
+
+void fetch_kv_any(const bool is_v, uint first, uint ncols, out vec4 x[K_SLOTS])
+{
+    if (KV_VECTORS) {
+        fetch_kv(is_v, true, first, ncols, x);
+    } else {
+        fetch_kv(is_v, false, first, ncols, x);
+    }
+}
+
+void store_kv(uint ncols, const in vec4 x[K_SLOTS])
+{
     [[unroll]] for (uint i = 0; i < K_SLOTS; ++i) {
-        const uint e = tid + i * WorkGroupSize;
+        const uint e = gl_LocalInvocationID.x + i * WorkGroupSize;
         if (e < K_VECS) {
             const uint c = e / (D / 4);
-            const vec4 kc = c < ncols ? k[i] : vec4(0.0);
+            const vec4 kc = c < ncols ? x[i] : vec4(0.0);
             const uint at = c * D + (e % (D / 4)) * 4;
             Ksh[at] = float16_t(kc.x);
             Ksh[at + 1] = float16_t(kc.y);
@@ -107,7 +131,7 @@ void stage_k(const bool vectors, uint first, uint ncols)
     }
 }
 
-// Step 4's V rows of keys c0 .. c0 + V_CHUNK - 1 at d0, in one basic block (see stage_k); a
+// Step 4's V rows of keys c0 .. c0 + V_CHUNK - 1 at d0, in one basic block (see fetch_kv); a
 // key past ncols reads the tile's last key (in bounds).
 void load_v_chunk(const bool vectors, uint first, uint c0, uint ncols, uint d0,
                   out vec4 vv[V_CHUNK])
@@ -132,7 +156,7 @@ void main()
         Qsh[e] = float16_t(q);
     }
     ACC_TYPEV4 Of[O_SLOTS];
-    for (uint i = 0; i < O_SLOTS; ++i) {
+    [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
         Of[i] = ACC_TYPEV4(0.0);
     }
     // Step 3's row and lane; the row's running maximum and sum (the same on all its lanes).
@@ -146,11 +170,9 @@ void main()
     for (uint first = kv_begin; first < kv_end; first += Bc) {
         const uint ncols = min(Bc, kv_end - first);
 
-        if (KV_VECTORS) {
-            stage_k(true, first, ncols);
-        } else {
-            stage_k(false, first, ncols);
-        }
+        vec4 kv[K_SLOTS];
+        fetch_kv_any(false, first, ncols, kv);
+        store_kv(ncols, kv);
         barrier();
 
         // 2. S = Q·Kᵀ, 16 columns per subgroup and block.
@@ -166,6 +188,11 @@ void main()
                 s = coopMatMulAdd(qa, kb, s);
             }
             coopMatStore(s, Ssh, cb * MAT, Bc, gl_CooperativeMatrixLayoutRowMajor);
+        }
+        if (V_IN_KSH) {
+            // V fetched now, stored in Ksh (read by S only, done at the barrier) after the
+            // softmax, so its loads are in flight during it.
+            fetch_kv_any(true, first, ncols, kv);
         }
         barrier();
 
@@ -217,18 +244,41 @@ void main()
                 row_alpha[r] = alpha;
             }
         }
+        if (V_IN_KSH) {
+            store_kv(ncols, kv);
+        }
         barrier();
 
-        // 4. O = O·α + Σ_c P_c·V_c for this invocation's slots, keys outer. (The next tile's
-        //    step 1 writes only Ksh, and its barrier orders step 3 after this.)
-        for (uint i = 0; i < O_SLOTS; ++i) {
+        // 4. O = O·α + Σ_c P_c·V_c for this invocation's slots, keys outer. (With V read from
+        //    K/V memory, the next tile's step 1 writes only Ksh, and its barrier orders step 3
+        //    after this.)
+        [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
             const uint o = tid + i * WorkGroupSize;
             if (o < Br * D / 4) {
                 Of[i] = Of[i] * ACC_TYPE(row_alpha[o / (D / 4)]);
             }
         }
         const uint d0 = (tid % (D / 4)) * 4;
-        if (SAME_D) {
+        if (V_IN_KSH) {
+            // V from Ksh, every key of the tile (keys past ncols: V and P are 0), only the
+            // slots of valid rows (a slot's row is uniform over D / 4 invocations: in decode
+            // most rows are padding). The sums run in key order, and P = 0 adds nothing (a
+            // select, so 0·∞ is never added).
+            [[unroll]] for (uint c = 0; c < Bc; ++c) {
+                const vec4 vc = vec4(Ksh[c * D + d0], Ksh[c * D + d0 + 1], Ksh[c * D + d0 + 2],
+                                     Ksh[c * D + d0 + 3]);
+                [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
+                    const uint o = tid + i * WorkGroupSize;
+                    const uint r = o / (D / 4);
+                    if (o < Br * D / 4 && row_valid(r)) {
+                        const float16_t pc = Psh[r * Bc + c];
+                        Of[i] = pc != float16_t(0.0) ? Of[i] + ACC_TYPEV4(float(pc) * vc) : Of[i];
+                    }
+                }
+            }
+            // The next tile's step 1 overwrites Ksh.
+            barrier();
+        } else if (SAME_D) {
             // Keys in chunks of V_CHUNK, their loads together (load_v_chunk): with a load a
             // key, each behind an alignment test, the decode rows spent 44% of their time on
             // V on the H100. The sums run in key order; a re-read key past ncols has P = 0
