@@ -14,12 +14,12 @@
 //                     with B_IS_FLOAT=1; TO_FLOAT_TYPE is accepted and ignored, the bits are
 //                     widened by types.comp's bf16_to_fp32), or the aligned vector
 //                     forms vec4/f16vec4/u16vec4 (LOAD_VEC_B=4) and mat2x4/f16mat2x4
-//                     (LOAD_VEC_B=8). B is always read one element at a time here.
+//                     (LOAD_VEC_B=8). B is read a quad of 4 elements at a time (stage_tiles).
 //   LOAD_VEC_A, ALIGNED
-//                     accepted and ignored: A is read element by element and every read is
-//                     bounds-checked, so the aligned variants compute exactly what the
-//                     unaligned ones do (the host picks them when K is a multiple of the
-//                     tile's alignment and M, N > 8).
+//                     accepted and ignored: A and B are read in quads, as one vector where the
+//                     strides allow it (quads_aligned, tested at run time), so the aligned
+//                     variants compute exactly what the unaligned ones do (the host picks
+//                     them when K is a multiple of the tile's alignment and M, N > 8).
 //   FLOAT16=1         the fp16 mode: enables float16 arithmetic.
 //   FLOAT_TYPE        shared-memory type: float16_t in fp16 mode (every A and B value is
 //                     rounded to f16 when staged), float in fp32 mode and for bf16.
@@ -442,8 +442,7 @@ vec4 a_quad(uint first, uint k, bool aligned)
         const uint i = first + min(k, p.K - 4);
 #if QUANT_K == 1
 #if defined(DATA_A_BF16)
-        const uvec4 bits = uvec4(data_a4[i / 4]);
-        return vec4(bf16_to_fp32(bits.x), bf16_to_fp32(bits.y), bf16_to_fp32(bits.z), bf16_to_fp32(bits.w));
+        return bf16x4_to_fp32(uvec4(data_a4[i / 4]));
 #else
         return vec4(data_a4[i / 4]);
 #endif
@@ -469,8 +468,7 @@ vec4 b_quad(uint first, uint k, bool aligned)
 #if LOAD_VEC_B == 8
         return mat2x4(data_b[i / 8])[(i % 8) / 4];
 #elif defined(B_IS_FLOAT)
-        const uvec4 bits = uvec4(data_b[i / 4]);
-        return vec4(bf16_to_fp32(bits.x), bf16_to_fp32(bits.y), bf16_to_fp32(bits.z), bf16_to_fp32(bits.w));
+        return bf16x4_to_fp32(uvec4(data_b[i / 4]));
 #else
         return vec4(data_b[i / 4]);
 #endif

@@ -189,12 +189,9 @@ ACC_TYPE store_mm(const in uint32_t row, const in uint32_t col, const in ACC_TYP
 // pass ran the 128 x 768 x 2048 MoE row 1.3x faster on the H100.
 #ifdef MUL_MAT_ID
 const uint UNROLL_K = BK;
-#else
-const uint UNROLL_K = 256;
-#endif
-#ifdef MUL_MAT_ID
 #define B_VIEW_ARGS view_b, decodeFuncB
 #else
+const uint UNROLL_K = 256;
 #define B_VIEW_ARGS view_b
 #endif
 

@@ -27,6 +27,11 @@ float bf16_to_fp32(uint bits)
     return uintBitsToFloat(bits << 16);
 }
 
+vec4 bf16x4_to_fp32(uvec4 bits)
+{
+    return uintBitsToFloat(bits << 16);
+}
+
 // x < 2^23 as a float without an int-to-float conversion (a quarter-rate instruction on
 // NVIDIA): 2^23 + x is exact and its bits are 0x4B000000 | x; subtracting 2^23 is exact.
 // Quant decoders fold a constant offset into the same subtraction.
