@@ -19,7 +19,10 @@
 //
 // Per tile of keys [first, first + ncols):
 //   1. K staging: Ksh[c·D + d] = K[first + c][d] as f16, zero for c ≥ ncols (keys past the
-//      split or KV are never read, so any KV and split length work).
+//      split or KV are never read, so any KV and split length work). The tile's K was fetched
+//      into registers during the previous tile; right after this tile's staging the next
+//      tile's K, this tile's V (grouped step 4) and the softmax lanes' mask are fetched, so
+//      their loads are in flight during steps 2 and 3.
 //   2. S: subgroup g computes columns 16g .. 16g + 15 of S (Bc / 16 = 4 blocks for 4
 //      subgroups) as Σ over D/16 steps of Q[:, 16s..] × Kᵀ[16s.., cols], stored row-major in
 //      Ssh (stride Bc).
@@ -29,10 +32,13 @@
 //      M' = max(M, max S) and the tile's Σ P are reduced over the row's lanes by butterfly
 //      (subgroupShuffleXor: the lanes are in one subgroup, and every lane gets the same bits);
 //      α = exp(M − M'), P = f16(exp(S − M')), L = L·α + Σ P, with M and L in registers.
-//   4. O (registers, each invocation owns fixed vec4 slots): O = O·α + Σ_c P_c·V_c, keys
-//      outer: when every slot of an invocation has the same elements (D/4 divides
-//      WorkGroupSize) V is read once per key for all of them; from Ksh where step 3 staged
-//      it (V_IN_KSH), else from K/V memory in chunks of V_CHUNK keys.
+//   4. O (registers): O = O·α + Σ_c P_c·V_c. Grouped (D = 32, 64, 128 at the host's sizes):
+//      KEY_GROUPS adjacent lanes own the same 4 elements of every row, each lane the partial
+//      sum over its own KEYS_PER_GROUP consecutive keys of every tile (V from registers, read
+//      once per workgroup); the partial sums are added at the end by butterfly over the
+//      groups. Otherwise each invocation owns fixed vec4 slots and sums all keys: when every
+//      slot of an invocation has the same elements (D/4 divides WorkGroupSize) V is read once
+//      per key for all of them, in chunks of V_CHUNK keys.
 // A row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
 // path; with split-k the reduce handles it.
 //
@@ -42,8 +48,10 @@
 // Worked example (f16 K/V, D = 80, N = 20, KV = 70, H = 1): dispatch (2, 1, 1); workgroup 1
 // takes queries 16..19 (rows 4..15 zero, never stored). Tile 0 holds keys 0..63, tile 1 keys
 // 64..69 (Ksh rows 6..63 zero, not live). Subgroup 2 computes S columns 32..47 from five
-// 16-wide slices of D. Invocation 5 owns O slots 5, 133, 261 (rows 0, 6, 13; elements 20..23,
-// 52..55, 4..7 of their rows).
+// 16-wide slices of D. D/4 = 20 does not divide 128, so step 4 is not grouped: invocation 5
+// owns O slots 5, 133, 261 (rows 0, 6, 13; elements 20..23, 52..55, 4..7 of their rows). With
+// D = 128 it would be grouped: 4 groups, invocation 5 in group 1 owning elements 4..7 of all
+// 16 rows over keys 16..31 of each tile.
 
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : enable
@@ -60,28 +68,39 @@
 // Cooperative matrix edge (M = N = K = 16).
 const uint MAT = 16;
 const uint SUBGROUPS = WorkGroupSize / 32;
-// O slots (vec4) per invocation.
+// O slots (vec4) per invocation (the chunked and general step 4).
 const uint O_SLOTS = (Br * D / 4 + WorkGroupSize - 1) / WorkGroupSize;
 // Invocations per row in step 3 (8 for the host's Br = 16, WorkGroupSize = 128), and keys each.
 const uint ROW_LANES = WorkGroupSize / Br;
 const uint KEYS_PER_LANE = Bc / ROW_LANES;
 // Every O slot of an invocation covers the same 4 elements of its row.
 const bool SAME_D = (WorkGroupSize % (D / 4)) == 0;
-// Keys whose V step 4 loads together (Bc is a multiple of 16).
+// Keys whose V the chunked step 4 loads together (Bc is a multiple of 16).
 const uint V_CHUNK = 8;
 // The K tile's vec4s, and those each invocation stages in step 1.
 const uint K_VECS = Bc * D / 4;
 const uint K_SLOTS = (K_VECS + WorkGroupSize - 1) / WorkGroupSize;
 
-// f16 V goes through Ksh (fetched before step 3, stored after it, read by step 4) where its
-// K_SLOTS vec4s held across the softmax are at most 8 per invocation (D = 64 at the host's
-// Bc = 64): H100 decode rows, 3 rounds, D = 64 ran 1.09-1.12x faster than with V read from K/V
-// memory in step 4, and D = 128 (16 vec4s) 1.26-1.34x slower. Block V is read from K/V memory:
-// staged in f16, its f32 values would round.
+// Grouped step 4 (KEY_GROUPS adjacent lanes share 4 elements of every row, each lane its own
+// KEYS_PER_GROUP consecutive keys of the tile): a lane's V is KEYS_PER_GROUP vec4s, loaded
+// once per workgroup and early (before S), and its O is all Br rows at its 4 elements; the
+// groups' partial sums are added at the end (subgroupShuffleXor). Where D/4 divides
+// WorkGroupSize in 4 to 16 groups (V registers; one subgroup; Bc, a multiple of 16, splits
+// evenly; at most WorkGroupSize/D_split groups for the host's D_split ≤ 8, the error model's
+// bound on partial sums per element): D = 32, 64, 128 at the host's sizes. Else step 4 reads
+// V in chunks of V_CHUNK keys, every lane all keys.
+// (KEY_GROUPS rounds up, so it is at least 1. The H100's pipeline compiler crashed (SIGSEGV)
+// on `SAME_D && Bc % KEY_GROUPS == 0` and on `SAME_D && KEY_GROUPS <= WorkGroupSize /
+// D_split` as specialization-constant expressions, hence the plain bounds.)
+const uint KEY_GROUPS = (WorkGroupSize + D / 4 - 1) / (D / 4);
+const bool GROUPED = SAME_D && KEY_GROUPS >= 4 && KEY_GROUPS <= 16;
+const uint KEYS_PER_GROUP = Bc / KEY_GROUPS;
+
+// V as held in registers: f16 V widens exactly when used; block V is d·q in f32.
 #if QUANT_K > 1
-const bool V_IN_KSH = false;
+#define V_REG vec4
 #else
-const bool V_IN_KSH = SAME_D && K_SLOTS <= 8;
+#define V_REG f16vec4
 #endif
 
 shared float16_t Qsh[Br * D];
@@ -92,52 +111,89 @@ shared float row_max[Br];
 shared float row_sum[Br];
 shared float row_alpha[Br];
 
-// 1. The K tile as f16 (and, for f16 V, step 3's V tile): fetch_kv issues every load of the
-// unrolled slots into registers (`vectors` = KV_VECTORS a constant in each call; keys past
-// ncols re-read the tile's last key), store_kv writes them to Ksh, 0 past ncols. Behind a test
-// at every load the loads went one at a time on the H100 (docs/bench.md, session 8).
-void fetch_kv(const bool is_v, const bool vectors, uint first, uint ncols, out vec4 x[K_SLOTS])
+// 1. The K tile as f16: fetch_k issues every load of the unrolled slots into registers
+// (`vectors` = KV_VECTORS a constant in each call; keys past ncols re-read the tile's last key;
+// the f16 rounding is store_k's Ksh rounding, done earlier), store_k writes them to Ksh, 0 past
+// ncols. Behind a test at every load the loads went one at a time on the H100 (docs/bench.md,
+// session 8). The next tile's K is fetched while this one's S and softmax run.
+void fetch_k(const bool vectors, uint first, uint ncols, out f16vec4 x[K_SLOTS])
 {
     [[unroll]] for (uint i = 0; i < K_SLOTS; ++i) {
         const uint e = min(gl_LocalInvocationID.x + i * WorkGroupSize, K_VECS - 1);
         const uint key = first + min(e / (D / 4), ncols - 1);
-        const uint d = (e % (D / 4)) * 4;
-        x[i] = is_v ? load_v4_as(vectors, v_base, key, d) : load_k4_as(vectors, k_base, key, d);
+        x[i] = f16vec4(load_k4_as(vectors, k_base, key, (e % (D / 4)) * 4));
     }
 }
 
-void fetch_kv_any(const bool is_v, uint first, uint ncols, out vec4 x[K_SLOTS])
+void fetch_k_any(uint first, uint ncols, out f16vec4 x[K_SLOTS])
 {
     if (KV_VECTORS) {
-        fetch_kv(is_v, true, first, ncols, x);
+        fetch_k(true, first, ncols, x);
     } else {
-        fetch_kv(is_v, false, first, ncols, x);
+        fetch_k(false, first, ncols, x);
     }
 }
 
-void store_kv(uint ncols, const in vec4 x[K_SLOTS])
+void store_k(uint ncols, const in f16vec4 x[K_SLOTS])
 {
     [[unroll]] for (uint i = 0; i < K_SLOTS; ++i) {
         const uint e = gl_LocalInvocationID.x + i * WorkGroupSize;
         if (e < K_VECS) {
             const uint c = e / (D / 4);
-            const vec4 kc = c < ncols ? x[i] : vec4(0.0);
+            const f16vec4 kc = c < ncols ? x[i] : f16vec4(0.0);
             const uint at = c * D + (e % (D / 4)) * 4;
-            Ksh[at] = float16_t(kc.x);
-            Ksh[at + 1] = float16_t(kc.y);
-            Ksh[at + 2] = float16_t(kc.z);
-            Ksh[at + 3] = float16_t(kc.w);
+            Ksh[at] = kc.x;
+            Ksh[at + 1] = kc.y;
+            Ksh[at + 2] = kc.z;
+            Ksh[at + 3] = kc.w;
         }
     }
 }
 
-// Step 4's V rows of keys c0 .. c0 + V_CHUNK - 1 at d0, in one basic block (see fetch_kv); a
-// key past ncols reads the tile's last key (in bounds).
+// The grouped step 4's V: keys c0 .. c0 + KEYS_PER_GROUP - 1 of the tile at d0, a key past
+// ncols reading the tile's last key (in bounds; its P is 0).
+void fetch_v_group(const bool vectors, uint first, uint c0, uint ncols, uint d0,
+                   out V_REG vv[KEYS_PER_GROUP])
+{
+    [[unroll]] for (uint m = 0; m < KEYS_PER_GROUP; ++m) {
+        vv[m] = V_REG(load_v4_as(vectors, v_base, first + min(c0 + m, ncols - 1), d0));
+    }
+}
+
+// The chunked step 4's V rows of keys c0 .. c0 + V_CHUNK - 1 at d0, in one basic block (see
+// fetch_k); a key past ncols reads the tile's last key (in bounds).
 void load_v_chunk(const bool vectors, uint first, uint c0, uint ncols, uint d0,
                   out vec4 vv[V_CHUNK])
 {
     [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
         vv[j] = load_v4_as(vectors, v_base, first + min(c0 + j, ncols - 1), d0);
+    }
+}
+
+// Row r's elements d .. d + 3 of the result (normalised by the row's L), or of split-k's
+// unnormalised O with the row's L and M.
+void store_o(uint r, uint d, const vec4 o4)
+{
+    if (p.k_num > 1) {
+        const uint at = split_o_offset(r) + d;
+        data_o[at] = o4.x;
+        data_o[at + 1] = o4.y;
+        data_o[at + 2] = o4.z;
+        data_o[at + 3] = o4.w;
+        if (d == 0) {
+            data_o[split_l_offset(r)] = row_sum[r];
+            data_o[split_m_offset(r)] = row_max[r];
+        }
+    } else {
+        vec4 out4 = vec4(ROW_NAN);
+        if (row_sum[r] != 0.0) {
+            out4 = vec4(ACC_TYPEV4(o4) * ACC_TYPE(float16_t(1.0 / row_sum[r])));
+        }
+        const uint at = dst_offset(r) + d;
+        data_o[at] = out4.x;
+        data_o[at + 1] = out4.y;
+        data_o[at + 2] = out4.z;
+        data_o[at + 3] = out4.w;
     }
 }
 
@@ -155,25 +211,66 @@ void main()
         }
         Qsh[e] = float16_t(q);
     }
-    ACC_TYPEV4 Of[O_SLOTS];
-    [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
+    // O: the grouped layout's Br rows at (vg, vd), or the O_SLOTS slots tid + i·WorkGroupSize
+    // (the unused part of the array is never read, and compiled away).
+    ACC_TYPEV4 Of[Br + O_SLOTS];
+    [[unroll]] for (uint i = 0; i < Br + O_SLOTS; ++i) {
         Of[i] = ACC_TYPEV4(0.0);
     }
+    const uint vg = tid % KEY_GROUPS;
+    const uint vd = (tid / KEY_GROUPS) * 4;
     // Step 3's row and lane; the row's running maximum and sum (the same on all its lanes).
     const uint srow = tid / ROW_LANES;
     const uint slane = tid % ROW_LANES;
     const float slope = alibi_slope(row_head(srow));
     float m_run = NEG_HALF_MAX;
     float l_run = 0.0;
+    const bool masked = p.mask != 0 && row_valid(srow);
+    f16vec4 kv[K_SLOTS];
+    [[unroll]] for (uint i = 0; i < K_SLOTS; ++i) {
+        kv[i] = f16vec4(0.0);
+    }
+    if (kv_begin < kv_end) {
+        fetch_k_any(kv_begin, min(Bc, kv_end - kv_begin), kv);
+    }
     barrier();
 
     for (uint first = kv_begin; first < kv_end; first += Bc) {
         const uint ncols = min(Bc, kv_end - first);
 
-        vec4 kv[K_SLOTS];
-        fetch_kv_any(false, first, ncols, kv);
-        store_kv(ncols, kv);
+        store_k(ncols, kv);
         barrier();
+
+        // Loads for later steps, in flight during S: the grouped V, the next tile's K, the
+        // softmax lane's mask.
+        V_REG vv[KEYS_PER_GROUP];
+        [[unroll]] for (uint m = 0; m < KEYS_PER_GROUP; ++m) {
+            vv[m] = V_REG(0.0);
+        }
+        if (GROUPED) {
+            if (KV_VECTORS) {
+                fetch_v_group(true, first, vg * KEYS_PER_GROUP, ncols, vd, vv);
+            } else {
+                fetch_v_group(false, first, vg * KEYS_PER_GROUP, ncols, vd, vv);
+            }
+        }
+        if (first + Bc < kv_end) {
+            fetch_k_any(first + Bc, min(Bc, kv_end - first - Bc), kv);
+        }
+        const uint mask_row = (row_tile * Br + srow) * m_stride + first;
+        uint mbits[KEYS_PER_LANE];
+        float mval[KEYS_PER_LANE];
+        [[unroll]] for (uint m = 0; m < KEYS_PER_LANE; ++m) {
+            mbits[m] = 0;
+            mval[m] = 0.0;
+        }
+        if (masked) {
+            [[unroll]] for (uint m = 0; m < KEYS_PER_LANE; ++m) {
+                const uint c = min(slane + m * ROW_LANES, ncols - 1);
+                mbits[m] = uint(data_m_bits[mask_row + c]);
+                mval[m] = float(data_m[mask_row + c]);
+            }
+        }
 
         // 2. S = Q·Kᵀ, 16 columns per subgroup and block.
         for (uint cb = gl_SubgroupID; cb < Bc / MAT; cb += SUBGROUPS) {
@@ -189,32 +286,24 @@ void main()
             }
             coopMatStore(s, Ssh, cb * MAT, Bc, gl_CooperativeMatrixLayoutRowMajor);
         }
-        if (V_IN_KSH) {
-            // V fetched now, stored in Ksh (read by S only, done at the barrier) after the
-            // softmax, so its loads are in flight during it.
-            fetch_kv_any(true, first, ncols, kv);
-        }
         barrier();
 
         // 3. Softmax update, ROW_LANES invocations per row.
         {
             const uint r = srow;
-            const bool masked = p.mask != 0 && row_valid(r);
-            const uint mask_row = (row_tile * Br + r) * m_stride + first;
             ACC_TYPE sv[KEYS_PER_LANE];
             bool live[KEYS_PER_LANE];
             float tile_max = NEG_HALF_MAX;
             [[unroll]] for (uint m = 0; m < KEYS_PER_LANE; ++m) {
                 const uint c = slane + m * ROW_LANES;
-                live[m] = c < ncols
-                    && (!masked || uint(data_m_bits[mask_row + c]) != F16_NEG_INF_BITS);
+                live[m] = c < ncols && (!masked || mbits[m] != F16_NEG_INF_BITS);
                 ACC_TYPE s = Ssh[r * Bc + c];
                 if (live[m]) {
                     if (p.logit_softcap != 0.0) {
                         s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
                     }
                     if (masked) {
-                        s = ACC_TYPE(float(s) + slope * float(data_m[mask_row + c]));
+                        s = ACC_TYPE(float(s) + slope * mval[m]);
                     }
                     tile_max = max(tile_max, float(s));
                 }
@@ -244,58 +333,50 @@ void main()
                 row_alpha[r] = alpha;
             }
         }
-        if (V_IN_KSH) {
-            store_kv(ncols, kv);
-        }
         barrier();
 
-        // 4. O = O·α + Σ_c P_c·V_c for this invocation's slots, keys outer. (With V read from
-        //    K/V memory, the next tile's step 1 writes only Ksh, and its barrier orders step 3
-        //    after this.)
+        // 4. O = O·α + Σ_c P_c·V_c, keys outer within a lane; the sums run in key order, and
+        //    P = 0 (keys past ncols, masked keys) adds nothing (a select, so 0·∞ is never
+        //    added). The next tile's step 1 writes only Ksh, and its barrier orders its step
+        //    3 (Psh, row_alpha) after this.
+        if (GROUPED) {
+            // Valid rows only (uniform: in decode most rows are padding).
+            [[unroll]] for (uint r = 0; r < Br; ++r) {
+                if (row_valid(r)) {
+                    ACC_TYPEV4 o = Of[r] * ACC_TYPE(row_alpha[r]);
+                    [[unroll]] for (uint m = 0; m < KEYS_PER_GROUP; ++m) {
+                        const float16_t pc = Psh[r * Bc + vg * KEYS_PER_GROUP + m];
+                        o = pc != float16_t(0.0) ? o + ACC_TYPEV4(float(pc) * vec4(vv[m])) : o;
+                    }
+                    Of[r] = o;
+                }
+            }
+            continue;
+        }
         [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
             const uint o = tid + i * WorkGroupSize;
             if (o < Br * D / 4) {
                 Of[i] = Of[i] * ACC_TYPE(row_alpha[o / (D / 4)]);
             }
         }
-        const uint d0 = (tid % (D / 4)) * 4;
-        if (V_IN_KSH) {
-            // V from Ksh, every key of the tile (keys past ncols: V and P are 0), only the
-            // slots of valid rows (a slot's row is uniform over D / 4 invocations: in decode
-            // most rows are padding). The sums run in key order, and P = 0 adds nothing (a
-            // select, so 0·∞ is never added).
-            [[unroll]] for (uint c = 0; c < Bc; ++c) {
-                const vec4 vc = vec4(Ksh[c * D + d0], Ksh[c * D + d0 + 1], Ksh[c * D + d0 + 2],
-                                     Ksh[c * D + d0 + 3]);
-                [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
-                    const uint o = tid + i * WorkGroupSize;
-                    const uint r = o / (D / 4);
-                    if (o < Br * D / 4 && row_valid(r)) {
-                        const float16_t pc = Psh[r * Bc + c];
-                        Of[i] = pc != float16_t(0.0) ? Of[i] + ACC_TYPEV4(float(pc) * vc) : Of[i];
-                    }
-                }
-            }
-            // The next tile's step 1 overwrites Ksh.
-            barrier();
-        } else if (SAME_D) {
+        if (SAME_D) {
             // Keys in chunks of V_CHUNK, their loads together (load_v_chunk): with a load a
             // key, each behind an alignment test, the decode rows spent 44% of their time on
-            // V on the H100. The sums run in key order; a re-read key past ncols has P = 0
-            // (step 3), which adds nothing (a select, so 0·∞ is never added).
+            // V on the H100.
+            const uint d0 = (tid % (D / 4)) * 4;
             for (uint c0 = 0; c0 < ncols; c0 += V_CHUNK) {
-                vec4 vv[V_CHUNK];
+                vec4 vc[V_CHUNK];
                 if (KV_VECTORS) {
-                    load_v_chunk(true, first, c0, ncols, d0, vv);
+                    load_v_chunk(true, first, c0, ncols, d0, vc);
                 } else {
-                    load_v_chunk(false, first, c0, ncols, d0, vv);
+                    load_v_chunk(false, first, c0, ncols, d0, vc);
                 }
                 [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
                     [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
                         const uint o = tid + i * WorkGroupSize;
                         const float16_t pc = o < Br * D / 4 ? Psh[(o / (D / 4)) * Bc + c0 + j]
                                                             : float16_t(0.0);
-                        Of[i] = pc != float16_t(0.0) ? Of[i] + ACC_TYPEV4(float(pc) * vv[j]) : Of[i];
+                        Of[i] = pc != float16_t(0.0) ? Of[i] + ACC_TYPEV4(float(pc) * vc[j]) : Of[i];
                     }
                 }
             }
@@ -321,38 +402,32 @@ void main()
     }
     barrier();
 
-    // Results: each invocation writes its own slots.
+    // Results.
+    if (GROUPED) {
+        // The KEY_GROUPS lanes of an element add their partial sums (butterfly: every lane
+        // gets the same bits); the group's first lane writes.
+        [[unroll]] for (uint r = 0; r < Br; ++r) {
+            if (row_valid(r)) {
+                ACC_TYPEV4 o = Of[r];
+                [[unroll]] for (uint w = 1; w < KEY_GROUPS; w *= 2) {
+                    // Through f32 (exact for f16 O): no f16 subgroup extension needed.
+                    o += ACC_TYPEV4(subgroupShuffleXor(vec4(o), w));
+                }
+                if (vg == 0) {
+                    store_o(r, vd, vec4(o));
+                }
+            }
+        }
+        return;
+    }
     for (uint i = 0; i < O_SLOTS; ++i) {
         const uint o = tid + i * WorkGroupSize;
         if (o >= Br * D / 4) {
             break;
         }
         const uint r = o / (D / 4);
-        const uint d = (o % (D / 4)) * 4;
-        if (!row_valid(r)) {
-            continue;
-        }
-        if (p.k_num > 1) {
-            const uint at = split_o_offset(r) + d;
-            const vec4 o4 = vec4(Of[i]);
-            data_o[at] = o4.x;
-            data_o[at + 1] = o4.y;
-            data_o[at + 2] = o4.z;
-            data_o[at + 3] = o4.w;
-            if (d == 0) {
-                data_o[split_l_offset(r)] = row_sum[r];
-                data_o[split_m_offset(r)] = row_max[r];
-            }
-        } else {
-            vec4 out4 = vec4(ROW_NAN);
-            if (row_sum[r] != 0.0) {
-                out4 = vec4(Of[i] * ACC_TYPE(float16_t(1.0 / row_sum[r])));
-            }
-            const uint at = dst_offset(r) + d;
-            data_o[at] = out4.x;
-            data_o[at + 1] = out4.y;
-            data_o[at + 2] = out4.z;
-            data_o[at + 3] = out4.w;
+        if (row_valid(r)) {
+            store_o(r, (o % (D / 4)) * 4, vec4(Of[i]));
         }
     }
 }

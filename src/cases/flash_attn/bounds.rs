@@ -180,14 +180,18 @@ pub fn tanh_error(ax: f64) -> f64 {
 ///   rescale products in ACC_TYPE ((6ε_x + e) per rescale), plus h for P's rounding to f16,
 ///   plus ln 2 for a key that may fall below 2⁻¹⁴ in f16 (d_j + 2σ ≥ 9.6, as e^−9.7 = 2⁻¹⁴):
 ///   flushing it or rounding it as a subnormal is a relative change in [−1, 1].
-/// * Sums: cm1 O chains in ACC_TYPE (γ_e(KV + tiles + 2)), L in f32 over the rounded P
-///   (γ_u(KV + tiles + 2)); cm2 P·V in an f16 accumulator per tile (γ_h(Bc + 1)) then added to
+/// * Sums: cm1 O chains in ACC_TYPE (γ_e(KV + tiles + groups + 2): the keys of a tile may be
+///   summed in up to groups = WorkGroupSize/D_split partial sums per element, added at the
+///   end: upstream keeps 32/D_split, ours WorkGroupSize/(D/4) where that is at most
+///   WorkGroupSize/D_split), L in f32 over the rounded P (γ_u(KV + tiles + groups + 2));
+///   cm2 P·V in an f16 accumulator per tile (γ_h(Bc + 1)) then added to
 ///   O in ACC_TYPE (γ_e(tiles + 2) on top), L in ACC_TYPE (γ_e(KV + tiles + 2)). V's f16 decode
 ///   (cm2) adds Σ_j P_j e^λ_j |Δv_jd| / Σ_k P_k e^−λ_k. f16 flushes in P·V (cm2, and cm1's f16
 ///   O) add Σ_j min(w_j e^λ_j |v_jd|, 2⁻¹⁴) for the products and Σ_tiles min(Bc·2⁻¹⁴,
 ///   Σ_(j∈tile) w_j e^λ_j |v_jd|) for the adds (w_j = e^(S_j − M) ≤ 1: a product is only
 ///   flushed while tiny in its tile's units, which are never smaller than the final ones), plus
-///   (2·tiles + 2)·2⁻¹⁴ for f16acc O, all over Σ_k w_k e^−λ_k ≤ L. The final scaling is cm1's
+///   (2·tiles + 2)·2⁻¹⁴ per partial sum for f16acc O (cm1: groups of them, and groups − 1
+///   additions), all over Σ_k w_k e^−λ_k ≤ L. The final scaling is cm1's
 ///   O·f16(1/L) (5u + h + e) or cm2's in ACC_TYPE (6e), and 2h more for an upstream kernel
 ///   whose L adds the unrounded weights (its O and L weights then differ by a factor within
 ///   1 ± h). With split-k, the reduce's f32 arithmetic as on the scalar path.
@@ -266,7 +270,9 @@ pub fn flash_attn_bounds(
         6.0 * U32 * (tiles + 3.0)
     };
     let (g_pv, g_l) = if cm1 {
-        let depth = kv as f64 + tiles + 2.0;
+        // The partial sums of an element's key groups are added at the end (`groups`: at
+        // most WorkGroupSize/D_split of them, see the Sums paragraph).
+        let depth = kv as f64 + tiles + groups + 2.0;
         (gamma_e(depth), gamma(depth))
     } else if cm2 {
         (
@@ -512,8 +518,11 @@ pub fn flash_attn_bounds(
                         .iter()
                         .map(|&t| t.min(bc as f64 * F16_MIN_NORMAL))
                         .sum();
+                    // Per partial sum (cm1 keeps up to `groups` of them per element),
+                    // and one for each addition of two.
+                    let partials = if cm1 { groups } else { 1.0 };
                     let o16 = if f16acc {
-                        (2.0 * tiles + 2.0) * F16_MIN_NORMAL
+                        ((2.0 * tiles + 2.0) * partials + partials - 1.0) * F16_MIN_NORMAL
                     } else {
                         0.0
                     };
