@@ -18,14 +18,14 @@
 //   the f16acc variants: every add rounds to f16); the final O·float16_t(1/L) in ACC_TYPE.
 //
 // Per tile of keys [first, first + ncols):
-//   1. K staging: Ksh[c·D + d] = K[first + c][d] as f16, zero for c ≥ ncols (keys past the
+//   1. K staging: Ksh row c = K[first + c] as f16, zero for c ≥ ncols (keys past the
 //      split or KV are never read, so any KV and split length work). The tile's K was fetched
 //      into registers during the previous tile; right after this tile's staging the next
 //      tile's K, this tile's V (grouped step 4) and the softmax lanes' mask are fetched, so
 //      their loads are in flight during steps 2 and 3.
 //   2. S: subgroup g computes columns 16g .. 16g + 15 of S (Bc / 16 = 4 blocks for 4
 //      subgroups) as Σ over D/16 steps of Q[:, 16s..] × Kᵀ[16s.., cols], stored row-major in
-//      Ssh (stride Bc).
+//      Ssh.
 //   3. softmax, ROW_LANES = WorkGroupSize/Br consecutive invocations per row (keys
 //      lane, lane + ROW_LANES, ...): keys with a −∞ mask (by bits) and keys ≥ ncols are not
 //      live (weight exactly 0, no arithmetic on the infinity); the new maximum
@@ -42,8 +42,8 @@
 // A row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
 // path; with split-k the reduce handles it.
 //
-// Shared memory (D = 256, f32 accumulators): Qsh 8 KiB + Ksh 32 KiB + Ssh 4 KiB + Psh 2 KiB
-// + 3 row arrays: 46.2 KiB.
+// Shared memory (D = 256, f32 accumulators): Qsh 8.25 KiB + Ksh 33 KiB + Ssh 4 KiB + Psh 2 KiB
+// + 3 row arrays: 47.4 KiB.
 //
 // Worked example (f16 K/V, D = 80, N = 20, KV = 70, H = 1): dispatch (2, 1, 1); workgroup 1
 // takes queries 16..19 (rows 4..15 zero, never stored). Tile 0 holds keys 0..63, tile 1 keys
@@ -103,10 +103,17 @@ const uint KEYS_PER_GROUP = Bc / KEY_GROUPS;
 #define V_REG f16vec4
 #endif
 
-shared float16_t Qsh[Br * D];
-shared float16_t Ksh[Bc * D];
-shared ACC_TYPE Ssh[Br * Bc];
-shared float16_t Psh[Br * Bc];
+// Shared rows are padded against bank conflicts (a row stride that is a multiple of 128 bytes
+// puts a coopmat block's rows, and the softmax lanes' rows, in the same banks): Q and K rows by
+// 8 halves (Ksh in f16vec4 units), S and P rows by 8 elements where D ≤ 128 (the factor
+// 256 / (D + 128) is 1 there and 0 above, where the padding would not fit in 48 KiB).
+const uint QS = D + 8;
+const uint KS4 = D / 4 + 2;
+const uint SS = Bc + 8 * (256 / (D + 128));
+shared float16_t Qsh[Br * QS];
+shared f16vec4 Ksh[Bc * KS4];
+shared ACC_TYPE Ssh[Br * SS];
+shared float16_t Psh[Br * SS];
 shared float row_max[Br];
 shared float row_sum[Br];
 shared float row_alpha[Br];
@@ -141,11 +148,7 @@ void store_k(uint ncols, const in f16vec4 x[K_SLOTS])
         if (e < K_VECS) {
             const uint c = e / (D / 4);
             const f16vec4 kc = c < ncols ? x[i] : f16vec4(0.0);
-            const uint at = c * D + (e % (D / 4)) * 4;
-            Ksh[at] = kc.x;
-            Ksh[at + 1] = kc.y;
-            Ksh[at + 2] = kc.z;
-            Ksh[at + 3] = kc.w;
+            Ksh[c * KS4 + e % (D / 4)] = kc;
         }
     }
 }
@@ -209,7 +212,7 @@ void main()
         if (row_valid(r)) {
             q = data_q[q_base + (row_tile * Br + r) * q_stride + e % D] * p.scale;
         }
-        Qsh[e] = float16_t(q);
+        Qsh[r * QS + e % D] = float16_t(q);
     }
     // O: the grouped layout's Br rows at (vg, vd), or the O_SLOTS slots tid + i·WorkGroupSize
     // (the unused part of the array is never read, and compiled away).
@@ -279,12 +282,14 @@ void main()
             for (uint dk = 0; dk < D; dk += MAT) {
                 coopmat<float16_t, gl_ScopeSubgroup, MAT, MAT, gl_MatrixUseA> qa;
                 coopmat<float16_t, gl_ScopeSubgroup, MAT, MAT, gl_MatrixUseB> kb;
-                coopMatLoad(qa, Qsh, dk, D, gl_CooperativeMatrixLayoutRowMajor);
-                // Kᵀ block (d, c) = Ksh[(16cb + c)·D + dk + d]: column-major with stride D.
-                coopMatLoad(kb, Ksh, cb * MAT * D + dk, D, gl_CooperativeMatrixLayoutColumnMajor);
+                coopMatLoad(qa, Qsh, dk, QS, gl_CooperativeMatrixLayoutRowMajor);
+                // Kᵀ block (d, c) = K element dk + d of key 16cb + c: column-major, stride
+                // KS4 (in f16vec4 units, as the offset).
+                coopMatLoad(kb, Ksh, cb * MAT * KS4 + dk / 4, KS4,
+                            gl_CooperativeMatrixLayoutColumnMajor);
                 s = coopMatMulAdd(qa, kb, s);
             }
-            coopMatStore(s, Ssh, cb * MAT, Bc, gl_CooperativeMatrixLayoutRowMajor);
+            coopMatStore(s, Ssh, cb * MAT, SS, gl_CooperativeMatrixLayoutRowMajor);
         }
         barrier();
 
@@ -297,7 +302,7 @@ void main()
             [[unroll]] for (uint m = 0; m < KEYS_PER_LANE; ++m) {
                 const uint c = slane + m * ROW_LANES;
                 live[m] = c < ncols && (!masked || mbits[m] != F16_NEG_INF_BITS);
-                ACC_TYPE s = Ssh[r * Bc + c];
+                ACC_TYPE s = Ssh[r * SS + c];
                 if (live[m]) {
                     if (p.logit_softcap != 0.0) {
                         s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
@@ -321,7 +326,7 @@ void main()
                 if (live[m]) {
                     pc = float16_t(exp(float(sv[m]) - m_new));
                 }
-                Psh[r * Bc + slane + m * ROW_LANES] = pc;
+                Psh[r * SS + slane + m * ROW_LANES] = pc;
                 sum += float(pc);
             }
             [[unroll]] for (uint w = ROW_LANES / 2; w > 0; w /= 2) {
@@ -345,7 +350,7 @@ void main()
                 if (row_valid(r)) {
                     ACC_TYPEV4 o = Of[r] * ACC_TYPE(row_alpha[r]);
                     [[unroll]] for (uint m = 0; m < KEYS_PER_GROUP; ++m) {
-                        const float16_t pc = Psh[r * Bc + vg * KEYS_PER_GROUP + m];
+                        const float16_t pc = Psh[r * SS + vg * KEYS_PER_GROUP + m];
                         o = pc != float16_t(0.0) ? o + ACC_TYPEV4(float(pc) * vec4(vv[m])) : o;
                     }
                     Of[r] = o;
@@ -374,7 +379,7 @@ void main()
                 [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
                     [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
                         const uint o = tid + i * WorkGroupSize;
-                        const float16_t pc = o < Br * D / 4 ? Psh[(o / (D / 4)) * Bc + c0 + j]
+                        const float16_t pc = o < Br * D / 4 ? Psh[(o / (D / 4)) * SS + c0 + j]
                                                             : float16_t(0.0);
                         Of[i] = pc != float16_t(0.0) ? Of[i] + ACC_TYPEV4(float(pc) * vc[j]) : Of[i];
                     }
@@ -387,7 +392,7 @@ void main()
                     if (o >= Br * D / 4) {
                         break;
                     }
-                    const float16_t pc = Psh[(o / (D / 4)) * Bc + c];
+                    const float16_t pc = Psh[(o / (D / 4)) * SS + c];
                     if (pc != float16_t(0.0)) {
                         Of[i] += ACC_TYPEV4(float(pc) * load_v4(v_base, first + c, (o % (D / 4)) * 4));
                     }
