@@ -21,7 +21,7 @@
 //   ACC_TYPE.
 //
 // Per tile of keys [first, first + ncols):
-//   1. K staging: stage[c·D + d] = K[first + c][d] (f16), zero for c ≥ ncols; S = Q·Kᵀ, stored
+//   1. K staging: stage[c·KS + d] = K[first + c][d] (f16), zero for c ≥ ncols; S = Q·Kᵀ, stored
 //      row-major to Ssh.
 //   2. softmax, LANES invocations per row: keys with a −∞ mask (by bits) and keys ≥ ncols are
 //      not live (weight exactly 0, no arithmetic on the infinity); M' = max(M, max S),
@@ -33,7 +33,8 @@
 // a row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
 // path. With split-k the unnormalised O, L and M go to the scratch (§9.7).
 //
-// Shared memory: stage max(Bc·D, Br·QC, Br·Bc) f16 + Ssh Br·Bc ACC_TYPE + row arrays.
+// Shared memory: stage max(Bc·(D + 8), Br·QC, Br·(Bc + 8)) f16 + Ssh Br·(Bc + 8) ACC_TYPE + row
+// arrays (rows padded, see KS).
 // Workgroup-scope cooperative matrices leave maxComputeSharedMemorySize minus
 // cooperativeMatrixWorkgroupScopeReservedSharedMemory (48 − 8 = 40 KiB on the H100), so:
 // - Q is staged in column chunks of QC: all of D when Br ≤ Bc, else 16 columns (Br = 64,
@@ -43,8 +44,8 @@
 //   its matrix before V is staged over it.
 // With all of Q and a separate P the H100's layer rejected Br = 64, D = 256 (40.75 KiB with
 // f16 accumulators, 45.25 KiB f32) and Br = Bc = 64, D = 128 (41.25 KiB f32)
-// (VUID-RuntimeSpirv-maxComputeSharedMemorySize-10168). Now at most 33.25 KiB (Br = Bc = 64,
-// D = 128, f32; Br = 64, Bc = 32, D = 256: 25.25 KiB).
+// (VUID-RuntimeSpirv-maxComputeSharedMemorySize-10168). Now at most 36.25 KiB (Br = Bc = 64,
+// D = 128, f32; Br = 64, Bc = 32, D = 256: 27.75 KiB).
 //
 // Worked example (q4_1 K/V, D = 64, N = 1, H = 8, H_kv = 2, KV = 40): GQA mode with ratio 4
 // (N = 4 ≤ 32: small rows, Br = Bc = 32, 256 invocations), dispatch (1, 2, 1). Workgroup
@@ -65,8 +66,13 @@
 // Q columns per staged chunk (see "Shared memory" above).
 const uint QC = Br > Bc ? 16 : D;
 const uint Q_CHUNKS = D / QC;
-const uint STAGE_KQ = Bc * D > Br * QC ? Bc * D : Br * QC;
-const uint STAGE_SIZE = STAGE_KQ > Br * Bc ? STAGE_KQ : Br * Bc;
+// Staged rows are padded against bank conflicts (a row stride that is a multiple of 128 bytes
+// puts a matrix load's rows, and the softmax lanes' rows, in the same banks): K and V rows by
+// 8 halves, P and S rows by 8 elements.
+const uint KS = D + 8;
+const uint PS = Bc + 8;
+const uint STAGE_KQ = Bc * KS > Br * QC ? Bc * KS : Br * QC;
+const uint STAGE_SIZE = STAGE_KQ > Br * PS ? STAGE_KQ : Br * PS;
 
 // The softmax step gives each row LANES consecutive invocations (8 with Br = 32 and 256
 // invocations), KEYS_PER_LANE keys each (lane, lane + LANES, ...), and combines the lanes'
@@ -76,7 +82,7 @@ const uint LANES = WorkGroupSize / Br;
 const uint KEYS_PER_LANE = Bc / LANES;
 
 shared float16_t stage[STAGE_SIZE];   // Q chunks, K, then P (row-major Br x Bc), then V
-shared ACC_TYPE Ssh[Br * Bc];
+shared ACC_TYPE Ssh[Br * PS];
 shared ACC_TYPE row_max[Br];
 shared ACC_TYPE row_sum[Br];
 shared ACC_TYPE row_alpha[Br];
@@ -134,7 +140,7 @@ void store_keys(uint ncols, const in f16vec4 x[KV_SLOTS])
         if (e < KV_VECS) {
             const uint c = e / (D / 4);
             const f16vec4 v = c < ncols ? x[i] : f16vec4(0.0);
-            const uint at = c * D + (e % (D / 4)) * 4;
+            const uint at = c * KS + (e % (D / 4)) * 4;
             stage[at] = v.x;
             stage[at + 1] = v.y;
             stage[at + 2] = v.z;
@@ -190,11 +196,11 @@ void main()
             coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(0.0);
         [[unroll]] for (uint qc = 0; qc < Q_CHUNKS; ++qc) {
             coopmat<float16_t, gl_ScopeWorkgroup, QC, Bc, gl_MatrixUseB> Kt;
-            // Kᵀ (d, c) = stage[c·D + d]: column-major with stride D, from column qc·QC.
-            coopMatLoad(Kt, stage, qc * QC, D, gl_CooperativeMatrixLayoutColumnMajor);
+            // Kᵀ (d, c) = stage[c·KS + d]: column-major with stride KS, from column qc·QC.
+            coopMatLoad(Kt, stage, qc * QC, KS, gl_CooperativeMatrixLayoutColumnMajor);
             S = coopMatMulAdd(Qm[qc], Kt, S);
         }
-        coopMatStore(S, Ssh, 0, Bc, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatStore(S, Ssh, 0, PS, gl_CooperativeMatrixLayoutRowMajor);
         fetch_keys_any(true, first, ncols, kv);   // V, stored in step 3
         barrier();
 
@@ -218,7 +224,7 @@ void main()
                 if (live && masked) {
                     live = uint(data_m_bits[mask_row + c]) != F16_NEG_INF_BITS;
                 }
-                ACC_TYPE s = Ssh[r * Bc + c];
+                ACC_TYPE s = Ssh[r * PS + c];
                 if (live) {
                     if (p.logit_softcap != 0.0) {
                         s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
@@ -250,7 +256,7 @@ void main()
             ACC_TYPE sum = ACC_TYPE(0.0);
             [[unroll]] for (uint j = 0; j < KEYS_PER_LANE; ++j) {
                 const float16_t pc = live_of[j] ? float16_t(exp(s_of[j] - m_new)) : float16_t(0.0);
-                stage[r * Bc + lane + j * LANES] = pc;
+                stage[r * PS + lane + j * LANES] = pc;
                 sum += ACC_TYPE(pc);
             }
             [[unroll]] for (uint x = 1; x < LANES; x *= 2) {
@@ -268,12 +274,12 @@ void main()
         // 3. O = O·α + P·V; P leaves stage before V is staged there.
         coopMatPerElementNV(O, O, times_alpha);
         coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseA> Pm;
-        coopMatLoad(Pm, stage, 0, Bc, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatLoad(Pm, stage, 0, PS, gl_CooperativeMatrixLayoutRowMajor);
         barrier();
         store_keys(ncols, kv);
         barrier();
         coopmat<float16_t, gl_ScopeWorkgroup, Bc, D, gl_MatrixUseB> Vm;
-        coopMatLoad(Vm, stage, 0, D, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatLoad(Vm, stage, 0, KS, gl_CooperativeMatrixLayoutRowMajor);
         coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> PV =
             coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(0.0);
         PV = coopMatMulAdd(Pm, Vm, PV);
