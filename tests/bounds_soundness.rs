@@ -304,6 +304,16 @@ impl Signs {
         ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     }
 
+    /// tanh(x) in f32 anywhere within its bound ([`tanh_error`]), kept in [−1, 1].
+    ///
+    /// [`tanh_error`]: vkdiff::cases::flash_attn::bounds::tanh_error
+    fn tanh(&mut self, x: f32) -> f32 {
+        let x = x as f64;
+        let t =
+            x.tanh() + 0.99 * vkdiff::cases::flash_attn::bounds::tanh_error(x.abs()) * self.next();
+        t.clamp(-1.0, 1.0) as f32
+    }
+
     /// exp(x) in f32 anywhere within Vulkan's 3 + 2|x| ULP (an ULP at most 2⁻²³ relative).
     fn exp(&mut self, x: f32) -> f32 {
         if x == f32::NEG_INFINITY {
@@ -314,23 +324,57 @@ impl Signs {
     }
 }
 
+/// One output row's inputs to an emulation: its Q row, its K/V head's keys and values, its
+/// mask row and its ALiBi slope.
+struct FaRowInputs<'a> {
+    q: &'a [f64],
+    keys: Vec<&'a [f64]>,
+    values: Vec<&'a [f64]>,
+    mask: Option<&'a [f64]>,
+    slope: f32,
+}
+
+fn fa_row_inputs<'a>(
+    c: &vkdiff::cases::flash_attn::FlashAttnCase,
+    alibi: &vkdiff_reference::ops::flash_attn::Alibi,
+    row: &vkdiff_reference::ops::flash_attn::RowTerms,
+    qr: &'a [f64],
+    kr: &'a [f64],
+    vr: &'a [f64],
+    mr: Option<&'a [f64]>,
+) -> FaRowInputs<'a> {
+    let (d, dv, n, kv) = (c.d, c.dv(), c.n, c.kv);
+    let ik = row.h / c.gqa;
+    let iv = row.v_index.0;
+    let slope = if c.max_bias > 0.0 {
+        let (base, e) = alibi.slope_parts(row.h);
+        base.powf(e as f32)
+    } else {
+        1.0
+    };
+    FaRowInputs {
+        q: &qr[(row.h * n + row.q) * d..][..d],
+        keys: (0..kv).map(|j| &kr[(ik * kv + j) * d..][..d]).collect(),
+        values: (0..kv).map(|j| &vr[(iv * kv + j) * dv..][..dv]).collect(),
+        mask: mr.map(|m| &m[row.q * kv..][..kv]),
+        slope,
+    }
+}
+
 /// One scalar flash-attention row (§9.8 scalar column), emulated in f32: q·s' in f32; each
 /// logit a D_split-lane dot product (lane l takes d ≡ l mod D_split in the order `perm`, with
 /// fmas) reduced by a butterfly; softcap·tanh (tanh anywhere within its bound); + slope·mask;
 /// then per split the online softmax over tiles of Bc keys (running max from −FLT_MAX/2,
 /// rescale by exp(M_old − M_new), f32 sums of P and P·v, keys of weight 0 skipped), the
 /// split-k reduce, and O·(1/L).
-#[allow(clippy::too_many_arguments)]
 fn fa_row_emulated(
-    q: &[f64],
-    keys: &[&[f64]],
-    values: &[&[f64]],
-    mask: Option<&[f64]>,
-    (scale, softcap, slope): (f32, f32, f32),
+    row: &FaRowInputs,
+    (scale, softcap): (f32, f32),
     (d_split, bc, split_k): (usize, usize, usize),
     perm: &[usize],
     signs: &mut Signs,
 ) -> Vec<f32> {
+    let (q, keys, values, mask, slope) = (row.q, &row.keys, &row.values, row.mask, row.slope);
     let kv = keys.len();
     let dv = values[0].len();
     let qs: Vec<f32> = q.iter().map(|&x| x as f32 * scale).collect();
@@ -351,10 +395,7 @@ fn fa_row_emulated(
             }
             let mut s = lanes[0];
             if softcap != 0.0 {
-                let ax = (s as f64).abs();
-                let t = (s as f64).tanh()
-                    + 0.99 * vkdiff::cases::flash_attn::bounds::tanh_error(ax) * signs.next();
-                s = softcap * (t.clamp(-1.0, 1.0) as f32);
+                s = softcap * signs.tanh(s);
             }
             if let Some(m) = mask {
                 s += slope * m[j] as f32;
@@ -457,27 +498,15 @@ proptest! {
         let (qr, kr, vr) = (q.rows().unwrap(), k.rows().unwrap(), v.rows().unwrap());
         let mr = m.as_ref().map(|m| m.rows().unwrap());
         let bounds = flash_attn_bounds(&shape, &want, &vr, v.ne(), None);
-        let (d, dv, n, kv) = (c.d, c.dv(), c.n, c.kv);
+        let dv = c.dv();
         let mut signs = Signs(signs);
         for (r, row) in want.rows.iter().enumerate() {
             if row.fully_masked || row.non_finite {
                 continue;
             }
-            let q_row = &qr[(row.h * n + row.q) * d..][..d];
-            let ik = row.h / c.gqa;
-            let keys: Vec<&[f64]> = (0..kv).map(|j| &kr[(ik * kv + j) * d..][..d]).collect();
-            let iv = row.v_index.0;
-            let values: Vec<&[f64]> = (0..kv).map(|j| &vr[(iv * kv + j) * dv..][..dv]).collect();
-            let mask = mr.as_ref().map(|m| &m[row.q * kv..][..kv]);
-            let slope = if c.max_bias > 0.0 {
-                let (base, e) = shape.alibi.slope_parts(row.h);
-                base.powf(e as f32)
-            } else {
-                1.0
-            };
+            let inputs = fa_row_inputs(&c, &shape.alibi, row, &qr, &kr, &vr, mr.as_deref());
             let got = fa_row_emulated(
-                q_row, &keys, &values, mask,
-                (c.params().dot_scale(), c.softcap, slope),
+                &inputs, (c.params().dot_scale(), c.softcap),
                 (d_split, bc, split_k), &perm, &mut signs,
             );
             for (i, g) in got.iter().enumerate() {
@@ -487,6 +516,180 @@ proptest! {
                 }
                 let err = (*g as f64 - w).abs();
                 prop_assert!(err <= b, "{} row {} d {}: got {} want {} |err| {:e} > {:e} (D_split {} Bc {} split {})", c, r, i, g, w, err, b, d_split, bc, split_k);
+            }
+        }
+    }
+}
+
+/// One cm1 flash-attention row (§9.8 cm1 column), emulated: q̂ = f16(f32(q·s')); K decoded in
+/// f32 and rounded to f16; S = Σ_d q̂·k̂ in ACC_TYPE in the order `perm` (f16 accumulators:
+/// every product and add rounded); softcap and mask results rounded to ACC_TYPE; per tile of Bc
+/// keys the running maximum in f32 (from −FLT_MAX/2), α = exp(M − M') (0 before any key),
+/// P = f16(exp(S − M')), L = L·α + Σ P in f32; O kept as `groups` partial sums per element
+/// (each tile's keys split into `groups` consecutive runs), each O·α + f32(P)·v in ACC_TYPE
+/// (a rounded product, then a rounded add; P = 0 adds nothing), the partial sums added by
+/// butterfly at the end; O·f16(1/L) in ACC_TYPE. No split-k. f16 values are rounded to nearest
+/// (not flushed: one of the behaviours the model allows).
+fn fa_row_emulated_cm1(
+    row: &FaRowInputs,
+    (scale, softcap): (f32, f32),
+    (bc, groups, f16acc): (usize, usize, bool),
+    perm: &[usize],
+    signs: &mut Signs,
+) -> Vec<f32> {
+    let (q, keys, values, mask, slope) = (row.q, &row.keys, &row.values, row.mask, row.slope);
+    use vkdiff::tolerance::Fp;
+    let acc = |x: f32| round_to(x, if f16acc { Fp::F16 } else { Fp::F32 }, false);
+    let h = |x: f32| round_to(x, Fp::F16, false);
+    let kv = keys.len();
+    let dv = values[0].len();
+    let qs: Vec<f32> = q.iter().map(|&x| h(x as f32 * scale)).collect();
+    let logits: Vec<f32> = (0..kv)
+        .map(|j| {
+            if mask.is_some_and(|m| m[j] == f64::NEG_INFINITY) {
+                return f32::NEG_INFINITY;
+            }
+            let mut s = 0.0f32;
+            for &d in perm {
+                s = acc(s + acc(qs[d] * h(keys[j][d] as f32)));
+            }
+            if softcap != 0.0 {
+                s = acc(softcap * signs.tanh(s));
+            }
+            if let Some(m) = mask {
+                s = acc(s + slope * m[j] as f32);
+            }
+            s
+        })
+        .collect();
+    let start = -f32::MAX / 2.0;
+    let (mut m, mut l) = (start, 0.0f32);
+    let mut o = vec![vec![0.0f32; dv]; groups];
+    for tile in (0..kv).step_by(bc) {
+        let end = (tile + bc).min(kv);
+        let m_new = (tile..end).map(|j| logits[j]).fold(m, f32::max);
+        let alpha = if m == start {
+            0.0
+        } else {
+            signs.exp(m - m_new)
+        };
+        let p: Vec<f32> = (tile..end)
+            .map(|j| h(signs.exp(logits[j] - m_new)))
+            .collect();
+        l = l * alpha + p.iter().sum::<f32>();
+        for (g, og) in o.iter_mut().enumerate() {
+            for x in og.iter_mut() {
+                *x = acc(*x * acc(alpha));
+            }
+            let run = bc / groups;
+            for j in (tile + g * run..tile + (g + 1) * run).filter(|&j| j < end) {
+                let pj = p[j - tile];
+                if pj == 0.0 {
+                    continue;
+                }
+                for (x, v) in og.iter_mut().zip(values[j]) {
+                    *x = acc(*x + acc(pj * *v as f32));
+                }
+            }
+        }
+        m = m_new;
+    }
+    let mut step = 1;
+    while step < groups {
+        o = (0..groups)
+            .map(|g| {
+                o[g].iter()
+                    .zip(&o[g ^ step])
+                    .map(|(a, b)| acc(a + b))
+                    .collect()
+            })
+            .collect();
+        step *= 2;
+    }
+    let inv = acc(h(1.0 / l));
+    o[0].iter().map(|x| acc(x * inv)).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Flash attention, cm1 path: the bound (with the host's tiles and D_split) covers the
+    /// emulated kernel for 1 to WorkGroupSize/D_split partial sums per element, any order of
+    /// S's terms and errors of exp and tanh within Vulkan's limits, both accumulators, over the
+    /// suite's own case strategy.
+    #[test]
+    fn flash_attn_cm1_bound_covers_emulated_groups(
+        (c, groups, perm, signs) in prop_oneof![
+            Just(vkdiff_reference::DType::F16),
+            Just(vkdiff_reference::DType::Q8_0),
+            Just(vkdiff_reference::DType::Q4_0)
+        ]
+        .prop_flat_map(|t| vkdiff::cases::flash_attn::strategy(vkdiff_gpu::runners::flash_attn::Path::Cm1, t))
+        .prop_filter("in the pinned host's domain, one batch, no split", |c| {
+            c.named_precondition().is_none() && c.dv.is_none() && c.ne3 == 1 && c.kv <= 200
+                && c.split_k.is_none()
+                && vkdiff_gpu::runners::flash_attn::HEAD_SIZES.contains(&c.d)
+        })
+        .prop_flat_map(|c| {
+            let d = c.d;
+            (
+                Just(c),
+                prop_oneof![Just(1usize), Just(2), Just(4), Just(8), Just(16)],
+                Just((0..d).collect::<Vec<_>>()).prop_shuffle(),
+                any::<u64>(),
+            )
+        })
+    ) {
+        use vkdiff_reference::ops::flash_attn::{flash_attn_ext, FlashAttnInputs};
+        use vkdiff::cases::flash_attn::bounds::flash_attn_bounds;
+        use vkdiff_gpu::runners::flash_attn::{self as fa, Path};
+        let shape16 = |acc: &str| vkdiff_gpu::caps::CoopmatShape {
+            m: 16, n: 16, k: 16, ab: "f16".into(), c: acc.into(), subgroup_scope: true,
+        };
+        let caps = vkdiff_gpu::DeviceCaps {
+            subgroup_size: 32,
+            shared_memory: 48 * 1024,
+            coopmat: true,
+            coopmat_shapes: vec![shape16("f16"), shape16("f32")],
+            ..Default::default()
+        };
+        let (q, k, v, m) = c.inputs().unwrap();
+        let p = FlashAttnInputs { q: &q, k: &k, v: &v, mask: m.as_ref(), params: c.params() };
+        prop_assume!(fa::precondition(c.path, &p).is_ok());
+        let plan = fa::plan(c.path, &caps, c.prec_f32, &p, c.split_k);
+        prop_assume!(plan.path == Path::Cm1);
+        let d_split = fa::d_split(&caps, c.d);
+        let shape = c.shape(&plan, d_split);
+        prop_assume!(shape.split_k <= 1);
+        prop_assume!(groups as u32 <= shape.wg / d_split && shape.bc as usize % groups == 0);
+        let want = flash_attn_ext(&p).unwrap();
+        let extra = c.coopmat_terms(&plan, false, &q, &k, &v, &want).unwrap();
+        let vr = v.rows().unwrap();
+        let bounds = flash_attn_bounds(
+            &shape, &want, &vr, v.ne(),
+            extra.as_ref().map(|(r, e)| (r.as_slice(), e.as_slice())),
+        );
+        let (qr, kr) = (q.rows().unwrap(), k.rows().unwrap());
+        let mr = m.as_ref().map(|m| m.rows().unwrap());
+        let dv = c.dv();
+        let mut signs = Signs(signs);
+        for (r, row) in want.rows.iter().enumerate() {
+            if row.fully_masked || row.non_finite {
+                continue;
+            }
+            let inputs = fa_row_inputs(&c, &shape.alibi, row, &qr, &kr, &vr, mr.as_deref());
+            let f16acc = !plan.f32acc;
+            let got = fa_row_emulated_cm1(
+                &inputs, (c.params().dot_scale(), c.softcap),
+                (shape.bc as usize, groups, f16acc), &perm, &mut signs,
+            );
+            for (i, g) in got.iter().enumerate() {
+                let (w, b) = (want.out.values[r * dv + i], bounds[r * dv + i]);
+                if !w.is_finite() || b.is_nan() {
+                    continue; // undefined (NaN/∞ inputs) or not judged (f16 range)
+                }
+                let err = (*g as f64 - w).abs();
+                prop_assert!(err <= b, "{} row {} d {}: got {} want {} |err| {:e} > {:e} (groups {} f16acc {})", c, r, i, g, w, err, b, groups, f16acc);
             }
         }
     }
