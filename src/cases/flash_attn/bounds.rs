@@ -303,6 +303,14 @@ pub fn flash_attn_bounds(
         6.0 * e + 2.0 * U16
     };
     let f16_o_flush = cm2 || (cm1 && f16acc);
+    // Flushes of an f16 O's rescales and adds: per partial sum (cm1 keeps up to `groups` of
+    // them per element), and one for each addition of two.
+    let partials = if cm1 { groups } else { 1.0 };
+    let o16 = if f16acc {
+        ((2.0 * tiles + 2.0) * partials + partials - 1.0) * F16_MIN_NORMAL
+    } else {
+        0.0
+    };
     let cap = softcap as f64;
     let floor_dot = subnormal_floor(d);
     let floor_out = subnormal_floor(kv + d);
@@ -518,14 +526,6 @@ pub fn flash_attn_bounds(
                         .iter()
                         .map(|&t| t.min(bc as f64 * F16_MIN_NORMAL))
                         .sum();
-                    // Per partial sum (cm1 keeps up to `groups` of them per element),
-                    // and one for each addition of two.
-                    let partials = if cm1 { groups } else { 1.0 };
-                    let o16 = if f16acc {
-                        ((2.0 * tiles + 2.0) * partials + partials - 1.0) * F16_MIN_NORMAL
-                    } else {
-                        0.0
-                    };
                     let cap = (2.0 * kv as f64 + 2.0) * F16_MIN_NORMAL + o16;
                     extra_abs += ((flush_prod + adds + o16) / den_w).min(cap);
                 }
