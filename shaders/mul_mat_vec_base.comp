@@ -69,6 +69,23 @@ uint byte_of(uvec4 w, uint j)
     return (w[j / 4] >> (8 * (j % 4))) & 0xFFu;
 }
 
+// 4 bytes of binding 0 from byte `offset`, byte 0 in the low bits; `align` (4 or 2) as in
+// a_bytes16.
+uint a_word(uint offset, const uint align)
+{
+    if (align % 4 == 0) {
+        return data_a_u32[offset / 4];
+    }
+    const uint i = offset / 2;
+    return uint(data_a_u16[i]) | (uint(data_a_u16[i + 1]) << 16);
+}
+
+// The four bytes of w (byte 0 first) as floats, exactly (small_uint_to_float on each).
+vec4 bytes_to_vec4(uint w)
+{
+    return uintBitsToFloat(((uvec4(w) >> uvec4(0, 8, 16, 24)) & 0xFFu) | EXP23_BITS) - 8388608.0;
+}
+
 layout(push_constant) uniform parameter {
     uint ncols;           // K: elements per A row and per B column
     uint stride_a;        // unused: A rows are densely packed (row stride = ncols)
@@ -123,6 +140,13 @@ void get_offsets(out uint a_offset, out uint b_offset, out uint d_offset)
     b_offset = batch * p.batch_stride_b;
     d_offset = batch * p.batch_stride_d;
 #endif
+}
+
+// The first element, inside a super-block, of K-quant thread t's quads (the work split of
+// mul_mat_vec_superblock.comp): quad g starts 32 g later.
+uint kq_thread_first(uint t)
+{
+    return 128 * (t / 8) + 4 * (t % 8);
 }
 
 // B elements index..index + 3 as floats, index a multiple of 4: one vector load. For block A

@@ -2,7 +2,7 @@
 // per-type files mul_mat_vec_iq1_s.comp ... mul_mat_vec_iq3_s.comp (upstream's file names;
 // each sets nothing but its name). Interface as mul_mat_vec.comp (mul_mat_vec_base.comp);
 // work split and accumulation order in mul_mat_vec_superblock.comp (16 invocations per
-// super-block, one 16-element group each); decoding in iq_decode.comp: a group has one scale,
+// super-block, four quads each); decoding in iq_decode.comp: a 16-element group has one scale,
 // d * (sub-block factor), and exact integer quants.
 
 #include "mul_mat_vec_base.comp"
@@ -19,10 +19,11 @@
 
 // Not unrolled: the body inlines this NUM_ROWS x NUM_COLS times, and sixteen inlined lattice
 // decodes each made the pipelines slow to JIT-compile (over a minute on lavapipe).
-void group_quants(uint ib, uint grp, out float q[16])
+void thread_quants(uint ib, uint t, out vec4 q[4])
 {
-    [[dont_unroll]] for (uint j = 0; j < 16; ++j) {
-        q[j] = iq_quant(ib, 16 * grp + j);
+    const uint first = kq_thread_first(t);
+    [[dont_unroll]] for (uint k = 0; k < 16; ++k) {
+        q[k / 4][k % 4] = iq_quant(ib, first + 32 * (k / 4) + k % 4);
     }
 }
 

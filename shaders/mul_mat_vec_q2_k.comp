@@ -4,22 +4,20 @@
 // notes 2.4). Interface as mul_mat_vec.comp (mul_mat_vec_base.comp); body, work split and
 // accumulation order in mul_mat_vec_superblock.comp.
 //
-// Group grp (elements 16 grp .. 16 grp + 15, n = grp / 8, g = (grp % 8) / 2): scale and min
-// are the low and high nibbles of scales[grp]; q_j = bits 2g.. of qs[32 n + 16 (grp % 2) + j].
-// Element = d * scale * q - dmin * min.
+// Thread t's quad g (elements 128 n + 32 g + l + j, n = t / 8, l = 4 (t % 8), j < 4; see
+// mul_mat_vec_superblock.comp): q = bits 2g.. of qs[32 n + l + j]. Group grp's scale and min
+// are the low and high nibbles of scales[grp]. Element = d * scale * q - dmin * min.
 
 #include "mul_mat_vec_base.comp"
 
 #define KQ_HAS_MIN 1
 
-void group_quants(uint ib, uint grp, out float q[16])
+void thread_quants(uint ib, uint t, out vec4 q[4])
 {
-    const uint first = 32 * (grp / 8) + 16 * (grp % 2);
-    const uint shift = 2 * ((grp % 8) / 2);
-    // qs[first..] at byte 16 + first of an 84-byte block: 4-byte aligned.
-    const uvec4 w = a_bytes16(84 * ib + 16 + first, 4);
-    [[unroll]] for (uint j = 0; j < 16; ++j) {
-        q[j] = small_uint_to_float((byte_of(w, j) >> shift) & 3u);
+    // qs at byte 16 of an 84-byte block: 4-byte aligned.
+    const uint w = a_word(84 * ib + 16 + 32 * (t / 8) + 4 * (t % 8), 4);
+    [[unroll]] for (uint g = 0; g < 4; ++g) {
+        q[g] = bytes_to_vec4((w >> (2 * g)) & 0x03030303u);
     }
 }
 

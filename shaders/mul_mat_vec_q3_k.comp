@@ -4,29 +4,28 @@
 // notes 2.4). Interface as mul_mat_vec.comp (mul_mat_vec_base.comp); body, work split and
 // accumulation order in mul_mat_vec_superblock.comp.
 //
-// Group grp (elements 16 grp .. 16 grp + 15, n = grp / 8, g = (grp % 8) / 2, l = 16 (grp % 2)
-// + j): q_j = (bits 2g.. of qs[32 n + l]) - (bit 4n + g of hmask[l] ? 0 : 4); the 6-bit
-// scale s_grp has its low 4 bits in nibble grp / 8 of scales[grp % 8] and its high 2 bits at
-// bits 2 (grp / 4).. of scales[8 + grp % 4]. Element = d * (s_grp - 32) * q.
+// Thread t's quad g (elements 128 n + 32 g + l + j, n = t / 8, l = 4 (t % 8), j < 4; see
+// mul_mat_vec_superblock.comp): q = (bits 2g.. of qs[32 n + l + j]) - (bit 4n + g of
+// hmask[l + j] ? 0 : 4). Group grp's 6-bit scale s_grp has its low 4 bits in nibble grp / 8
+// of scales[grp % 8] and its high 2 bits at bits 2 (grp / 4).. of scales[8 + grp % 4].
+// Element = d * (s_grp - 32) * q.
 
 #include "mul_mat_vec_base.comp"
 
 #define KQ_HAS_MIN 0
 
-void group_quants(uint ib, uint grp, out float q[16])
+void thread_quants(uint ib, uint t, out vec4 q[4])
 {
-    const uint n = grp / 8;
-    const uint g = (grp % 8) / 2;
-    const uint l_first = 16 * (grp % 2);
-    // qs[32 n + l_first..] at byte 32 + 32 n + l_first, hmask[l_first..] at l_first of a
-    // 110-byte block: 2-byte aligned.
-    const uvec4 qs = a_bytes16(110 * ib + 32 + 32 * n + l_first, 2);
-    const uvec4 hmask = a_bytes16(110 * ib + l_first, 2);
-    [[unroll]] for (uint j = 0; j < 16; ++j) {
-        const uint low = (byte_of(qs, j) >> (2 * g)) & 3u;
-        const uint high = (byte_of(hmask, j) >> (4 * n + g)) & 1u;
+    const uint n = t / 8;
+    const uint l = 4 * (t % 8);
+    // hmask at byte 0, qs at 32 of a 110-byte block: 2-byte aligned.
+    const uint qs = a_word(110 * ib + 32 + 32 * n + l, 2);
+    const uint hmask = a_word(110 * ib + l, 2);
+    [[unroll]] for (uint g = 0; g < 4; ++g) {
+        const uint low = (qs >> (2 * g)) & 0x03030303u;
+        const uint high = (hmask >> (4 * n + g)) & 0x01010101u;
         // low - 4 without the high bit, low with it: (low | high << 2) - 4.
-        q[j] = uintBitsToFloat(low | (high << 2) | EXP23_BITS) - (8388608.0 + 4.0);
+        q[g] = bytes_to_vec4(low | (high << 2)) - 4.0;
     }
 }
 

@@ -4,9 +4,10 @@
 // notes 2.4). Interface as mul_mat_vec.comp (mul_mat_vec_base.comp); body, work split and
 // accumulation order in mul_mat_vec_superblock.comp.
 //
-// Group grp (elements 16 grp .. 16 grp + 15) lies in 32-element sub-block sb = grp / 2:
-// q_j = nibble (high for odd sb) of qs[32 (grp / 4) + 16 (grp % 2) + j], with the sub-block's
-// 6-bit scale and min (k4_scale_min). Element = d * scale * q - dmin * min.
+// Thread t's quad g (elements 128 n + 32 g + l + j, n = t / 8, l = 4 (t % 8), j < 4; see
+// mul_mat_vec_superblock.comp) lies in 32-element sub-block sb = 4 n + g: q = nibble g % 2
+// of qs[64 n + 32 (g / 2) + l + j], with the sub-block's 6-bit scale and min (k4_scale_min).
+// Element = d * scale * q - dmin * min.
 
 #include "mul_mat_vec_base.comp"
 
@@ -14,15 +15,16 @@
 
 #include "mul_mat_vec_k4_scales.comp"
 
-void group_quants(uint ib, uint grp, out float q[16])
+void thread_quants(uint ib, uint t, out vec4 q[4])
 {
-    const uint first = 32 * (grp / 4) + 16 * (grp % 2);
-    const uint shift = 4 * ((grp / 2) % 2);
-    // qs[first..first + 15]: byte 16 + first of a 144-byte block, 16-byte aligned.
-    const uvec4 w = a_bytes16(144 * ib + 16 + first, 16);
-    [[unroll]] for (uint j = 0; j < 16; ++j) {
-        q[j] = small_uint_to_float((byte_of(w, j) >> shift) & 0xFu);
-    }
+    // qs at byte 16 of a 144-byte block: both words 4-byte aligned.
+    const uint qs = 144 * ib + 16 + 64 * (t / 8) + 4 * (t % 8);
+    const uint w01 = a_word(qs, 4);
+    const uint w23 = a_word(qs + 32, 4);
+    q[0] = bytes_to_vec4(w01 & 0x0F0F0F0Fu);
+    q[1] = bytes_to_vec4((w01 >> 4) & 0x0F0F0F0Fu);
+    q[2] = bytes_to_vec4(w23 & 0x0F0F0F0Fu);
+    q[3] = bytes_to_vec4((w23 >> 4) & 0x0F0F0F0Fu);
 }
 
 vec2 group_scale(uint ib, uint grp)

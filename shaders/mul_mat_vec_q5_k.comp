@@ -4,9 +4,9 @@
 // notes 2.4). Interface as mul_mat_vec.comp (mul_mat_vec_base.comp); body, work split and
 // accumulation order in mul_mat_vec_superblock.comp.
 //
-// As q4_K, plus a fifth bit: group grp (elements 16 grp .. 16 grp + 15, sub-block
-// sb = grp / 2, l = 16 (grp % 2) + j) has q_j = nibble (high for odd sb) of
-// qs[32 (grp / 4) + l] + 16 * (bit sb of qh[l]). Element = d * scale * q - dmin * min.
+// As q4_K, plus a fifth bit: thread t's quad g (sub-block sb = 4 n + g, n = t / 8,
+// l = 4 (t % 8), j < 4) has q = nibble g % 2 of qs[64 n + 32 (g / 2) + l + j]
+// + 16 * (bit sb of qh[l + j]). Element = d * scale * q - dmin * min.
 
 #include "mul_mat_vec_base.comp"
 
@@ -14,20 +14,17 @@
 
 #include "mul_mat_vec_k4_scales.comp"
 
-void group_quants(uint ib, uint grp, out float q[16])
+void thread_quants(uint ib, uint t, out vec4 q[4])
 {
-    const uint sb = grp / 2;
-    const uint l_first = 16 * (grp % 2);
-    const uint first = 32 * (grp / 4) + l_first;
-    const uint shift = 4 * (sb % 2);
-    // qs[first..] at byte 48 + first, qh[l_first..] at 16 + l_first of a 176-byte block: both
-    // 16-byte aligned.
-    const uvec4 qs = a_bytes16(176 * ib + 48 + first, 16);
-    const uvec4 qh = a_bytes16(176 * ib + 16 + l_first, 16);
-    [[unroll]] for (uint j = 0; j < 16; ++j) {
-        const uint low = (byte_of(qs, j) >> shift) & 0xFu;
-        const uint fifth = (byte_of(qh, j) >> sb) & 1u;
-        q[j] = small_uint_to_float(low | (fifth << 4));
+    const uint n = t / 8;
+    // qh at byte 16, qs at 48 of a 176-byte block: every word 4-byte aligned.
+    const uint qs = 176 * ib + 48 + 64 * n + 4 * (t % 8);
+    const uint low[2] = uint[2](a_word(qs, 4), a_word(qs + 32, 4));
+    const uint qh = a_word(176 * ib + 16 + 4 * (t % 8), 4);
+    [[unroll]] for (uint g = 0; g < 4; ++g) {
+        const uint nibbles = (low[g / 2] >> (4 * (g % 2))) & 0x0F0F0F0Fu;
+        const uint fifth = (qh >> (4 * n + g)) & 0x01010101u;
+        q[g] = bytes_to_vec4(nibbles | (fifth << 4));
     }
 }
 

@@ -4,30 +4,26 @@
 // notes 2.4). Interface as mul_mat_vec.comp (mul_mat_vec_base.comp); body, work split and
 // accumulation order in mul_mat_vec_superblock.comp.
 //
-// Group grp (elements 16 grp .. 16 grp + 15, n = grp / 8, g = (grp % 8) / 2, l = 16 (grp % 2)
-// + j): low 4 bits = nibble g / 2 of ql[64 n + 32 (g % 2) + l], high 2 bits = bits 2g.. of
-// qh[32 n + l], q_j = (low | high << 4) - 32; scale = the signed byte scales[grp].
-// Element = d * scale * q.
+// Thread t's quad g (elements 128 n + 32 g + l + j, n = t / 8, l = 4 (t % 8), j < 4; see
+// mul_mat_vec_superblock.comp): low 4 bits = nibble g / 2 of ql[64 n + 32 (g % 2) + l + j],
+// high 2 bits = bits 2g.. of qh[32 n + l + j], q = (low | high << 4) - 32; group grp's scale
+// is the signed byte scales[grp]. Element = d * scale * q.
 
 #include "mul_mat_vec_base.comp"
 
 #define KQ_HAS_MIN 0
 
-void group_quants(uint ib, uint grp, out float q[16])
+void thread_quants(uint ib, uint t, out vec4 q[4])
 {
-    const uint n = grp / 8;
-    const uint g = (grp % 8) / 2;
-    const uint l_first = 16 * (grp % 2);
-    const uint low_first = 64 * n + 32 * (g % 2) + l_first;
-    const uint low_shift = 4 * (g / 2);
-    // ql[low_first..] at byte low_first, qh[32 n + l_first..] at 128 + 32 n + l_first of a
-    // 210-byte block: 2-byte aligned.
-    const uvec4 ql = a_bytes16(210 * ib + low_first, 2);
-    const uvec4 qh = a_bytes16(210 * ib + 128 + 32 * n + l_first, 2);
-    [[unroll]] for (uint j = 0; j < 16; ++j) {
-        const uint low = (byte_of(ql, j) >> low_shift) & 0xFu;
-        const uint high = (byte_of(qh, j) >> (2 * g)) & 3u;
-        q[j] = uintBitsToFloat(low | (high << 4) | EXP23_BITS) - (8388608.0 + 32.0);
+    const uint n = t / 8;
+    const uint l = 4 * (t % 8);
+    // ql at byte 0, qh at 128 of a 210-byte block: 2-byte aligned.
+    const uint ql[2] = uint[2](a_word(210 * ib + 64 * n + l, 2), a_word(210 * ib + 64 * n + 32 + l, 2));
+    const uint qh = a_word(210 * ib + 128 + 32 * n + l, 2);
+    [[unroll]] for (uint g = 0; g < 4; ++g) {
+        const uint low = (ql[g % 2] >> (4 * (g / 2))) & 0x0F0F0F0Fu;
+        const uint high = (qh >> (2 * g)) & 0x03030303u;
+        q[g] = bytes_to_vec4(low | (high << 4)) - 32.0;
     }
 }
 

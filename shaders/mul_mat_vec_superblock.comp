@@ -4,34 +4,46 @@
 // (defines, bindings, push constants, specialization constants, dispatch: see
 // mul_mat_vec_base.comp); the host passes BLOCK_SIZE = max(subgroup size, 16), a power of two.
 //
+// Work split (interface notes 5.4: 16 invocations per super-block): invocation tid is thread
+// t = tid % 16 of super-blocks tid / 16, tid / 16 + BLOCK_SIZE / 16, ... of each row. In a
+// super-block, thread t takes four quads (4 consecutive elements): quad g = 0..3 is elements
+// kq_thread_first(t) + 32 g + 0..3, with kq_thread_first(t) = 128 (t / 8) + 4 (t % 8)
+// (mul_mat_vec_base.comp). Why this split: a K-quant stores the elements 32 apart together
+// (q6_K's qh byte holds 2 bits of each of 4 such elements, q2_K's qs byte 2 bits of 4, q4_K's
+// qs byte the nibbles of 2), so a thread's quant bytes are all its own and each is read once;
+// and eight threads read 128 consecutive bytes of B per load, whole cache lines (with one
+// 16-element group per thread, a load instruction's 32 threads touched 16 lines).
+//
 // The including file includes mul_mat_vec_base.comp first and then defines, for its type
-// (QUANT_K = 256, sixteen 16-element groups grp per super-block):
+// (QUANT_K = 256; a 16-element group grp = elements 16 grp .. 16 grp + 15 has one scale):
 //   KQ_HAS_MIN   1 when an element is d * sc * q - dmin * m (q2_K, q4_K, q5_K), else 0
-//   void group_quants(uint ib, uint grp, out float q[16])
-//                the quants q_j of elements 16 grp + j of block ib (exact integers)
+//   void thread_quants(uint ib, uint t, out vec4 q[4])
+//                the quants of thread t's quads in block ib (exact integers): q[g][j] of
+//                element kq_thread_first(t) + 32 g + j
 //   vec2 group_scale(uint ib, uint grp)
-//                (d * sc, dmin * m) of that group (m = 0 without a min). Both products are
+//                (d * sc, dmin * m) of group grp (m = 0 without a min). Both products are
 //                exact in float: d has at most 11 significant bits, a scale or min at most 8
 //                (i-quants: d times 2s + 1 and a power of two, see iq_decode.comp).
-//                Element 16 grp + j = group_scale.x * q_j - group_scale.y.
-// Every K-quant keeps one scale (and min) per 16-element group: q2_K, q3_K and q6_K have
-// sixteen, q4_K and q5_K eight 32-element sub-blocks, i.e. one per pair of groups.
+//                Element = group_scale.x * q - group_scale.y.
+// Quad g of thread t lies in group quad_group(t, g) = 8 (t / 8) + 2 g + (t % 8) / 4.
 //
-// Work split (interface notes 5.4: 16 invocations per super-block): invocation tid owns
-// group grp = tid % 16 of super-blocks tid / 16, tid / 16 + BLOCK_SIZE / 16, ... of each row.
-// Per (row, column, super-block) it computes
-//   s_qb = sum_j q_j * b_j          16 sequential fmas from 0
-//   s_b  = sum_j b_j                15 sequential adds (formats with a min only)
-//   acc  = fma(d*sc, s_qb, fma(-dmin*m, s_b, acc))     or fma(d*sc, s_qb, acc) without a min
-// so any term goes through at most 16 roundings inside its group and 1 (2 with a min) per
-// super-block folded into acc, whether or not the device fuses fma; then the tree of
-// reduce_and_store. src/tolerance.rs (mul_mat_vec_depth_of) bounds exactly this.
+// Per (row, column, super-block) a thread computes, for its quads g = 0..3,
+//   s_g  = q.x b.x, then fma(q.y, b.y, s_g), ... (4 roundings)
+//   sb_g = ((b.x + b.y) + b.z) + b.w                            (formats with a min only)
+//   t_q  = sc_0 s_0, then fma(sc_g, s_g, t_q) for g = 1..3       (sc = d * sc of quad g's group)
+//   t_m  = m_0 sb_0, then fma(m_g, sb_g, t_m)                    (m = dmin * m; with a min)
+//   acc  = (acc - t_m) + t_q      or acc + t_q without a min
+// so a term goes through at most 8 roundings inside its super-block (7 for the b sums) and
+// 1 (2 with a min) per super-block folded into acc, fused or not: within the model of
+// src/cases/mul_mat_vec/bounds.rs (mul_mat_vec_depth_of: 16 inside a share, which also
+// covers upstream's per-type bodies, plus the folds), then the tree of reduce_and_store.
 //
 // Worked example (q4_K, BLOCK_SIZE = 32, K = 768 = 3 super-blocks): invocations 0..15 take
-// super-blocks 0 and 2 of each row, invocations 16..31 super-block 1. Invocation 21 has
-// grp = 5: elements 80..95 of super-block 1 = row elements 336..351, i.e. the second half of
-// sub-block 2 (elements 64..95): the low nibbles of qs[32 * 1 + 16 .. 32 * 1 + 31] with the
-// scale and min of sub-block 2, against B elements b_offset + 336..351 of each column.
+// super-blocks 0 and 2 of each row, invocations 16..31 super-block 1. Invocation 21 is thread
+// t = 5: elements 20..23, 52..55, 84..87, 116..119 of super-block 1 (row elements 276..279,
+// ...), sub-blocks 0..3: the low and high nibbles of qs[20..23] and of qs[52..55] with the
+// scales and mins of sub-blocks 0..3, against the B elements at the same offsets from b_offset
+// in each column.
 
 #extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
 
@@ -43,52 +55,75 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
 }
 
 // Super-blocks per pass of the K loop (see UNROLL in mul_mat_vec.comp): their loads are issued
-// together. A group's B and quants take 16 registers each, so 2 with one column, else 1.
-// A type's file may set KQ_UNROLL 1 where decoding, not loading, is the cost.
+// together. A type's file may set KQ_UNROLL 1 where decoding, not loading, is the cost.
 #ifndef KQ_UNROLL
 #define KQ_UNROLL 2
 #endif
 const uint UNROLL = NUM_COLS >= 2 ? 1 : KQ_UNROLL;
 
-// Group grp of super-block blk of every row, for every column (the arithmetic above); nothing
-// is added when !valid (a re-read super-block past the row's end). Rows outer: a row's quants
-// and scale are decoded once for all its columns (with columns outer they were decoded once
-// per column, 8 times at 8 columns); a column's B group is re-read per row, from cache.
-void group_step(uint blk, bool valid, uint grp, uint a_first_block, uint blocks_per_row,
-                uint b_offset, uint first_row, uint num_rows)
+// Rows decoded together before the column loop, so that a column's B quads are loaded once for
+// all of them (at the cost of 16 registers of quants per row).
+#ifndef KQ_ROWS_TOGETHER
+#define KQ_ROWS_TOGETHER 1
+#endif
+
+uint quad_group(uint t, uint g)
 {
-    const uint k_first = blk * QUANT_K + 16 * grp;
-    [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
-        const uint ib = a_first_block
-                      + clamped_row(first_row, num_rows, row) * blocks_per_row + blk;
-        float q[16];
-        group_quants(ib, grp, q);
-        const vec2 scale = group_scale(ib, grp);
+    return 8 * (t / 8) + 2 * g + (t % 8) / 4;
+}
+
+// Thread t's quads of super-block blk of every row, for every column (the arithmetic above);
+// nothing is added when !valid (a re-read super-block past the row's end). Rows outer: a
+// row's quants and scales are decoded once for all its columns; a column's B quads are
+// re-read per row group, from cache.
+void thread_step(uint blk, bool valid, uint t, uint a_first_block, uint blocks_per_row,
+                 uint b_offset, uint first_row, uint num_rows)
+{
+    const uint k_first = blk * QUANT_K + kq_thread_first(t);
+    [[unroll]] for (uint row0 = 0; row0 < NUM_ROWS; row0 += KQ_ROWS_TOGETHER) {
+        vec4 q[KQ_ROWS_TOGETHER][4];
+        vec2 scale[KQ_ROWS_TOGETHER][4];
+        [[unroll]] for (uint r = 0; r < KQ_ROWS_TOGETHER; ++r) {
+            if (row0 + r < NUM_ROWS) {
+                const uint ib = a_first_block
+                              + clamped_row(first_row, num_rows, row0 + r) * blocks_per_row + blk;
+                thread_quants(ib, t, q[r]);
+                [[unroll]] for (uint g = 0; g < 4; ++g) {
+                    scale[r][g] = group_scale(ib, quad_group(t, g));
+                }
+            }
+        }
         [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
             const uint b_first = b_offset + col * p.batch_stride_b + k_first;
-            float b[16];
-            [[unroll]] for (uint j = 0; j < 16; j += 4) {
-                const vec4 b4 = load_b4(b_first + j);
-                b[j] = b4.x;
-                b[j + 1] = b4.y;
-                b[j + 2] = b4.z;
-                b[j + 3] = b4.w;
+            vec4 b[4];
+            [[unroll]] for (uint g = 0; g < 4; ++g) {
+                b[g] = load_b4(b_first + 32 * g);
             }
-            float s_qb = 0.0;
-            [[unroll]] for (uint j = 0; j < 16; ++j) {
-                s_qb = fma(q[j], b[j], s_qb);
-            }
-            const uint o = col * NUM_ROWS + row;
 #if KQ_HAS_MIN
-            float s_b = b[0];
-            [[unroll]] for (uint j = 1; j < 16; ++j) {
-                s_b += b[j];
+            float s_b[4];
+            [[unroll]] for (uint g = 0; g < 4; ++g) {
+                s_b[g] = ((b[g].x + b[g].y) + b[g].z) + b[g].w;
             }
-            const float acc = fma(scale.x, s_qb, fma(-scale.y, s_b, partial_sums[o]));
-#else
-            const float acc = fma(scale.x, s_qb, partial_sums[o]);
 #endif
-            partial_sums[o] = valid ? acc : partial_sums[o];
+            [[unroll]] for (uint r = 0; r < KQ_ROWS_TOGETHER; ++r) {
+                if (row0 + r < NUM_ROWS) {
+                    float t_q = 0.0;
+                    float t_m = 0.0;
+                    [[unroll]] for (uint g = 0; g < 4; ++g) {
+                        float s = q[r][g].x * b[g].x;
+                        s = fma(q[r][g].y, b[g].y, s);
+                        s = fma(q[r][g].z, b[g].z, s);
+                        s = fma(q[r][g].w, b[g].w, s);
+                        t_q = g == 0 ? scale[r][g].x * s : fma(scale[r][g].x, s, t_q);
+#if KQ_HAS_MIN
+                        t_m = g == 0 ? scale[r][g].y * s_b[g] : fma(scale[r][g].y, s_b[g], t_m);
+#endif
+                    }
+                    const uint o = col * NUM_ROWS + row0 + r;
+                    const float acc = (partial_sums[o] - t_m) + t_q;
+                    partial_sums[o] = valid ? acc : partial_sums[o];
+                }
+            }
         }
     }
 }
@@ -98,15 +133,15 @@ void group_step(uint blk, bool valid, uint grp, uint a_first_block, uint blocks_
 void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     const uint tid = gl_LocalInvocationID.x;
-    const uint grp = tid % 16;
+    const uint t = tid % 16;
     const uint blocks_per_row = p.ncols / QUANT_K;
     const uint a_first_block = a_offset / QUANT_K;
     const uint lanes = BLOCK_SIZE / 16;
     for (uint blk = tid / 16; blk < blocks_per_row; blk += UNROLL * lanes) {
         [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
             const uint bu = blk + u * lanes;
-            group_step(min(bu, blocks_per_row - 1), bu < blocks_per_row, grp, a_first_block,
-                       blocks_per_row, b_offset, first_row, num_rows);
+            thread_step(min(bu, blocks_per_row - 1), bu < blocks_per_row, t, a_first_block,
+                        blocks_per_row, b_offset, first_row, num_rows);
         }
     }
 }

@@ -947,10 +947,12 @@ proptest! {
 }
 
 /// The K-quant super-block mat-vec body with a min (mul_mat_vec_superblock.comp, q2_K/q4_K/
-/// q5_K): invocation tid takes the 16-element group tid mod 16 of super-blocks ⌊tid/16⌋,
-/// ⌊tid/16⌋ + lanes, …; per group s_b = Σ b (in order), s_qb = Σ q·b (an fma chain) and
-/// acc ← fma(d·sc, s_qb, fma(−dmin·m, s_b, acc)) with the scale products exact in f32; `fused`
-/// false rounds every product and add separately (Vulkan may or may not fuse). Then the tree.
+/// q5_K): invocation tid is thread t = tid mod 16 of super-blocks ⌊tid/16⌋, ⌊tid/16⌋ + lanes,
+/// …, and takes the quads at 128⌊t/8⌋ + 4(t mod 8) + 32g (g = 0..3), each in its own
+/// 16-element group. Per quad s_g = q·b (a product, then an fma chain) and sb_g = Σ b in
+/// order; t_q = Σ_g (d·sc)_g·s_g and t_m = Σ_g (dmin·m)_g·sb_g (a product, then fmas), with the
+/// scale products exact in f32; acc ← (acc − t_m) + t_q. `fused` false rounds every product
+/// and add separately (Vulkan may or may not fuse). Then the tree.
 fn kquant_mat_vec_emulated(
     groups: &[(f32, f32, [f32; 16])],
     b: &[f32],
@@ -963,14 +965,25 @@ fn kquant_mat_vec_emulated(
     let super_blocks = groups.len() / 16;
     let mut partial = vec![0.0f32; block_size.max(16)];
     for (tid, acc) in partial.iter_mut().enumerate() {
-        let grp = tid % 16;
+        let t = tid % 16;
         let mut sb = tid / 16;
         while sb < super_blocks {
-            let (dsc, dmm, q) = groups[sb * 16 + grp];
-            let bs = &b[(sb * 16 + grp) * 16..][..16];
-            let s_b = bs[1..].iter().fold(bs[0], |s, &x| s + x);
-            let s_qb = q.iter().zip(bs).fold(0.0f32, |s, (&q, &x)| fma(q, x, s));
-            *acc = fma(dsc, s_qb, fma(-dmm, s_b, *acc));
+            let (mut t_q, mut t_m) = (0.0f32, 0.0f32);
+            for g in 0..4 {
+                let first = 128 * (t / 8) + 4 * (t % 8) + 32 * g;
+                let (dsc, dmm, q) = groups[sb * 16 + first / 16];
+                let q = &q[first % 16..][..4];
+                let bq = &b[sb * 256 + first..][..4];
+                let s = (1..4).fold(q[0] * bq[0], |s, j| fma(q[j], bq[j], s));
+                let s_b = bq[1..].iter().fold(bq[0], |s, &x| s + x);
+                t_q = if g == 0 { dsc * s } else { fma(dsc, s, t_q) };
+                t_m = if g == 0 {
+                    dmm * s_b
+                } else {
+                    fma(dmm, s_b, t_m)
+                };
+            }
+            *acc = (*acc - t_m) + t_q;
             sb += lanes;
         }
     }
@@ -1022,10 +1035,11 @@ proptest! {
 }
 
 /// A deterministic adversarial input for the K-quant body: every b just above 1 and every q at
-/// 15, so the fmas of the q·b chain and the adds of the b sum round the same way. The error
-/// reaches 0.117 of the bound (random data stays far lower), so a model weakened to below about
-/// a ninth of itself fails here; γ(depth) charges every rounding at the largest partial sum,
-/// which a growing chain reaches only at its end.
+/// 15, so the fmas of the q·b chains and the adds of the b sums round the same way. The error
+/// reaches 0.017 of the bound (0.117 with the 16-element chains the body had before its quads;
+/// random data stays far lower), so a model weakened to below about a sixtieth of itself fails
+/// here; γ(depth) charges every rounding at the largest partial sum, which a growing chain
+/// reaches only at its end, and the model's depth also covers upstream's longer chains.
 #[test]
 fn kquant_mat_vec_bound_covers_a_one_sided_rounding_chain() {
     let b = vec![1.0f32 + 5.0 * f32::EPSILON; 4 * 256];

@@ -50,16 +50,16 @@ pub fn mul_mat_vec_bounds(
 ///   rounds once more (our body: before the dot products, c + 6 ≤ 8c + 1). Then the
 ///   ⌈log₂ BLOCK_SIZE⌉ tree.
 /// * **K-quant bodies** (q2_K … q6_K, `mul_mat_vec_q*_k.comp`): 16 invocations per 256-element
-///   super-block (§5.4); invocation tid takes the 16-element share tid mod 16 of super-blocks
-///   ⌊tid/16⌋, ⌊tid/16⌋ + BLOCK_SIZE/16, …, i.e. up to S = ⌈(K/256)/(BLOCK_SIZE/16)⌉ of them.
-///   A share is summed with at most 16 roundings per term (Σ q·b over 16 elements; the scale
-///   products d·sc and dmin·m are exact in f32: ≤ 11 + 8 bits), then folded into the running
-///   sum with one rounding per super-block, or two for the formats with a min (q2_K, q4_K,
-///   q5_K), whose min part Σ b·dmin·m is folded separately. Depth 16 + S (16 + 2S with a min)
-///   plus the tree. Our bodies (`mul_mat_vec_superblock.comp`) reach exactly this depth when
-///   the device does not fuse fma (Vulkan allows a multiply and an add) and one less with a
-///   min when it does; ggml's per-type bodies split the share into short dot products combined
-///   with the scales, which stays within it.
+///   super-block (§5.4); invocation tid takes a 16-element share of super-blocks ⌊tid/16⌋,
+///   ⌊tid/16⌋ + BLOCK_SIZE/16, …, i.e. up to S = ⌈(K/256)/(BLOCK_SIZE/16)⌉ of them. A share
+///   is summed with at most 16 roundings per term (Σ q·b over 16 elements; the scale products
+///   d·sc and dmin·m are exact in f32: ≤ 11 + 8 bits), then folded into the running sum with
+///   one rounding per super-block, or two for the formats with a min (q2_K, q4_K, q5_K), whose
+///   min part Σ b·dmin·m is folded separately. Depth 16 + S (16 + 2S with a min) plus the
+///   tree. Our body (`mul_mat_vec_superblock.comp`: four 4-element dot products, combined
+///   with their groups' scales in a chain) stays below it, at 8 roundings inside a share
+///   (7 + 2S in all with a min, 8 + S without); ggml's per-type bodies, whose min part is one
+///   16-term chain, need the 16.
 pub fn mul_mat_vec_depth_of(a: vkdiff_reference::DType, k: usize, block_size: u32) -> f64 {
     use vkdiff_reference::DType;
     let bs = block_size.max(1) as usize;
