@@ -3,11 +3,13 @@
 //! flatter), reported as time, GB/s and GFLOP/s and as a share of ceilings vkdiff measures on the
 //! same device with its own copy and FMA shaders. A second shader tree (`--against`) is timed on
 //! the same cases and compared as a ratio. Every timed run is also checked against the reference:
-//! a fast wrong kernel is reported as wrong.
+//! a fast wrong kernel is reported as wrong. After the table come the driver's compiler
+//! statistics of every pipeline the rows timed, where the device reports them ([`statistics`]).
 
 use std::fmt::Write as _;
 
 use vkdiff_gpu::context::{BenchMode, PipelineDesc};
+use vkdiff_gpu::statistics::PipelineStatistics;
 use vkdiff_gpu::{Gpu, ShaderTree, ShaderVariant};
 use vkdiff_reference::DType;
 
@@ -531,6 +533,21 @@ pub struct Timing {
     pub status: String,
     /// Fastest and slowest round (equal for one round).
     pub range: Option<(f64, f64)>,
+    /// The compiler statistics of the pipelines the timed jobs ran (empty where the device
+    /// reports none, or nothing ran).
+    pub pipelines: Vec<PipelineStatistics>,
+}
+
+/// Adds those of `more` not yet in `into`, keeping first-use order.
+fn add_pipelines<'a>(
+    into: &mut Vec<PipelineStatistics>,
+    more: impl IntoIterator<Item = &'a PipelineStatistics>,
+) {
+    for p in more {
+        if !into.contains(p) {
+            into.push(p.clone());
+        }
+    }
 }
 
 /// A row's rounds spread more than this (max − min over the median) is not stable enough to
@@ -550,6 +567,7 @@ impl Timing {
                 ns: None,
                 status: "no rounds".into(),
                 range: None,
+                pipelines: Vec::new(),
             };
         };
         // (Timed wrong results, --time-wrong, keep their status.)
@@ -557,10 +575,15 @@ impl Timing {
             .iter()
             .find(|t| t.status != "ok")
             .map_or("ok", |t| &t.status);
+        let mut pipelines = Vec::new();
+        for t in rounds {
+            add_pipelines(&mut pipelines, &t.pipelines);
+        }
         Timing {
             ns: Some(ns[ns.len() / 2]),
             status: status.into(),
             range: Some((lo, hi)),
+            pipelines,
         }
     }
 
@@ -594,6 +617,11 @@ pub fn time(
         timing.ns = gpu.last_bench_ns();
         timing.range = timing.ns.map(|n| (n, n));
     }
+    timing.pipelines = gpu
+        .timed_pipelines()
+        .iter()
+        .filter_map(|&p| gpu.statistics(p).cloned())
+        .collect();
     // Each job's time with the wall clock, to set beside the device's own logs (clocks, load).
     let unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -624,15 +652,18 @@ fn timing_of(outcome: Outcome) -> Timing {
             ns: gpu_ns,
             status: "ok".into(),
             range: gpu_ns.map(|n| (n, n)),
+            pipelines: Vec::new(),
         },
         Outcome::Fail { verdict } => Timing {
             ns: None,
             status: format!("WRONG: {} of {} elements", verdict.failed, verdict.elements),
             range: None,
+            pipelines: Vec::new(),
         },
         other => Timing {
             ns: None,
             range: None,
+            pipelines: Vec::new(),
             status: other
                 .explain()
                 .lines()
@@ -786,6 +817,47 @@ fn rank(t: &Timing, o: &Timing) -> Option<(f64, &'static str)> {
     Some((a / b, rank))
 }
 
+/// The driver's compiler statistics of the pipelines the rows timed, one line per variant, tree
+/// and pipeline (a variant's rows may use several: other spec constants, a split-k reduce):
+/// `stats VARIANT ours: SHADER[SPEC]: Name value, ...`. The other tree's line says "same as
+/// ours" where its pipelines' statistics are ours; ggml's own pipelines are not vkdiff's to read.
+/// `available`: whether the device reports statistics at all.
+pub fn statistics(rows: &[(BenchCase, String, Timing, Option<Timing>)], available: bool) -> String {
+    if !available {
+        return "pipeline statistics skipped: the device has no \
+                VK_KHR_pipeline_executable_properties with pipelineExecutableInfo\n"
+            .into();
+    }
+    let mut variants: Vec<&str> = Vec::new();
+    for r in rows {
+        if !variants.contains(&r.1.as_str()) {
+            variants.push(&r.1);
+        }
+    }
+    let mut s = String::new();
+    for variant in variants {
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for (_, _, t, o) in rows.iter().filter(|r| r.1 == variant) {
+            add_pipelines(&mut ours, &t.pipelines);
+            add_pipelines(&mut theirs, o.iter().flat_map(|o| &o.pipelines));
+        }
+        for p in &ours {
+            let _ = writeln!(s, "stats {variant} ours: {p}");
+        }
+        if !theirs.is_empty() && theirs == ours {
+            let _ = writeln!(s, "stats {variant} theirs: same as ours");
+        } else {
+            for p in &theirs {
+                let _ = writeln!(s, "stats {variant} theirs: {p}");
+            }
+        }
+    }
+    if s.is_empty() {
+        s = "pipeline statistics: none (no row ran a pipeline)\n".into();
+    }
+    s
+}
+
 /// Per kernel: rows, the geometric mean and the lowest ratio (other tree's time over ours) and
 /// how the rows rank; then for mat-vec, the share of the copy ceiling per weight type (lowest
 /// and median over its rows), the figure the mat-vec speed goal is stated in.
@@ -883,11 +955,75 @@ mod tests {
             ns: Some(ns),
             status: status.into(),
             range: Some((ns, ns)),
+            pipelines: Vec::new(),
         };
         let all_ok = Timing::rounds(&[timed(1.0, "ok"), timed(2.0, "ok")]);
         assert_eq!(all_ok.status, "ok");
         let wrong = Timing::rounds(&[timed(1.0, "ok"), timed(2.0, "WRONG: 3 of 4 elements")]);
         assert_eq!(wrong.status, "WRONG: 3 of 4 elements");
         assert_eq!(wrong.ns, Some(2.0));
+    }
+
+    /// One line per variant, tree and pipeline; an identical other tree is said in one line,
+    /// a device without statistics in one line.
+    #[test]
+    fn statistics_lines_per_variant_tree_and_pipeline() {
+        use vkdiff_gpu::statistics::{Executable, Statistic, StatisticValue};
+        let pipeline = |shader: &str, registers: u64| PipelineStatistics {
+            shader: shader.into(),
+            spec: vec![32],
+            executables: vec![Executable {
+                name: "main".into(),
+                statistics: vec![Statistic {
+                    name: "Register Count".into(),
+                    value: StatisticValue::Uint(registers),
+                }],
+            }],
+        };
+        let timing = |pipelines: Vec<PipelineStatistics>| Timing {
+            ns: Some(1.0),
+            status: "ok".into(),
+            range: Some((1.0, 1.0)),
+            pipelines,
+        };
+        let b = cases(true, false, None).remove(0);
+        let row = |variant: &str, ours: Vec<_>, theirs: Option<Vec<_>>| {
+            (
+                b.clone(),
+                variant.to_string(),
+                timing(ours),
+                theirs.map(timing),
+            )
+        };
+        let rows = vec![
+            row(
+                "fa",
+                vec![pipeline("fa", 90)],
+                Some(vec![pipeline("fa", 90)]),
+            ),
+            // A second row of the variant adds its split-k reduce; the first pipeline is
+            // printed once.
+            row(
+                "fa",
+                vec![pipeline("fa", 90), pipeline("reduce", 16)],
+                Some(vec![pipeline("fa", 90), pipeline("reduce", 16)]),
+            ),
+            row(
+                "mmv",
+                vec![pipeline("mmv", 64)],
+                Some(vec![pipeline("mmv", 72)]),
+            ),
+            row("wkv", vec![pipeline("wkv", 40)], None),
+        ];
+        assert_eq!(
+            statistics(&rows, true),
+            "stats fa ours: fa[32]: Register Count 90\n\
+             stats fa ours: reduce[32]: Register Count 16\n\
+             stats fa theirs: same as ours\n\
+             stats mmv ours: mmv[32]: Register Count 64\n\
+             stats mmv theirs: mmv[32]: Register Count 72\n\
+             stats wkv ours: wkv[32]: Register Count 40\n"
+        );
+        assert!(statistics(&rows, false).starts_with("pipeline statistics skipped"));
     }
 }

@@ -193,7 +193,8 @@ pub enum Command {
         config: Option<String>,
     },
     /// Time kernels on realistic LLM shapes (GPU timestamps, median after warm-up, rotated
-    /// inputs) against ceilings measured on the device; optionally against a second tree.
+    /// inputs) against ceilings measured on the device; optionally against a second tree. After
+    /// the table, the driver's compiler statistics (registers, spills) of each pipeline timed.
     Bench {
         #[command(flatten)]
         target: Target,
@@ -961,6 +962,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     None,
                 ),
             };
+            // Every pipeline with its compiler statistics, printed after the table (the flag
+            // must not change the compiled code, so the timings stay those of plain pipelines).
+            gpu.set_capture_statistics(true);
             let mut tree = ShaderTree::new(shader_dir(&target)?);
             let mut other = against.map(ShaderTree::new);
             let other_name = other
@@ -1054,6 +1058,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             if left_out > 0 {
                 println!("time limit: {left_out} rows not started");
             }
+            print!("{}", bench::statistics(&rows, gpu.captures_statistics()));
             print!("{}", bench::summary(&rows, &ceilings));
             Ok(if rows.iter().all(|r| r.2.status == "ok") {
                 ExitCode::SUCCESS

@@ -125,6 +125,10 @@ pub struct DeviceCaps {
     pub bf16_coopmat: bool,
     /// VK_EXT_pipeline_robustness (lets pipelines turn robust buffer access off, as upstream does).
     pub pipeline_robustness: bool,
+    /// VK_KHR_pipeline_executable_properties with pipelineExecutableInfo: the driver reports
+    /// each pipeline's compiler statistics (registers, spills, ...), which bench prints.
+    #[serde(default)]
+    pub pipeline_statistics: bool,
     /// timestampComputeAndGraphics and the period in ns.
     pub timestamp_period_ns: Option<f32>,
 }
@@ -228,6 +232,11 @@ impl fmt::Display for DeviceCaps {
             f,
             "  pipeline robustness control: {}",
             yes(self.pipeline_robustness)
+        )?;
+        writeln!(
+            f,
+            "  pipeline statistics (executable properties): {}",
+            yes(self.pipeline_statistics)
         )?;
         match self.timestamp_period_ns {
             Some(p) => write!(f, "  timestamps: {p} ns/tick"),

@@ -10,6 +10,7 @@ use ash::vk;
 use crate::compile::{ShaderTree, ShaderVariant, Spirv};
 use crate::device::{Device, Instance};
 use crate::error::{GpuError, Result, VkContext};
+use crate::statistics::PipelineStatistics;
 use crate::DeviceCaps;
 
 /// Upstream's descriptor set layout: set 0, bindings 0..7, all storage buffers (§1.2).
@@ -64,6 +65,9 @@ struct PipelineKey {
     disable_robustness: bool,
     full_subgroups: bool,
     subgroup_size: Option<u32>,
+    /// Created with CAPTURE_STATISTICS_KHR: a pipeline without statistics does not serve
+    /// where they are wanted.
+    capture_statistics: bool,
 }
 
 /// A pipeline created on this device.
@@ -115,6 +119,14 @@ pub struct Gpu {
     last_bench_ns: Option<f64>,
     /// Paused for the span of every timed job (bench mode), when set.
     heater: Option<std::sync::Arc<crate::heat::Heater>>,
+    /// Loaded where the device has VK_KHR_pipeline_executable_properties (enabled then).
+    statistics_loader: Option<ash::khr::pipeline_executable_properties::Device>,
+    /// Create pipelines with their compiler statistics (bench; off by default).
+    capture_statistics: bool,
+    /// The statistics of the pipelines created while capturing, by handle.
+    statistics: HashMap<vk::Pipeline, PipelineStatistics>,
+    /// The pipelines dispatched by timed jobs since bench mode was last set, each once.
+    timed_pipelines: Vec<Pipeline>,
     /// The logical device (and its capabilities).
     pub device: Device,
     instance: Instance,
@@ -215,6 +227,9 @@ impl Gpu {
             MemoryMode::Staged
         };
         let timeout = Duration::from_secs(crate::env::env().timeout_s);
+        let statistics_loader = device.caps.pipeline_statistics.then(|| {
+            ash::khr::pipeline_executable_properties::Device::new(&instance.raw, &device.raw)
+        });
         Ok(Gpu {
             pipelines: HashMap::new(),
             layouts: HashMap::new(),
@@ -232,6 +247,10 @@ impl Gpu {
             bench: None,
             last_bench_ns: None,
             heater: None,
+            statistics_loader,
+            capture_statistics: false,
+            statistics: HashMap::new(),
+            timed_pipelines: Vec::new(),
             device,
             instance,
         })
@@ -268,13 +287,39 @@ impl Gpu {
         self.heater.clone()
     }
 
-    /// Makes every following job a timed benchmark (None: back to single runs).
+    /// Makes every following job a timed benchmark (None: back to single runs). Entering bench
+    /// mode starts a new record of [`Gpu::timed_pipelines`].
     pub fn set_bench(&mut self, bench: Option<BenchMode>) {
+        if bench.is_some() {
+            self.timed_pipelines.clear();
+        }
         self.bench = bench.map(|b| BenchMode {
             repeats: b.repeats.clamp(1, MAX_TIMED_REPEATS),
             rotations: b.rotations.max(1),
             ..b
         });
+    }
+
+    /// Creates the following pipelines with their compiler statistics, where the device reports
+    /// them ([`DeviceCaps::pipeline_statistics`]); see [`Gpu::statistics`].
+    pub fn set_capture_statistics(&mut self, on: bool) {
+        self.capture_statistics = on;
+    }
+
+    /// Whether pipelines created now get statistics (asked for, and the device reports them).
+    pub fn captures_statistics(&self) -> bool {
+        self.capture_statistics && self.statistics_loader.is_some()
+    }
+
+    /// The compiler statistics of `pipeline`, if it was created while capturing them.
+    pub fn statistics(&self, pipeline: Pipeline) -> Option<&PipelineStatistics> {
+        self.statistics.get(&pipeline.raw)
+    }
+
+    /// The pipelines that timed jobs dispatched since bench mode was last set, in first-use
+    /// order: what a bench row's time was spent in.
+    pub fn timed_pipelines(&self) -> &[Pipeline] {
+        &self.timed_pipelines
     }
 
     /// How buffers reach the device.
@@ -304,20 +349,47 @@ impl Gpu {
             disable_robustness: desc.disable_robustness,
             full_subgroups: desc.full_subgroups,
             subgroup_size: desc.subgroup_size,
+            capture_statistics: self.captures_statistics(),
         };
         if let Some(p) = self.pipelines.get(&key) {
             return Ok(*p);
         }
         let _span = crate::profile::span("pipeline creation");
-        let p = self.create_pipeline(&spirv, desc)?;
+        let p = self.create_pipeline(&spirv, desc, key.capture_statistics)?;
+        let statistics = if key.capture_statistics {
+            self.read_statistics(p, desc)
+        } else {
+            None
+        };
         // A pipeline the layer objects to is not used (drivers may crash on it).
         let messages = self.instance.take_messages();
         if !messages.is_empty() {
             unsafe { self.device.raw.destroy_pipeline(p.raw, None) };
             return Err(GpuError::Validation(messages));
         }
+        if let Some(s) = statistics {
+            self.statistics.insert(p.raw, s);
+        }
         self.pipelines.insert(key, p);
         Ok(p)
+    }
+
+    /// The statistics of `p`, just created for `desc` with CAPTURE_STATISTICS_KHR. A driver
+    /// that fails to report them costs the bench its statistics line, not the pipeline: said,
+    /// then None.
+    fn read_statistics(&self, p: Pipeline, desc: &PipelineDesc) -> Option<PipelineStatistics> {
+        let loader = self.statistics_loader.as_ref()?;
+        match crate::statistics::read(loader, p.raw) {
+            Ok(executables) => Some(PipelineStatistics {
+                shader: desc.variant.name.clone(),
+                spec: desc.spec.clone(),
+                executables,
+            }),
+            Err(e) => {
+                eprintln!("vkdiff: statistics of {}: {e}", desc.variant.name);
+                None
+            }
+        }
     }
 
     fn layout(&mut self, push_size: u32) -> Result<vk::PipelineLayout> {
@@ -340,7 +412,12 @@ impl Gpu {
         Ok(l)
     }
 
-    fn create_pipeline(&mut self, spirv: &Arc<Spirv>, desc: &PipelineDesc) -> Result<Pipeline> {
+    fn create_pipeline(
+        &mut self,
+        spirv: &Arc<Spirv>,
+        desc: &PipelineDesc,
+        capture_statistics: bool,
+    ) -> Result<Pipeline> {
         let layout = self.layout(desc.push_size)?;
         let d = &self.device.raw;
         let caps = &self.device.caps;
@@ -385,6 +462,9 @@ impl Gpu {
             .layout(layout);
         if desc.disable_robustness && caps.pipeline_robustness {
             ci = ci.push_next(&mut robustness);
+        }
+        if capture_statistics {
+            ci = ci.flags(vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR);
         }
         let result = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &[ci], None) };
         unsafe { d.destroy_shader_module(module, None) };
@@ -679,6 +759,17 @@ impl Job<'_> {
             mut buffers,
             dispatches,
         } = self;
+        if gpu.bench.is_some() {
+            for cmd in &dispatches {
+                if !gpu
+                    .timed_pipelines
+                    .iter()
+                    .any(|p| p.raw == cmd.pipeline.raw)
+                {
+                    gpu.timed_pipelines.push(cmd.pipeline);
+                }
+            }
+        }
         let bench = gpu.bench.unwrap_or(BenchMode {
             warmup: 0,
             repeats: 1,

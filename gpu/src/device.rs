@@ -86,6 +86,9 @@ const EXT_BF16: &CStr = c"VK_KHR_shader_bfloat16";
 const EXT_INTEGER_DOT: &CStr = c"VK_KHR_shader_integer_dot_product";
 /// Our host's own (per-pipeline robustness), enabled whenever the device has it.
 const EXT_ROBUSTNESS: &CStr = c"VK_EXT_pipeline_robustness";
+/// Our host's own too (compiler statistics of pipelines, for bench), enabled whenever the
+/// device has it with its pipelineExecutableInfo feature.
+const EXT_EXECUTABLE_PROPERTIES: &CStr = c"VK_KHR_pipeline_executable_properties";
 
 /// The optional device extensions a kernel may use (each enabled only where the device has it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
@@ -150,6 +153,7 @@ struct FeatureChain {
     v13: Box<vk::PhysicalDeviceVulkan13Features<'static>>,
     coopmat: Box<vk::PhysicalDeviceCooperativeMatrixFeaturesKHR<'static>>,
     robustness: Box<vk::PhysicalDevicePipelineRobustnessFeaturesEXT<'static>>,
+    executable_properties: Box<vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR<'static>>,
     coopmat2: Box<Coopmat2Features>,
     bf16: Box<Bf16Features>,
 }
@@ -163,6 +167,7 @@ impl FeatureChain {
             v13: Box::default(),
             coopmat: Box::default(),
             robustness: Box::default(),
+            executable_properties: Box::default(),
             coopmat2: Box::new(Coopmat2Features {
                 s_type: vk::StructureType::from_raw(STYPE_COOPMAT2_FEATURES),
                 p_next: std::ptr::null_mut(),
@@ -208,6 +213,9 @@ impl FeatureChain {
         }
         if has(EXT_ROBUSTNESS) {
             chain.push(&mut *c.robustness as *mut _ as *mut c_void);
+        }
+        if has(EXT_EXECUTABLE_PROPERTIES) {
+            chain.push(&mut *c.executable_properties as *mut _ as *mut c_void);
         }
         if has(EXT_COOPMAT2) {
             chain.push(&mut *c.coopmat2 as *mut _ as *mut c_void);
@@ -556,6 +564,8 @@ impl Instance {
             bf16_coopmat: has(EXT_BF16) && f.bf16.bf16_cooperative_matrix == vk::TRUE,
             pipeline_robustness: has(EXT_ROBUSTNESS)
                 && f.robustness.pipeline_robustness == vk::TRUE,
+            pipeline_statistics: has(EXT_EXECUTABLE_PROPERTIES)
+                && f.executable_properties.pipeline_executable_info == vk::TRUE,
             timestamp_period_ns: (limits.timestamp_compute_and_graphics == vk::TRUE)
                 .then_some(limits.timestamp_period),
         };
@@ -783,6 +793,12 @@ impl Device {
             .names()
             .chain([EXT_ROBUSTNESS])
             .filter(|w| has(w))
+            .chain(
+                adapter
+                    .caps
+                    .pipeline_statistics
+                    .then_some(EXT_EXECUTABLE_PROPERTIES),
+            )
             .collect();
         features.link(api, &|e: &CStr| enabled.contains(&e));
         let ext_ptrs: Vec<_> = enabled.iter().map(|w| w.as_ptr()).collect();

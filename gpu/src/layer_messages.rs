@@ -47,7 +47,9 @@ const KNOWN_STYPES: [(&str, &str); 5] = [
     ),
 ];
 
-/// The extensions vkdiff may enable that a layer may not know.
+/// The extensions vkdiff may enable that a layer may not know. Not among them:
+/// VK_KHR_pipeline_executable_properties (enabled wherever the device has it), of Vulkan
+/// 1.1.109, which every layer that knows the Vulkan 1.2 our kernels need knows too.
 const KNOWN_EXTENSIONS: [&str; 5] = [
     "VK_KHR_cooperative_matrix",
     "VK_NV_cooperative_matrix2",

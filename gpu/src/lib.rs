@@ -5,7 +5,7 @@
 //!   [`iq_glsl`] generates the i-quant tables it serves as an include.
 //! - [`context`]: pipelines cached per (SPIR-V, specialization constants), reused buffers,
 //!   jobs that poison outputs, dispatch, read back and time; [`heat`] brings clocks up before
-//!   timed jobs.
+//!   timed jobs; [`statistics`] reads the driver's compiler statistics of a pipeline.
 //! - [`runners`]: one per kernel family, reproducing upstream's host logic.
 #![deny(missing_docs)]
 
@@ -20,6 +20,7 @@ pub mod iq_glsl;
 pub mod layer_messages;
 pub mod profile;
 pub mod runners;
+pub mod statistics;
 
 pub use caps::DeviceCaps;
 pub use compile::{ShaderTree, ShaderVariant};
