@@ -62,13 +62,6 @@ vec4 a_value4(uint index)
 #define CHUNK_K 8
 #define CHUNKS_PER_BLOCK (QUANT_K / CHUNK_K)
 
-// The four bytes of w (byte 0 first) as floats, minus bias (exact for integer bias <= 255):
-// small_uint_to_float of types.comp with the bias in the same subtraction.
-vec4 bytes_minus(uint w, float bias)
-{
-    const uvec4 fields = (uvec4(w) >> uvec4(0, 8, 16, 24)) & 0xFFu;
-    return uintBitsToFloat(fields | EXP23_BITS) - (8388608.0 + bias);
-}
 
 // Packed views of binding 0 for word loads: 16-bit words for the 2-byte-aligned blocks,
 // 32-bit words for the 4-byte-aligned ones (same sizes as the block structs of types.comp).

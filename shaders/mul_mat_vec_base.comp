@@ -80,12 +80,6 @@ uint a_word(uint offset, const uint align)
     return uint(data_a_u16[i]) | (uint(data_a_u16[i + 1]) << 16);
 }
 
-// The four bytes of w (byte 0 first) as floats, exactly (small_uint_to_float on each).
-vec4 bytes_to_vec4(uint w)
-{
-    return uintBitsToFloat(((uvec4(w) >> uvec4(0, 8, 16, 24)) & 0xFFu) | EXP23_BITS) - 8388608.0;
-}
-
 layout(push_constant) uniform parameter {
     uint ncols;           // K: elements per A row and per B column
     uint stride_a;        // unused: A rows are densely packed (row stride = ncols)

@@ -17,7 +17,7 @@ void thread_quants(uint ib, uint t, out vec4 q[4])
     // qs at byte 16 of an 84-byte block: 4-byte aligned.
     const uint w = a_word(84 * ib + 16 + 32 * (t / 8) + 4 * (t % 8), 4);
     [[unroll]] for (uint g = 0; g < 4; ++g) {
-        q[g] = bytes_to_vec4((w >> (2 * g)) & 0x03030303u);
+        q[g] = bytes_minus((w >> (2 * g)) & 0x03030303u, 0.0);
     }
 }
 

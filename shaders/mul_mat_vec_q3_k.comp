@@ -25,7 +25,7 @@ void thread_quants(uint ib, uint t, out vec4 q[4])
         const uint low = (qs >> (2 * g)) & 0x03030303u;
         const uint high = (hmask >> (4 * n + g)) & 0x01010101u;
         // low - 4 without the high bit, low with it: (low | high << 2) - 4.
-        q[g] = bytes_to_vec4(low | (high << 2)) - 4.0;
+        q[g] = bytes_minus(low | (high << 2), 4.0);
     }
 }
 

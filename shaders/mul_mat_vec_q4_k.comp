@@ -21,10 +21,10 @@ void thread_quants(uint ib, uint t, out vec4 q[4])
     const uint qs = 144 * ib + 16 + 64 * (t / 8) + 4 * (t % 8);
     const uint w01 = a_word(qs, 4);
     const uint w23 = a_word(qs + 32, 4);
-    q[0] = bytes_to_vec4(w01 & 0x0F0F0F0Fu);
-    q[1] = bytes_to_vec4((w01 >> 4) & 0x0F0F0F0Fu);
-    q[2] = bytes_to_vec4(w23 & 0x0F0F0F0Fu);
-    q[3] = bytes_to_vec4((w23 >> 4) & 0x0F0F0F0Fu);
+    q[0] = bytes_minus(w01 & 0x0F0F0F0Fu, 0.0);
+    q[1] = bytes_minus((w01 >> 4) & 0x0F0F0F0Fu, 0.0);
+    q[2] = bytes_minus(w23 & 0x0F0F0F0Fu, 0.0);
+    q[3] = bytes_minus((w23 >> 4) & 0x0F0F0F0Fu, 0.0);
 }
 
 vec2 group_scale(uint ib, uint grp)

@@ -24,7 +24,7 @@ void thread_quants(uint ib, uint t, out vec4 q[4])
     [[unroll]] for (uint g = 0; g < 4; ++g) {
         const uint nibbles = (low[g / 2] >> (4 * (g % 2))) & 0x0F0F0F0Fu;
         const uint fifth = (qh >> (4 * n + g)) & 0x01010101u;
-        q[g] = bytes_to_vec4(nibbles | (fifth << 4));
+        q[g] = bytes_minus(nibbles | (fifth << 4), 0.0);
     }
 }
 

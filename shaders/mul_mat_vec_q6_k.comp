@@ -23,7 +23,7 @@ void thread_quants(uint ib, uint t, out vec4 q[4])
     [[unroll]] for (uint g = 0; g < 4; ++g) {
         const uint low = (ql[g % 2] >> (4 * (g / 2))) & 0x0F0F0F0Fu;
         const uint high = (qh >> (2 * g)) & 0x03030303u;
-        q[g] = bytes_to_vec4(low | (high << 4)) - 32.0;
+        q[g] = bytes_minus(low | (high << 4), 32.0);
     }
 }
 

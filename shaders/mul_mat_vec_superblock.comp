@@ -61,12 +61,6 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
 #endif
 const uint UNROLL = NUM_COLS >= 2 ? 1 : KQ_UNROLL;
 
-// Rows decoded together before the column loop, so that a column's B quads are loaded once for
-// all of them (at the cost of 16 registers of quants per row).
-#ifndef KQ_ROWS_TOGETHER
-#define KQ_ROWS_TOGETHER 1
-#endif
-
 uint quad_group(uint t, uint g)
 {
     return 8 * (t / 8) + 2 * g + (t % 8) / 4;
@@ -75,55 +69,38 @@ uint quad_group(uint t, uint g)
 // Thread t's quads of super-block blk of every row, for every column (the arithmetic above);
 // nothing is added when !valid (a re-read super-block past the row's end). Rows outer: a
 // row's quants and scales are decoded once for all its columns; a column's B quads are
-// re-read per row group, from cache.
+// re-read per row, from cache.
 void thread_step(uint blk, bool valid, uint t, uint a_first_block, uint blocks_per_row,
                  uint b_offset, uint first_row, uint num_rows)
 {
     const uint k_first = blk * QUANT_K + kq_thread_first(t);
-    [[unroll]] for (uint row0 = 0; row0 < NUM_ROWS; row0 += KQ_ROWS_TOGETHER) {
-        vec4 q[KQ_ROWS_TOGETHER][4];
-        vec2 scale[KQ_ROWS_TOGETHER][4];
-        [[unroll]] for (uint r = 0; r < KQ_ROWS_TOGETHER; ++r) {
-            if (row0 + r < NUM_ROWS) {
-                const uint ib = a_first_block
-                              + clamped_row(first_row, num_rows, row0 + r) * blocks_per_row + blk;
-                thread_quants(ib, t, q[r]);
-                [[unroll]] for (uint g = 0; g < 4; ++g) {
-                    scale[r][g] = group_scale(ib, quad_group(t, g));
-                }
-            }
+    [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
+        const uint ib = a_first_block + clamped_row(first_row, num_rows, row) * blocks_per_row + blk;
+        vec4 q[4];
+        thread_quants(ib, t, q);
+        vec2 scale[4];
+        [[unroll]] for (uint g = 0; g < 4; ++g) {
+            scale[g] = group_scale(ib, quad_group(t, g));
         }
         [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
             const uint b_first = b_offset + col * p.batch_stride_b + k_first;
-            vec4 b[4];
+            float t_q = 0.0;
+            float t_m = 0.0;
             [[unroll]] for (uint g = 0; g < 4; ++g) {
-                b[g] = load_b4(b_first + 32 * g);
-            }
+                const vec4 b = load_b4(b_first + 32 * g);
+                float s = q[g].x * b.x;
+                s = fma(q[g].y, b.y, s);
+                s = fma(q[g].z, b.z, s);
+                s = fma(q[g].w, b.w, s);
+                t_q = g == 0 ? scale[g].x * s : fma(scale[g].x, s, t_q);
 #if KQ_HAS_MIN
-            float s_b[4];
-            [[unroll]] for (uint g = 0; g < 4; ++g) {
-                s_b[g] = ((b[g].x + b[g].y) + b[g].z) + b[g].w;
-            }
+                const float s_b = ((b.x + b.y) + b.z) + b.w;
+                t_m = g == 0 ? scale[g].y * s_b : fma(scale[g].y, s_b, t_m);
 #endif
-            [[unroll]] for (uint r = 0; r < KQ_ROWS_TOGETHER; ++r) {
-                if (row0 + r < NUM_ROWS) {
-                    float t_q = 0.0;
-                    float t_m = 0.0;
-                    [[unroll]] for (uint g = 0; g < 4; ++g) {
-                        float s = q[r][g].x * b[g].x;
-                        s = fma(q[r][g].y, b[g].y, s);
-                        s = fma(q[r][g].z, b[g].z, s);
-                        s = fma(q[r][g].w, b[g].w, s);
-                        t_q = g == 0 ? scale[r][g].x * s : fma(scale[r][g].x, s, t_q);
-#if KQ_HAS_MIN
-                        t_m = g == 0 ? scale[r][g].y * s_b[g] : fma(scale[r][g].y, s_b[g], t_m);
-#endif
-                    }
-                    const uint o = col * NUM_ROWS + row0 + r;
-                    const float acc = (partial_sums[o] - t_m) + t_q;
-                    partial_sums[o] = valid ? acc : partial_sums[o];
-                }
             }
+            const uint o = col * NUM_ROWS + row;
+            const float acc = (partial_sums[o] - t_m) + t_q;
+            partial_sums[o] = valid ? acc : partial_sums[o];
         }
     }
 }

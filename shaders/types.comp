@@ -41,6 +41,14 @@ float small_uint_to_float(uint x)
     return uintBitsToFloat(x | EXP23_BITS) - 8388608.0;
 }
 
+// The four bytes of w (byte 0 first) as floats, minus bias (exact for integer bias <= 255):
+// small_uint_to_float on each, with the bias in the same subtraction.
+vec4 bytes_minus(uint w, float bias)
+{
+    const uvec4 fields = (uvec4(w) >> uvec4(0, 8, 16, 24)) & 0xFFu;
+    return uintBitsToFloat(fields | EXP23_BITS) - (8388608.0 + bias);
+}
+
 // ---- Legacy 32-element blocks (all have 2-byte alignment except q5_1) ----
 
 #define QK4_0 32
