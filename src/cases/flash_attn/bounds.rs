@@ -316,9 +316,11 @@ pub fn flash_attn_bounds(
     let floor_out = subnormal_floor(kv + d);
     let dv = fa.out.ne[0];
     let mut bounds = vec![0.0; fa.out.values.len()];
-    for (r, (row, out)) in fa.rows.iter().zip(bounds.chunks_exact_mut(dv)).enumerate() {
+    // Rows are independent: one rayon task each.
+    use rayon::prelude::*;
+    bounds.par_chunks_exact_mut(dv).zip(&fa.rows).enumerate().for_each(|(r, (out, row))| {
         if row.fully_masked || row.non_finite {
-            continue;
+            return;
         }
         let live = |j: &usize| row.logits[*j] != f64::NEG_INFINITY;
         let data = extra.map(|(rows, _)| &rows[r]);
@@ -344,7 +346,7 @@ pub fn flash_attn_bounds(
                 });
             if q_over || k_over || s_over {
                 out.fill(f64::NAN);
-                continue;
+                return;
             }
         }
         let slope_err = if alibi.max_bias > 0.0 {
@@ -433,109 +435,146 @@ pub fn flash_attn_bounds(
         let (iv2, iv3) = row.v_index;
         let v_at = |j: usize| ((iv3 * v_ne[2] + iv2) * v_ne[1] + j) * v_ne[0];
         let first = r * dv;
-        for (i, b) in out.iter_mut().enumerate() {
-            let o = fa.out.values[first + i];
-            let (mut a, mut s1, mut vmax) = (0.0, 0.0, 0.0f64);
-            let (mut a_top, mut s1_top) = (0.0, v_values[v_at(top) + i].abs());
-            let (mut vdec, mut flush_prod, mut v_sum) = (0.0, 0.0, 0.0);
-            let mut tile_sums = vec![0.0; tiles as usize];
-            let mut tile_abs = vec![0.0; tiles as usize];
-            let mut v_over = false;
-            let mut a_cap = 0.0f64;
-            let mut v_err_max = 0.0f64;
-            // |v_jd − O_d| as f64 numbers: the reference's O (a KV-term f64 sum) and the
-            // difference carry f64 roundings, γ₆₄(KV + 3)·(|v| + max|v|). When one key
-            // dominates, v_t − O is below f64's resolution and rounds to 0 while e^λ_t may be
-            // 10⁵¹ (a softcap argument past 88, where tanh is only known to lie in [−1, 1]):
-            // the exact product is not 0 (the emulation in tests/bounds_soundness.rs found it).
-            let g64 = (kv as f64 + 3.0) * 2f64.powi(-53);
-            let vmax_all = (0..kv)
-                .filter(live)
-                .map(|j| v_values[v_at(j) + i].abs())
-                .fold(0.0, f64::max);
-            for j in (0..kv).filter(live) {
-                let v = v_values[v_at(j) + i];
-                let p = row.weights[j];
-                let diff = (v - o).abs() + g64 * (v.abs() + vmax_all);
-                a_cap = a_cap.max(diff);
-                a += p * lambda[j].exp_m1() * diff;
-                s1 += p * lambda[j].exp() * v.abs();
-                if j != top {
-                    let rel = lambda[j] + l_top;
-                    a_top += p * rel.exp_m1() * diff;
-                    s1_top += p * rel.exp() * v.abs() / p_top;
-                }
-                vmax = vmax.max(v.abs());
-                if coop {
-                    let t = j / bc.max(1) as usize;
-                    if let Some((_, v_err)) = extra {
-                        vdec += p * lambda[j].exp() * v_err[v_at(j) + i];
-                        v_err_max = v_err_max.max(v_err[v_at(j) + i]);
-                    }
-                    let w = p / p_top * lambda[j].exp() * v.abs();
-                    flush_prod += w.min(F16_MIN_NORMAL);
-                    tile_sums[t] += w;
-                    // For the f16 range of O: P̂_j = exp(Ŝ_j − M̂) ≤ 1 + 6·ε_x (its argument
-                    // is ≤ 0; exp(0) within 3 ULP), times |v̂_j| ≤ |v_jd| + its decode error.
-                    let v_hat = v.abs() + extra.map_or(0.0, |(_, e)| e[v_at(j) + i]);
-                    tile_abs[t] += v_hat;
-                    v_sum += v_hat;
+        let v_err = extra.map(|(_, e)| e);
+        // Keys outer, elements inner: each key's V row is contiguous over the elements, and
+        // its weight factors (exp of λ) are taken once per key, not once per element. Every
+        // element's sums still add the keys in ascending order with the same products, so
+        // the bounds are the same numbers as an element-by-element walk.
+        //
+        // First pass: the largest |v_jd| over the live keys, which |v_jd − O_d|'s f64
+        // rounding term needs, and f16-range overflow of decoded V (any key, masked or not).
+        let mut vmax = vec![0.0f64; dv];
+        let mut v_over = vec![false; dv];
+        let v_range = cm2 || arith == FaArith::ScalarF16;
+        for j in 0..kv {
+            let vrow = &v_values[v_at(j)..v_at(j) + dv];
+            if live(&j) {
+                for (m, v) in vmax.iter_mut().zip(vrow) {
+                    *m = m.max(v.abs());
                 }
             }
+            if v_range {
+                for (o, v) in v_over.iter_mut().zip(vrow) {
+                    *o |= v.is_nan() || v.abs() > F16_MAX;
+                }
+            }
+        }
+        // |v_jd − O_d| as f64 numbers: the reference's O (a KV-term f64 sum) and the
+        // difference carry f64 roundings, γ₆₄(KV + 3)·(|v| + max|v|). When one key
+        // dominates, v_t − O is below f64's resolution and rounds to 0 while e^λ_t may be
+        // 10⁵¹ (a softcap argument past 88, where tanh is only known to lie in [−1, 1]):
+        // the exact product is not 0 (the emulation in tests/bounds_soundness.rs found it).
+        let g64 = (kv as f64 + 3.0) * 2f64.powi(-53);
+        let out_row = &fa.out.values[first..first + dv];
+        let zeros = vec![0.0f64; dv];
+        let mut a = zeros.clone();
+        let mut s1 = zeros.clone();
+        let mut a_top = zeros.clone();
+        let mut s1_top: Vec<f64> = v_values[v_at(top)..v_at(top) + dv]
+            .iter()
+            .map(|v| v.abs())
+            .collect();
+        let (mut vdec, mut flush_prod, mut v_sum) = (zeros.clone(), zeros.clone(), zeros.clone());
+        let (mut a_cap, mut v_err_max) = (zeros.clone(), zeros.clone());
+        // Per tile: Σ of the normalised weighted |v| (f16 flushes of O's adds) and Σ|v̂| (the
+        // range of cm2's per-tile f16 P·V), folded into `adds` and `tile_over` as each tile
+        // ends.
+        let (mut tile_sum, mut tile_abs) = (zeros.clone(), zeros.clone());
+        let mut adds = zeros.clone();
+        let mut tile_over = vec![false; dv];
+        let bc_keys = bc.max(1) as usize;
+        let p_max = 1.0 + 6.0 * ex;
+        let close_tile = |tile_sum: &mut [f64], tile_abs: &mut [f64], adds: &mut [f64], over: &mut [bool]| {
+            for i in 0..dv {
+                adds[i] += tile_sum[i].min(bc as f64 * F16_MIN_NORMAL);
+                over[i] |= cm2 && p_max * tile_abs[i] * (1.0 + gamma_h(bc as f64 + 1.0)) > F16_MAX;
+            }
+            tile_sum.fill(0.0);
+            tile_abs.fill(0.0);
+        };
+        let mut tile = 0;
+        for j in (0..kv).filter(live) {
+            if coop && j / bc_keys != tile {
+                close_tile(&mut tile_sum, &mut tile_abs, &mut adds, &mut tile_over);
+                tile = j / bc_keys;
+            }
+            let p = row.weights[j];
+            let grow = lambda[j].exp();
+            let (p_em1, p_e) = (p * lambda[j].exp_m1(), p * grow);
+            let rel = lambda[j] + l_top;
+            let (p_em1_top, p_e_top) = (p * rel.exp_m1(), p * rel.exp());
+            let w_rel = p / p_top * grow;
+            let vrow = &v_values[v_at(j)..v_at(j) + dv];
+            let erow = v_err.map(|e| &e[v_at(j)..v_at(j) + dv]);
+            for i in 0..dv {
+                let v = vrow[i];
+                let diff = (v - out_row[i]).abs() + g64 * (v.abs() + vmax[i]);
+                a_cap[i] = a_cap[i].max(diff);
+                a[i] += p_em1 * diff;
+                s1[i] += p_e * v.abs();
+                if j != top {
+                    a_top[i] += p_em1_top * diff;
+                    s1_top[i] += p_e_top * v.abs() / p_top;
+                }
+                if coop {
+                    let dec = erow.map_or(0.0, |e| e[i]);
+                    if erow.is_some() {
+                        vdec[i] += p_e * dec;
+                        v_err_max[i] = v_err_max[i].max(dec);
+                    }
+                    let w = w_rel * v.abs();
+                    flush_prod[i] += w.min(F16_MIN_NORMAL);
+                    tile_sum[i] += w;
+                    // For the f16 range of O: P̂_j = exp(Ŝ_j − M̂) ≤ 1 + 6·ε_x (its argument
+                    // is ≤ 0; exp(0) within 3 ULP), times |v̂_j| ≤ |v_jd| + its decode error.
+                    let v_hat = v.abs() + dec;
+                    tile_abs[i] += v_hat;
+                    v_sum[i] += v_hat;
+                }
+            }
+        }
+        if coop {
+            close_tile(&mut tile_sum, &mut tile_abs, &mut adds, &mut tile_over);
+        }
+        for (i, b) in out.iter_mut().enumerate() {
+            let o = out_row[i];
             // cm2 decodes every key of a tile, masked ones too, and multiplies their zero
             // weights in the f16 P·V: a decoded V element beyond f16 range (∞), or NaN, makes
             // that product 0·∞ or 0·NaN = NaN whether or not the key is masked (ggml's CPU
             // path skips masked keys, so its result is finite there).
-            if cm2 || arith == FaArith::ScalarF16 {
-                v_over = (0..kv).any(|j| {
-                    let v = v_values[v_at(j) + i].abs();
-                    v.is_nan() || v > F16_MAX
-                });
-            }
-            if coop {
-                // O's partial sums are at most (1 + 6ε_x)·Σ|v̂_j| grown by their roundings
-                // (1 + g_pv); cm2's per-tile f16 P·V by γ_h(Bc + 1).
-                let p_max = 1.0 + 6.0 * ex;
-                let over = v_over
-                    || (f16acc && p_max * v_sum * (1.0 + g_pv) > F16_MAX)
-                    || (cm2
-                        && tile_abs
-                            .iter()
-                            .any(|&t| p_max * t * (1.0 + gamma_h(bc as f64 + 1.0)) > F16_MAX));
-                if over {
-                    *b = f64::NAN;
-                    continue;
-                }
+            // O's partial sums are at most (1 + 6ε_x)·Σ|v̂_j| grown by their roundings
+            // (1 + g_pv); cm2's per-tile f16 P·V by γ_h(Bc + 1).
+            if coop
+                && (v_over[i] || (f16acc && p_max * v_sum[i] * (1.0 + g_pv) > F16_MAX) || tile_over[i])
+            {
+                *b = f64::NAN;
+                continue;
             }
             // The kernel's result is a convex combination of the v_j (non-negative weights over
             // their own sum), so it is never further than max_j |v_jd − O_d| from O (its
             // rounding aside), and its weighted |v| is at most max_j |v_jd|: caps for rows whose
             // logit errors leave the weights undetermined.
-            let a = (a / den).min(a_top / p_top).min(a_cap);
-            let s1 = (s1 / den).min(s1_top).min(vmax);
+            let a = (a[i] / den).min(a_top[i] / p_top).min(a_cap[i]);
+            let s1 = (s1[i] / den).min(s1_top[i]).min(vmax[i]);
             let ow = o.abs() + a;
             let mut extra_abs = 0.0;
             if coop {
                 // Both also capped by the convex-combination argument: at most the largest
                 // decode error, and 2⁻¹⁴ per f16 rounding over an L of at least 1 (the key at
                 // the kernel's maximum has weight exp(0) = 1).
-                extra_abs += (vdec / den).min(v_err_max);
+                extra_abs += (vdec[i] / den).min(v_err_max[i]);
                 if f16_o_flush {
                     let den_w = den / p_top;
-                    let adds: f64 = tile_sums
-                        .iter()
-                        .map(|&t| t.min(bc as f64 * F16_MIN_NORMAL))
-                        .sum();
                     let cap = (2.0 * kv as f64 + 2.0) * F16_MIN_NORMAL + o16;
-                    extra_abs += ((flush_prod + adds + o16) / den_w).min(cap);
+                    extra_abs += ((flush_prod[i] + adds[i] + o16) / den_w).min(cap);
                 }
             }
             *b = a
                 + extra_abs
                 + (g_pv * s1 + g_l * ow) * (1.0 + fin) / (1.0 - g_l)
                 + fin * ow
-                + floor_out * (1.0 + 2.0 * vmax);
+                + floor_out * (1.0 + 2.0 * vmax[i]);
         }
-    }
+    });
     bounds
 }
