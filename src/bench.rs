@@ -612,6 +612,15 @@ pub fn time(
     });
     gpu.set_bench(None);
     let wrong = matches!(outcome, Outcome::Fail { .. });
+    if wrong {
+        // Which elements, how far off and the bound: what a WRONG row needs to be acted on.
+        eprintln!(
+            "{} on {}: {}",
+            case.variant(),
+            tree.dir().display(),
+            outcome.explain()
+        );
+    }
     let mut timing = timing_of(outcome);
     if wrong && time_wrong {
         timing.ns = gpu.last_bench_ns();

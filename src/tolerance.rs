@@ -45,8 +45,19 @@ pub fn loosest(candidates: Vec<Vec<f64>>) -> Vec<f64> {
 
 /// γ(d) for f32 arithmetic: the relative error bound of a depth-d chain of roundings.
 pub fn gamma(depth: f64) -> f64 {
-    let du = depth * U32;
-    du / (1.0 - du)
+    gamma_of(U32, depth)
+}
+
+/// γ(d) for roundings of unit `unit`: d·u/(1 − d·u), and +∞ where d·u ≥ 1, where the chain's
+/// worst case bounds nothing (e.g. an f16 sum over 2,048 terms). The formula itself would go
+/// negative there and shrink a bound instead of lifting it.
+pub fn gamma_of(unit: f64, depth: f64) -> f64 {
+    let du = depth * unit;
+    if du >= 1.0 {
+        f64::INFINITY
+    } else {
+        du / (1.0 - du)
+    }
 }
 
 /// Floor for flushed subnormals over `terms` terms.
@@ -351,5 +362,12 @@ mod tests {
     #[test]
     fn gamma_is_about_d_times_u() {
         assert!((gamma(10.0) / (10.0 * U32) - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_chain_too_long_for_its_unit_bounds_nothing() {
+        // 4,162 f16 roundings (a KV = 4096 sum): d·u > 1, where d·u/(1 − d·u) is negative.
+        assert_eq!(gamma_of(U16, 4162.0), f64::INFINITY);
+        assert!(gamma_of(U16, 130.0) > 0.06 && gamma_of(U16, 130.0) < 0.07);
     }
 }

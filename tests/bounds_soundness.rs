@@ -491,6 +491,7 @@ proptest! {
             wg: 128,
             d_split: d_split as u32,
             split_k: c.kv.div_ceil(c.kv.div_ceil(split_k).div_ceil(bc) * bc) as u32,
+            split_kv: c.kv.div_ceil(split_k).div_ceil(bc) * bc,
             softcap: c.softcap,
             alibi: vkdiff_reference::ops::flash_attn::Alibi::new(c.max_bias, c.heads()),
             arith: FaArith::Scalar,

@@ -770,7 +770,8 @@ impl CaseModel for FlashAttnCase {
             Ok(b) => b,
             Err(e) => return Outcome::Error(e),
         };
-        // NaN bounds: beyond f16 range (see the error model); those elements are not judged.
+        // NaN bounds: beyond f16 range, or an f16 chain too long for its worst case to bound
+        // anything (see the error model); those elements are not judged.
         let f16_range = want
             .out
             .values
@@ -817,7 +818,7 @@ impl CaseModel for FlashAttnCase {
         }
         if f16_range > 0 {
             verdict.pipeline.push_str(&format!(
-                "; {f16_range} elements unjudged: f16 intermediates may overflow, or (cm2) a V element beyond f16 range or NaN, masked key or not"
+                "; {f16_range} elements unjudged: f16 intermediates may overflow, an f16 accumulation is too long for its worst case to bound anything (depth·2⁻¹¹ ≥ 1), or (cm2) a V element beyond f16 range or NaN, masked key or not"
             ));
         }
         Outcome::from_verdict(verdict, run.gpu_ns)
@@ -1149,6 +1150,7 @@ impl FlashAttnCase {
             wg: plan.tiles.wg,
             d_split,
             split_k: plan.split_k,
+            split_kv: plan.split_kv as usize,
             softcap: self.softcap,
             alibi: Alibi::new(self.max_bias, self.heads()),
             arith: match plan.path {
@@ -1550,6 +1552,7 @@ mod tests {
             wg: 128,
             d_split: 8,
             split_k: 1,
+            split_kv: 1,
             softcap: 0.0,
             alibi: Alibi::new(0.0, 1),
             arith: FaArith::Scalar,

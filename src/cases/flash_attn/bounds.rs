@@ -20,6 +20,9 @@ pub struct FlashAttnShape {
     pub d_split: u32,
     /// KV splits (1: none).
     pub split_k: u32,
+    /// Keys per split (a multiple of Bc; unused without a split): a workgroup's chains run
+    /// over at most this many keys, the split-k reduce's on top.
+    pub split_kv: usize,
     /// logit_softcap (0: none).
     pub softcap: f32,
     /// The ALiBi constants (slopes are exactly 1 when max_bias ≤ 0).
@@ -161,6 +164,9 @@ pub fn tanh_error(ax: f64) -> f64 {
 ///         + (KV + D + 1)·2⁻¹²⁶·(1 + 2 max_j|v_jd|)  (flushed subnormal weights and products).
 ///
 /// Fully masked rows and rows with a non-finite logit get bound 0: their exact value is NaN.
+/// Where a chain's γ is infinite (its depth times the unit roundoff reaches 1: f16
+/// accumulators over 2,048 or more keys on cm1's O), the worst case bounds nothing and the
+/// element's bound is NaN, not judged ([`gamma_of`]).
 ///
 /// **Coopmat paths** ([`FaArith::Cm1`], [`FaArith::Cm2`]; `extra` carries their per-row data
 /// [`FaRowData`] and, per V element, the absolute error of its f16 decode). The same
@@ -185,7 +191,9 @@ pub fn tanh_error(ax: f64) -> f64 {
 ///   end: upstream keeps 32/D_split, ours WorkGroupSize/(D/4) where that is at most
 ///   WorkGroupSize/D_split), L in f32 over the rounded P (γ_u(KV + tiles + groups + 2));
 ///   cm2 P·V in an f16 accumulator per tile (γ_h(Bc + 1)) then added to
-///   O in ACC_TYPE (γ_e(tiles + 2) on top), L in ACC_TYPE (γ_e(KV + tiles + 2)). V's f16 decode
+///   O in ACC_TYPE (γ_e(tiles + 2) on top), L in ACC_TYPE as a tile's row sum (any order, at
+///   most Bc − 1 roundings; ours: lane sums and shuffles, upstream: a coopmat row reduce)
+///   added to L·α, then one rescale per later tile (γ_e(Bc + tiles + 2)). V's f16 decode
 ///   (cm2) adds Σ_j P_j e^λ_j |Δv_jd| / Σ_k P_k e^−λ_k. f16 flushes in P·V (cm2, and cm1's f16
 ///   O) add Σ_j min(w_j e^λ_j |v_jd|, 2⁻¹⁴) for the products and Σ_tiles min(Bc·2⁻¹⁴,
 ///   Σ_(j∈tile) w_j e^λ_j |v_jd|) for the adds (w_j = e^(S_j − M) ≤ 1: a product is only
@@ -220,6 +228,7 @@ pub fn flash_attn_bounds(
         wg,
         d_split,
         split_k,
+        split_kv,
         softcap,
         alibi,
         arith,
@@ -233,17 +242,14 @@ pub fn flash_attn_bounds(
     let coop = cm1 || cm2;
     // ACC_TYPE's unit roundoff, and γ for it.
     let e = if f16acc { U16 } else { U32 };
-    let gamma_e = |n: f64| {
-        let x = n * e;
-        x / (1.0 - x)
-    };
-    let gamma_h = |n: f64| {
-        let x = n * U16;
-        x / (1.0 - x)
-    };
+    let gamma_e = |n: f64| gamma_of(e, n);
+    let gamma_h = |n: f64| gamma_of(U16, n);
     let d_split = d_split.max(1);
     let log_split = (d_split as f64).log2().ceil();
     let tiles = kv.div_ceil(bc.max(1) as usize) as f64;
+    // One workgroup's keys and tiles: the depth of a key's chains before the split-k reduce.
+    let chain_keys = if split_k > 1 { split_kv.min(kv) } else { kv };
+    let chain_tiles = chain_keys.div_ceil(bc.max(1) as usize) as f64;
     let groups = (wg / d_split).max(1) as f64;
     let split_depth = if split_k > 1 {
         split_k as f64 + 1.0
@@ -265,22 +271,22 @@ pub fn flash_attn_bounds(
     // exp's unit and the per-rescale error.
     let ex = if cm1 { U32 } else { e };
     let rescale = if coop {
-        (6.0 * ex + e) * (tiles + 3.0)
+        (6.0 * ex + e) * (chain_tiles + 3.0)
     } else {
-        6.0 * U32 * (tiles + 3.0)
+        6.0 * U32 * (chain_tiles + 3.0)
     };
     let (g_pv, g_l) = if cm1 {
         // The partial sums of an element's key groups are added at the end (`groups`: at
         // most WorkGroupSize/D_split of them, see the Sums paragraph).
-        let depth = kv as f64 + tiles + groups + 2.0;
+        let depth = chain_keys as f64 + chain_tiles + groups + 2.0;
         (gamma_e(depth), gamma(depth))
     } else if cm2 {
         (
-            (1.0 + gamma_h(bc as f64 + 1.0)) * (1.0 + gamma_e(tiles + 2.0)) - 1.0,
-            gamma_e(kv as f64 + tiles + 2.0),
+            (1.0 + gamma_h(bc as f64 + 1.0)) * (1.0 + gamma_e(chain_tiles + 2.0)) - 1.0,
+            gamma_e(bc as f64 + chain_tiles + 2.0),
         )
     } else {
-        let depth = kv as f64 + tiles + groups + 2.0 + split_depth;
+        let depth = chain_keys as f64 + chain_tiles + groups + 2.0 + split_depth;
         (gamma(depth), gamma(depth))
     };
     // The split-k reduce's f32 chain on top (the scalar depth already has it).
@@ -569,11 +575,14 @@ pub fn flash_attn_bounds(
                     extra_abs += ((flush_prod[i] + adds[i] + o16) / den_w).min(cap);
                 }
             }
-            *b = a
+            let bound = a
                 + extra_abs
                 + (g_pv * s1 + g_l * ow) * (1.0 + fin) / (1.0 - g_l)
                 + fin * ow
                 + floor_out * (1.0 + 2.0 * vmax[i]);
+            // Not finite only through an infinite γ (an f16 chain whose worst case bounds
+            // nothing): not judged, and counted, rather than passed by an infinite bound.
+            *b = if bound.is_finite() { bound } else { f64::NAN };
         }
     });
     bounds
