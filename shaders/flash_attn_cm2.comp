@@ -236,26 +236,31 @@ void main()
                         }
                     }
                 }
-                [[unroll]] for (uint e = 0; e < 4 && j4 + e < KEYS_PER_LANE; ++e) {
-                    const uint j = j4 + e;
-                    const uint c = c0 + e;
-                    bool live = c < ncols;
-                    if (live && masked) {
-                        live = bits4[e] != F16_NEG_INF_BITS;
-                    }
-                    ACC_TYPE s = Ssh[r * PS + c];
-                    if (live) {
-                        if (p.logit_softcap != 0.0) {
-                            s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
+                // (The test inside the loop, not in its condition: with `e < 4 && ...` there the
+                // H100's compiler kept the loop and put s_of and live_of in local memory, and
+                // the prefill row took 1,279 µs instead of 863.)
+                [[unroll]] for (uint e = 0; e < 4; ++e) {
+                    if (j4 + e < KEYS_PER_LANE) {
+                        const uint j = j4 + e;
+                        const uint c = c0 + e;
+                        bool live = c < ncols;
+                        if (live && masked) {
+                            live = bits4[e] != F16_NEG_INF_BITS;
                         }
-                        if (masked) {
-                            s = s + ACC_TYPE(slope) * ACC_TYPE(uint16BitsToFloat16(uint16_t(bits4[e])));
+                        ACC_TYPE s = Ssh[r * PS + c];
+                        if (live) {
+                            if (p.logit_softcap != 0.0) {
+                                s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
+                            }
+                            if (masked) {
+                                s = s + ACC_TYPE(slope) * ACC_TYPE(uint16BitsToFloat16(uint16_t(bits4[e])));
+                            }
+                            tile_max = any ? max(tile_max, s) : s;
+                            any = true;
                         }
-                        tile_max = any ? max(tile_max, s) : s;
-                        any = true;
+                        s_of[j] = s;
+                        live_of[j] = live;
                     }
-                    s_of[j] = s;
-                    live_of[j] = live;
                 }
             }
             [[unroll]] for (uint x = 1; x < LANES; x *= 2) {
