@@ -204,10 +204,11 @@ pub enum Command {
         /// Only these kernels (repeatable).
         #[arg(short = 'o', long = "op")]
         ops: Vec<String>,
-        /// Only variants whose name contains this.
+        /// Only variants whose name contains this (or one of these, comma-separated).
         #[arg(long)]
         variant: Option<String>,
-        /// Only rows whose shape label contains this (e.g. "N=1 " for the decode rows).
+        /// Only rows whose shape label contains this (e.g. "N=1 " for the decode rows; one
+        /// string: labels hold commas).
         #[arg(long)]
         row: Option<String>,
         /// Rounds per case: each round times our tree and the --against tree once each,
@@ -1005,7 +1006,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             for b in bench::cases(quick, all, crate::findings::host_cores(gpu.caps())) {
                 let name = b.case.variant();
                 if !(ops.is_empty() || ops.iter().any(|o| o == b.kernel))
-                    || variant.as_deref().is_some_and(|f| !name.contains(f))
+                    || !kernels::name_matches(variant.as_deref(), &name)
                     || row.as_deref().is_some_and(|f| !b.label.contains(f))
                 {
                     continue;

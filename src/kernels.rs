@@ -188,6 +188,24 @@ pub fn select(
         .iter()
         .filter(|k| ops.is_empty() || ops.iter().any(|o| o == k.name))
         .flat_map(|k| (k.variants)().into_iter().map(move |v| (k, v)))
-        .filter(|(_, v)| filter.is_none_or(|f| f.split(',').any(|f| v.name.contains(f))))
+        .filter(|(_, v)| name_matches(filter, &v.name))
         .collect())
+}
+
+/// Whether a variant name passes a `--variant` filter: it contains the filter, or one of its
+/// comma-separated parts (no filter: every name).
+pub fn name_matches(filter: Option<&str>, name: &str) -> bool {
+    filter.is_none_or(|f| f.split(',').any(|f| name.contains(f)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_matches;
+
+    #[test]
+    fn a_variant_filter_takes_comma_separated_parts() {
+        assert!(name_matches(None, "matmul_q8_0_f32"));
+        assert!(name_matches(Some("q4_0,q8_0"), "matmul_q8_0_f32"));
+        assert!(!name_matches(Some("q4_0,q4_1"), "matmul_q8_0_f32"));
+    }
 }
