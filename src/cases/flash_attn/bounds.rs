@@ -490,10 +490,12 @@ pub fn flash_attn_bounds(
         let mut tile_over = vec![false; dv];
         let bc_keys = bc.max(1) as usize;
         let p_max = 1.0 + 6.0 * ex;
+        // cm2's per-tile f16 P·V grows by its roundings, γ_h(Bc + 1).
+        let tile_growth = 1.0 + gamma_h(bc as f64 + 1.0);
         let close_tile = |tile_sum: &mut [f64], tile_abs: &mut [f64], adds: &mut [f64], over: &mut [bool]| {
             for i in 0..dv {
                 adds[i] += tile_sum[i].min(bc as f64 * F16_MIN_NORMAL);
-                over[i] |= cm2 && p_max * tile_abs[i] * (1.0 + gamma_h(bc as f64 + 1.0)) > F16_MAX;
+                over[i] |= cm2 && p_max * tile_abs[i] * tile_growth > F16_MAX;
             }
             tile_sum.fill(0.0);
             tile_abs.fill(0.0);

@@ -318,7 +318,7 @@ pub fn mul_mm_cm2_bounds(
     let uw = 2.0 * acc.unit();
     let bk = arith.bk.max(1);
     let depth = bk as f64;
-    let gw = depth * uw / (1.0 - depth * uw);
+    let gw = gamma_of(uw, depth);
     let exact = acc == Fp::F32;
     let tiny = acc.min_normal();
     let split_k = arith.split_k.max(1);
