@@ -866,6 +866,15 @@ fn decode_emulated(
     }
 }
 
+/// Every finite f16 bit pattern, equally likely (both signs; subnormals and zeros included).
+/// Drawn rather than filtered: rejecting the 1/32 of patterns that are ±∞ or NaN for two
+/// scales took about 940 of 20,000 cases, near proptest's limit of 1,024 global rejects, and
+/// the test aborted ("Too many global rejects") in about one run in twelve.
+fn finite_f16_bits() -> impl Strategy<Value = u16> {
+    (any::<bool>(), 0u16..0x7C00)
+        .prop_map(|(negative, magnitude)| (u16::from(negative) << 15) | magnitude)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(20000))]
 
@@ -875,8 +884,8 @@ proptest! {
     /// Where the model says the f16 result may overflow, ±∞ is accepted.
     #[test]
     fn cm2_decode_bound_covers_emulated_f16_chains(
-        d_bits in any::<u16>(),
-        dmin_bits in any::<u16>(),
+        d_bits in finite_f16_bits(),
+        dmin_bits in finite_f16_bits(),
         sc in 0u32..64,
         mn in 0u32..64,
         q in 0u32..32,
@@ -897,7 +906,6 @@ proptest! {
         let d = half::f16::from_bits(d_bits).to_f64();
         // A cancelling min: dmin = d, so d·sc·q − dmin·mn = d·(sc·q − mn) is 0 for mn = sc·q.
         let dmin = if cancel { d } else { half::f16::from_bits(dmin_bits).to_f64() };
-        prop_assume!(d.is_finite() && dmin.is_finite());
         let (sc, mn, q) = (sc as f64, mn as f64, q as f64);
         // The formats' ranges (signed quants and scales where the format has them).
         let (dtype, sc, mn, q) = match chain {
