@@ -415,7 +415,7 @@ impl RunPlan {
                 &mut InProcess {
                     gpu: &mut gpu,
                     tree: &mut tree,
-                    repeat: self.repeat,
+                    repeat: self.repeat.into(),
                 },
                 settings,
                 &label,

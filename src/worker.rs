@@ -50,16 +50,47 @@ pub struct InProcess<'a> {
     pub gpu: &'a mut Gpu,
     /// The shaders.
     pub tree: &'a mut ShaderTree,
-    /// Run every kernel twice and require bitwise-identical outputs.
-    pub repeat: bool,
+    /// Which cases run their kernel twice and require bitwise-identical outputs.
+    pub repeat: Repeat,
+}
+
+/// Which cases an in-process evaluator gives the race repeat (a second run of the kernel whose
+/// output must be bitwise identical to the first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repeat {
+    /// No case.
+    Never,
+    /// Every case (replay, mutants, single-case checks).
+    Always,
+    /// A campaign's share on this device: see [`campaign_repeats`] (every case on a GPU, one
+    /// in [`CPU_REPEAT_EVERY`] on lavapipe). The differential suite uses it, as the main job.
+    AsCampaign,
+}
+
+impl From<bool> for Repeat {
+    fn from(repeat: bool) -> Self {
+        if repeat {
+            Repeat::Always
+        } else {
+            Repeat::Never
+        }
+    }
 }
 
 impl Evaluator for InProcess<'_> {
     fn evaluate(&mut self, case: &Case) -> Outcome {
+        let repeat = match self.repeat {
+            Repeat::Never => false,
+            Repeat::Always => true,
+            Repeat::AsCampaign => {
+                let json = serde_json::to_string(case).expect("cases serialize");
+                campaign_repeats(true, None, self.gpu.caps(), &json)
+            }
+        };
         case.evaluate(&mut Ctx {
             gpu: self.gpu,
             tree: self.tree,
-            repeat: self.repeat,
+            repeat,
             graph: None,
         })
     }
@@ -118,7 +149,8 @@ pub const CPU_REPEAT_EVERY: u64 = 4;
 /// too); by default every case on a GPU and one in [`CPU_REPEAT_EVERY`] on a CPU device
 /// (lavapipe). llvmpipe runs a workgroup's invocations in one fixed order, so there a repeat can
 /// only catch races between workgroups, and it was a quarter of the main job's time
-/// (docs/bench.md, session 8). Replay, the tests and `--in-process` repeat every case.
+/// (docs/bench.md, session 8). Replay, `--in-process` and the tests other than the
+/// differential suite ([`Repeat::AsCampaign`]) repeat every case.
 pub fn campaign_repeats(
     repeat: bool,
     every: Option<u64>,

@@ -13,7 +13,7 @@ mod common;
 use libtest_mimic::{Arguments, Failed, Trial};
 use vkdiff::campaign::{run_variant, table, Settings};
 use vkdiff::kernels::{Kernel, Variant, KERNELS};
-use vkdiff::worker::InProcess;
+use vkdiff::worker::{InProcess, Repeat};
 use vkdiff_gpu::ShaderTree;
 
 /// Cases per variant.
@@ -31,7 +31,7 @@ fn check_variant(kernel: &'static Kernel, variant: &Variant) -> Result<(), Faile
             &mut InProcess {
                 gpu,
                 tree: &mut tree,
-                repeat: true,
+                repeat: Repeat::AsCampaign,
             },
             kernel,
             variant,

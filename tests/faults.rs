@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 use libtest_mimic::{Arguments, Trial};
 use vkdiff::campaign::{run_variant, Settings};
 use vkdiff::cases::{Case, Ctx, Outcome};
-use vkdiff::worker::InProcess;
+use vkdiff::worker::{InProcess, Repeat};
 use vkdiff_gpu::ShaderTree;
 
 /// The pass count of a table row (counted from the end: device names have spaces).
@@ -235,7 +235,7 @@ fn a_reproducer_that_cannot_be_written_keeps_the_finding() {
             &mut InProcess {
                 gpu,
                 tree: &mut ShaderTree::with_cache(&tree, None),
-                repeat: false,
+                repeat: Repeat::Never,
             },
             kernel,
             &variant,

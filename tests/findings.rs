@@ -5,7 +5,7 @@ mod common;
 
 use vkdiff::campaign::{run_variant, Settings};
 use vkdiff::findings;
-use vkdiff::worker::InProcess;
+use vkdiff::worker::{InProcess, Repeat};
 use vkdiff_gpu::ShaderTree;
 
 /// A copy of our tree with each (file, from, to) applied once.
@@ -51,7 +51,7 @@ fn two_bugs_in_flash_attention_are_two_findings() {
             &mut InProcess {
                 gpu,
                 tree: &mut ShaderTree::with_cache(&tree, None),
-                repeat: false,
+                repeat: Repeat::Never,
             },
             kernel,
             &v,

@@ -5,7 +5,7 @@ mod common;
 
 use vkdiff::campaign::{run_variant_observed, Settings};
 use vkdiff::cases::{Case, Ctx, Outcome};
-use vkdiff::worker::InProcess;
+use vkdiff::worker::{InProcess, Repeat};
 use vkdiff_gpu::context::MemoryMode;
 use vkdiff_gpu::ShaderTree;
 
@@ -27,7 +27,7 @@ fn staged_uploads_and_readback_give_the_same_verdicts() {
                     &mut InProcess {
                         gpu,
                         tree: &mut ShaderTree::new(vkdiff::default_shader_dir()),
-                        repeat: true,
+                        repeat: Repeat::Always,
                     },
                     kernel,
                     &variant,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use vkdiff::campaign::{run_variant, Settings};
 use vkdiff::cases::{Case, Ctx, Outcome};
 use vkdiff::repro::Reproducer;
-use vkdiff::worker::InProcess;
+use vkdiff::worker::{InProcess, Repeat};
 use vkdiff_gpu::ShaderTree;
 
 /// A copy of our shader tree with exactly one occurrence of `from` in `file` replaced by `to`.
@@ -50,7 +50,7 @@ fn caught(variant: &str, tree: &Path) -> (Case, Reproducer) {
             &mut InProcess {
                 gpu,
                 tree: &mut ShaderTree::with_cache(tree, None),
-                repeat: true,
+                repeat: Repeat::Always,
             },
             kernel,
             &v,

@@ -334,7 +334,7 @@ pub(super) fn baseline(
             inner: InProcess {
                 gpu: &mut gpu,
                 tree: &mut tree,
-                repeat: opts.repeat,
+                repeat: opts.repeat.into(),
             },
             slowest: Duration::ZERO,
         };
