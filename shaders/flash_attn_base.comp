@@ -142,8 +142,6 @@ layout(binding = 2) readonly buffer V4 { f16vec4 data_v4[]; };
 #endif
 layout(binding = 3) readonly buffer M { float16_t data_m[]; };
 layout(binding = 3) readonly buffer MBits { uint16_t data_m_bits[]; };
-// 4 halves a load (cm2's softmax lanes, where rows and tiles start at multiples of 4).
-layout(binding = 3) readonly buffer M4 { u16vec4 data_m4[]; };
 layout(binding = 4) writeonly buffer O { float data_o[]; };
 
 // −FLT_MAX/2: the running maximum before any key (bits 0xFEFFFFFF). Not −∞, so that

@@ -1,14 +1,15 @@
 #version 450
 
 // flash_attn_cm2.comp: flash attention with NV cooperative matrix 2 (the cm2 path, §9.8):
-// workgroup-scope matrices for S = Q·Kᵀ and P·V, with Q, K, V and P staged through shared
-// memory by ordinary code (interface in flash_attn_base.comp; upstream binds the same buffers
+// workgroup-scope matrices for S = Q·Kᵀ, the softmax and P·V, with Q, K and V staged through
+// shared memory by ordinary code (interface in flash_attn_base.comp; upstream binds the same buffers
 // as byte arrays and loads them through tensor layouts, which reads the same bytes).
 //
 // Pipeline (host, §9.5): small rows (N ≤ 32): Br = 32, Bc = 32, WorkGroupSize 256 when
 // D mod 32 == 0, else 128; large rows: Br = 64, WorkGroupSize 128, Bc = 32 for quantized K/V or
-// D = 256, else 64. Clamp (spec constant 4) is not needed: every key, row and mask read is
-// bounds-checked, so aligned and unaligned pipelines compute the same thing.
+// D = 256, else 64. Clamp (spec constant 4) is not needed: every key and row read is
+// bounds-checked and mask reads are clamped to its edge, so aligned and unaligned pipelines
+// compute the same thing.
 //
 // Precision, as the interface states for this path (ACC_TYPE float, or float16_t for the
 // f16acc variants):
@@ -21,32 +22,27 @@
 //   ACC_TYPE.
 //
 // Per tile of keys [first, first + ncols):
-//   1. K staging: stage[c·KS + d] = K[first + c][d] (f16), zero for c ≥ ncols; S = Q·Kᵀ, stored
-//      row-major to Ssh.
-//   2. softmax, LANES invocations per row: keys with a −∞ mask (by bits) and keys ≥ ncols are
-//      not live (weight exactly 0, no arithmetic on the infinity); M' = max(M, max S),
-//      α = exp(M − M') (0 before the first live key), P = f16(exp(S − M')), L = L·α + Σ P.
-//   3. O = O·α per row (per-element operation reading α from shared memory); V staging as in
-//      1 (zero rows past ncols, so the NaN keys a cache holds beyond KV never meet a zero
-//      weight); O += f16(P·V).
+//   1. K staging: stage[c·KS + d] = K[first + c][d] (f16), zero for c ≥ ncols; S = Q·Kᵀ.
+//   2. softmax on matrices, every row's running maximum M and sum L spread over Bc columns:
+//      the mask tile is loaded through a tensor layout; keys with a −∞ mask (by bits) and keys
+//      ≥ ncols become DEAD (weight exactly 0, no arithmetic on the infinity); M' = max(M,
+//      row max) by a row reduction, α = exp(M − M') (0 before the first live key), P =
+//      f16(exp(S − M')), L = L·α + row sum of P. (With a lane per key group reading S from
+//      shared memory, the prefill row took 863 µs on the H100, upstream 211.)
+//   3. O = O·α (α spread to D columns by a row reduction); V staging as in 1 (zero rows past
+//      ncols, so the NaN keys a cache holds beyond KV never meet a zero weight), issued before
+//      step 2; O += f16(P·V).
 // At the end O·(1/L) is stored through a tensor layout of N rows, which drops the rows past N;
 // a row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
 // path. With split-k the unnormalised O, L and M go to the scratch (§9.7).
 //
-// Shared memory: stage max(Bc·(D + 8), Br·QC, Br·(Bc + 8)) f16 + Ssh Br·(Bc + 8) ACC_TYPE + row
-// arrays (rows padded, see KS).
+// Shared memory: stage max(Bc·(D + 8), Br·QC) f16 + Br slopes.
 // Workgroup-scope cooperative matrices leave maxComputeSharedMemorySize minus
-// cooperativeMatrixWorkgroupScopeReservedSharedMemory (48 − 8 = 40 KiB on the H100), so:
-// - Q is staged in column chunks of QC: all of D when Br ≤ Bc, else 16 columns (Br = 64,
-//   Bc = 32). S = Q·Kᵀ is then a chain of D/QC coopMatMulAdd steps into one accumulator:
-//   still a D-term sum in ACC_TYPE in some order, as the error model assumes.
-// - P (f16) lives in stage: once S is in Ssh the staged keys are dead, and P is loaded into
-//   its matrix before V is staged over it.
-// With all of Q and a separate P the H100's layer rejected Br = 64, D = 256 (40.75 KiB with
-// f16 accumulators, 45.25 KiB f32) and Br = Bc = 64, D = 128 (41.25 KiB f32)
-// (VUID-RuntimeSpirv-maxComputeSharedMemorySize-10168). Now at most 36.25 KiB (Br = Bc = 64,
-// D = 128, f32; Br = 64, Bc = 32, D = 256: 27.75 KiB).
-//
+// cooperativeMatrixWorkgroupScopeReservedSharedMemory (48 − 8 = 40 KiB on the H100), so
+// Q is staged in column chunks of QC: all of D when Br ≤ Bc, else 16 columns (Br = 64,
+// Bc = 32). S = Q·Kᵀ is then a chain of D/QC coopMatMulAdd steps into one accumulator: still
+// a D-term sum in ACC_TYPE in some order, as the error model assumes.
+
 // Worked example (q4_1 K/V, D = 64, N = 1, H = 8, H_kv = 2, KV = 40): GQA mode with ratio 4
 // (N = 4 ≤ 32: small rows, Br = Bc = 32, 256 invocations), dispatch (1, 2, 1). Workgroup
 // (0, 1, 0) has heads 4..7 as rows 0..3 (rows 4..31 zero), K/V head 1; tile 0 holds keys
@@ -66,46 +62,91 @@
 // Q columns per staged chunk (see "Shared memory" above).
 const uint QC = Br > Bc ? 16 : D;
 const uint Q_CHUNKS = D / QC;
-// Staged rows are padded against bank conflicts (a row stride that is a multiple of 128 bytes
-// puts a matrix load's rows, and the softmax lanes' rows, in the same banks): K and V rows by
-// 8 halves, P and S rows by 8 elements.
+// Staged K and V rows are padded by 8 halves against bank conflicts (a row stride that is a
+// multiple of 128 bytes puts a matrix load's rows in the same banks).
 const uint KS = D + 8;
-const uint PS = Bc + 8;
-const uint STAGE_KQ = Bc * KS > Br * QC ? Bc * KS : Br * QC;
-const uint STAGE_SIZE = STAGE_KQ > Br * PS ? STAGE_KQ : Br * PS;
+const uint STAGE_SIZE = Bc * KS > Br * QC ? Bc * KS : Br * QC;
 
-// The softmax step gives each row LANES consecutive invocations (8 with Br = 32 and 256
-// invocations), KEYS_PER_LANE consecutive keys each, and combines the lanes' maxima and sums by
-// shuffles: LANES divides the subgroup (32 on NVIDIA, the only cm2 devices). One invocation
-// per row, reading the mask serially, took most of a decode tile's time; with the keys
-// interleaved (lane, lane + LANES, ...) and a 2-byte load per mask element, the prefill row
-// (N = 512, KV 4096, D 128) took 1,198 µs on the H100, with a lane's keys consecutive and
-// read 4 to a load 863 µs.
-const uint LANES = WorkGroupSize / Br;
-const uint KEYS_PER_LANE = Bc / LANES;
+shared float16_t stage[STAGE_SIZE];   // Q chunks, then K, then V
+shared float row_slope[Br];           // ALiBi slope of each row (read when max_bias > 0)
 
-shared float16_t stage[STAGE_SIZE];   // Q chunks, K, then P (row-major Br x Bc), then V
-shared ACC_TYPE Ssh[Br * PS];
-shared ACC_TYPE row_max[Br];
-shared ACC_TYPE row_sum[Br];
-shared ACC_TYPE row_alpha[Br];
-shared ACC_TYPE row_inv[Br];
-shared bool row_seen[Br];
+// A key that takes no part in a row: past the tile's keys, or masked by −∞ (tested on the
+// bits). −∞ itself, so that it never wins a maximum; every function below tests for it before
+// any arithmetic, as the scalar path does (Vulkan leaves arithmetic on infinities undefined).
+#define DEAD ACC_TYPE(uintBitsToFloat(0xFF800000u))
+bool is_dead(const in ACC_TYPE x) { return floatBitsToUint(float(x)) == 0xFF800000u; }
 
-ACC_TYPE times_alpha(const in uint32_t r, const in uint32_t c, const in ACC_TYPE e)
+ACC_TYPE max_of(const in ACC_TYPE a, const in ACC_TYPE b) { return max(a, b); }
+ACC_TYPE sum_of(const in ACC_TYPE a, const in ACC_TYPE b) { return a + b; }
+// Row reductions that only spread a row's (equal) values to a matrix of another width.
+ACC_TYPE first_of(const in ACC_TYPE a, const in ACC_TYPE b) { return a; }
+
+ACC_TYPE softcapped(const in ACC_TYPE s)
 {
-    return e * row_alpha[r];
+    return p.logit_softcap != 0.0 ? ACC_TYPE(p.logit_softcap * tanh(float(s))) : s;
 }
 
-ACC_TYPE times_inverse(const in uint32_t r, const in uint32_t c, const in ACC_TYPE e)
+// The logit of key c of row r (c counted from the tile's first key; ncols keys in the tile).
+ACC_TYPE logit(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s, const in uint ncols)
 {
-    return e * row_inv[r];
+    return c < ncols ? softcapped(s) : DEAD;
+}
+
+// The same with the mask: softcap, then + slope·mask; a −∞ mask kills the key.
+ACC_TYPE masked_logit(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s,
+                      const in ACC_TYPE m, const in uint ncols)
+{
+    if (c >= ncols || is_dead(m)) {
+        return DEAD;
+    }
+    const ACC_TYPE slope = p.max_bias > 0.0 ? ACC_TYPE(row_slope[r]) : ACC_TYPE(1.0);
+    return softcapped(s) + slope * m;
+}
+
+ACC_TYPE max_pair(const in uint32_t r, const in uint32_t c, const in ACC_TYPE a, const in ACC_TYPE b)
+{
+    return max(a, b);
+}
+
+// exp(M_old − M_new), or 0 while no key of the row has been live (nothing accumulated yet).
+ACC_TYPE rescale(const in uint32_t r, const in uint32_t c, const in ACC_TYPE m_old, const in ACC_TYPE m_new)
+{
+    return is_dead(m_old) ? ACC_TYPE(0.0) : exp(m_old - m_new);
+}
+
+// A key's weight f16(exp(s − M)), 0 for a dead key (L adds the rounded weights).
+ACC_TYPE weight(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s, const in ACC_TYPE m)
+{
+    return is_dead(s) ? ACC_TYPE(0.0) : ACC_TYPE(float16_t(exp(s - m)));
+}
+
+// O·(1/L) (in ACC_TYPE, 1/L first), 0 for a row with L = 0 (made NaN below).
+ACC_TYPE normalized(const in uint32_t r, const in uint32_t c, const in ACC_TYPE o, const in ACC_TYPE l)
+{
+    return l == ACC_TYPE(0.0) ? ACC_TYPE(0.0) : o * (ACC_TYPE(1.0) / l);
 }
 
 // A fully masked row (L = 0) is NaN.
-float nan_if_empty(const in uint32_t r, const in uint32_t c, const in float e)
+float nan_if_empty(const in uint32_t r, const in uint32_t c, const in float o, const in float l)
 {
-    return row_sum[r] == ACC_TYPE(0.0) ? ROW_NAN : e;
+    return l == 0.0 ? ROW_NAN : o;
+}
+
+// Split-k: the rows' L and M go to the scratch from column 0 of the row-spread matrices.
+ACC_TYPE put_l(const in uint32_t r, const in uint32_t c, const in ACC_TYPE l)
+{
+    if (c == 0 && row_valid(r)) {
+        data_o[split_l_offset(r)] = float(l);
+    }
+    return l;
+}
+
+ACC_TYPE put_m(const in uint32_t r, const in uint32_t c, const in ACC_TYPE m)
+{
+    if (c == 0 && row_valid(r)) {
+        data_o[split_m_offset(r)] = is_dead(m) ? NEG_HALF_MAX : float(m);
+    }
+    return m;
 }
 
 // Staging keys first .. first + ncols − 1 of K (or V) as f16 rows of D, zero past ncols, in
@@ -158,13 +199,8 @@ void main()
     const uint tid = gl_LocalInvocationID.x;
 
     if (tid < Br) {
-        row_max[tid] = ACC_TYPE(0.0);
-        row_sum[tid] = ACC_TYPE(0.0);
-        row_alpha[tid] = ACC_TYPE(1.0);
-        row_seen[tid] = false;
+        row_slope[tid] = alibi_slope(row_head(tid));
     }
-    // ALiBi slope of the row this invocation's softmax lanes serve.
-    const float slope = alibi_slope(row_head(tid / LANES));
     // Q: f16(q)·f16(scale) in f16 (rows past N are zero and never stored), QC columns at a
     // time through stage.
     const float16_t scale16 = float16_t(p.scale);
@@ -183,6 +219,20 @@ void main()
         coopMatLoad(Qm[qc], stage, 0, QC, gl_CooperativeMatrixLayoutRowMajor);
         barrier();
     }
+    // The mask as a tensor of N rows (GQA: one row, which every head reads) by KV keys; reads
+    // past its edge repeat the edge (those rows are never stored, those keys are dead).
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeClampToEdgeNV> tM =
+        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeClampToEdgeNV);
+    tM = setTensorLayoutDimensionNV(tM, p.gqa_ratio > 1 ? 1 : p.N, p.KV);
+    tM = setTensorLayoutStrideNV(tM, m_stride, 1);
+    const uint m_row0 = p.gqa_ratio > 1 ? 0 : row_tile * Br;
+
+    // Running state, every row's value spread over its Bc columns: maximum M (DEAD before the
+    // row's first live key) and sum L.
+    coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> M =
+        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(DEAD);
+    coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> L =
+        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(0.0);
     coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> O =
         coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(0.0);
     barrier();
@@ -203,105 +253,39 @@ void main()
             coopMatLoad(Kt, stage, qc * QC, KS, gl_CooperativeMatrixLayoutColumnMajor);
             S = coopMatMulAdd(Qm[qc], Kt, S);
         }
-        coopMatStore(S, Ssh, 0, PS, gl_CooperativeMatrixLayoutRowMajor);
-        fetch_keys_any(true, first, ncols, kv);   // V, stored in step 3
-        barrier();
-
-        // 2. Softmax update in ACC_TYPE, LANES invocations per row (see LANES).
-        {
-            const uint r = tid / LANES;
-            const uint lane = tid % LANES;
-            const bool masked = p.mask != 0 && row_valid(r);
-            const uint mask_row = (row_tile * Br + r) * m_stride + first;
-            // This row's state, read before any lane of it writes it back below.
-            const bool seen = row_seen[r];
-            const ACC_TYPE m_old = row_max[r];
-            const ACC_TYPE l_old = row_sum[r];
-            ACC_TYPE s_of[KEYS_PER_LANE];
-            bool live_of[KEYS_PER_LANE];
-            bool any = false;
-            ACC_TYPE tile_max = ACC_TYPE(0.0);
-            // The lane's keys are consecutive; their mask halves come 4 to a load where rows
-            // and tiles start at multiples of 4 (uniform), else one at a time.
-            const bool m_vec = ((m_stride | first) & 3u) == 0u;
-            [[unroll]] for (uint j4 = 0; j4 < KEYS_PER_LANE; j4 += 4) {
-                const uint c0 = lane * KEYS_PER_LANE + j4;
-                uvec4 bits4 = uvec4(0u);
-                if (masked) {
-                    if (m_vec && c0 + 3 < ncols) {
-                        bits4 = uvec4(data_m4[(mask_row + c0) / 4]);
-                    } else {
-                        [[unroll]] for (uint e = 0; e < 4; ++e) {
-                            bits4[e] = uint(data_m_bits[mask_row + min(c0 + e, ncols - 1)]);
-                        }
-                    }
-                }
-                // (The test inside the loop, not in its condition: with `e < 4 && ...` there the
-                // H100's compiler kept the loop and put s_of and live_of in local memory, and
-                // the prefill row took 1,279 µs instead of 863.)
-                [[unroll]] for (uint e = 0; e < 4; ++e) {
-                    if (j4 + e < KEYS_PER_LANE) {
-                        const uint j = j4 + e;
-                        const uint c = c0 + e;
-                        bool live = c < ncols;
-                        if (live && masked) {
-                            live = bits4[e] != F16_NEG_INF_BITS;
-                        }
-                        ACC_TYPE s = Ssh[r * PS + c];
-                        if (live) {
-                            if (p.logit_softcap != 0.0) {
-                                s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
-                            }
-                            if (masked) {
-                                s = s + ACC_TYPE(slope) * ACC_TYPE(uint16BitsToFloat16(uint16_t(bits4[e])));
-                            }
-                            tile_max = any ? max(tile_max, s) : s;
-                            any = true;
-                        }
-                        s_of[j] = s;
-                        live_of[j] = live;
-                    }
-                }
-            }
-            [[unroll]] for (uint x = 1; x < LANES; x *= 2) {
-                const bool other_any = subgroupShuffleXor(any, x);
-                // (Shuffled as float, exactly: f16 shuffles would need another extension.)
-                const ACC_TYPE other_max = ACC_TYPE(subgroupShuffleXor(float(tile_max), x));
-                if (other_any) {
-                    tile_max = any ? max(tile_max, other_max) : other_max;
-                    any = true;
-                }
-            }
-            ACC_TYPE m_new = m_old;
-            if (any) {
-                m_new = seen ? max(m_old, tile_max) : tile_max;
-            }
-            // Nothing was accumulated before the first live key.
-            const ACC_TYPE alpha = seen ? exp(m_old - m_new) : ACC_TYPE(0.0);
-            ACC_TYPE sum = ACC_TYPE(0.0);
-            [[unroll]] for (uint j = 0; j < KEYS_PER_LANE; ++j) {
-                const float16_t pc = live_of[j] ? float16_t(exp(s_of[j] - m_new)) : float16_t(0.0);
-                stage[r * PS + lane * KEYS_PER_LANE + j] = pc;
-                sum += ACC_TYPE(pc);
-            }
-            [[unroll]] for (uint x = 1; x < LANES; x *= 2) {
-                sum += ACC_TYPE(subgroupShuffleXor(float(sum), x));
-            }
-            if (lane == 0) {
-                row_sum[r] = l_old * alpha + sum;
-                row_max[r] = m_new;
-                row_alpha[r] = alpha;
-                row_seen[r] = seen || any;
-            }
-        }
-        barrier();
-
-        // 3. O = O·α + P·V; P leaves stage before V is staged there.
-        coopMatPerElementNV(O, O, times_alpha);
-        coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseA> Pm;
-        coopMatLoad(Pm, stage, 0, PS, gl_CooperativeMatrixLayoutRowMajor);
+        // V is staged while the softmax below runs on matrices.
+        fetch_keys_any(true, first, ncols, kv);
         barrier();
         store_keys(ncols, kv);
+
+        // 2. Softmax update in ACC_TYPE: logits (DEAD for dead keys), M' = max(M, row max),
+        // α = exp(M − M'), P = f16(exp(S − M')), L = L·α + Σ P.
+        if (p.mask != 0) {
+            coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> mask;
+            coopMatLoadTensorNV(mask, data_m, 0, sliceTensorLayoutNV(tM, m_row0, Br, first, Bc));
+            coopMatPerElementNV(S, S, masked_logit,
+                                coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(mask),
+                                ncols);
+        } else {
+            coopMatPerElementNV(S, S, logit, ncols);
+        }
+        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> tile_max;
+        coopMatReduceNV(tile_max, S, gl_CooperativeMatrixReduceRowNV, max_of);
+        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> M_old = M;
+        coopMatPerElementNV(M, tile_max, max_pair, M_old);
+        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> alpha;
+        coopMatPerElementNV(alpha, M_old, rescale, M);
+        coopMatPerElementNV(S, S, weight, M);
+        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> tile_sum;
+        coopMatReduceNV(tile_sum, S, gl_CooperativeMatrixReduceRowNV, sum_of);
+        L = L * alpha + tile_sum;
+        coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseA> Pm =
+            coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseA>(S);
+
+        // 3. O = O·α + f16(P·V).
+        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> alpha_d;
+        coopMatReduceNV(alpha_d, alpha, gl_CooperativeMatrixReduceRowNV, first_of);
+        O = alpha_d * O;
         barrier();
         coopmat<float16_t, gl_ScopeWorkgroup, Bc, D, gl_MatrixUseB> Vm;
         coopMatLoad(Vm, stage, 0, KS, gl_CooperativeMatrixLayoutRowMajor);
@@ -309,7 +293,7 @@ void main()
             coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(0.0);
         PV = coopMatMulAdd(Pm, Vm, PV);
         O += coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(PV);
-        // The next tile overwrites stage and Ssh.
+        // The next tile overwrites stage.
         barrier();
     }
 
@@ -336,20 +320,16 @@ void main()
         coopmat<float, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> Of =
             coopmat<float, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(O);
         coopMatStoreTensorNV(Of, data_o, base, tO);
-        if (tid < Br && row_valid(tid)) {
-            data_o[split_l_offset(tid)] = float(row_sum[tid]);
-            data_o[split_m_offset(tid)] = row_seen[tid] ? float(row_max[tid]) : NEG_HALF_MAX;
-        }
+        coopMatPerElementNV(L, L, put_l);
+        coopMatPerElementNV(M, M, put_m);
     } else {
-        if (tid < Br) {
-            row_inv[tid] = row_sum[tid] == ACC_TYPE(0.0) ? ACC_TYPE(0.0)
-                                                         : ACC_TYPE(1.0) / row_sum[tid];
-        }
-        barrier();
-        coopMatPerElementNV(O, O, times_inverse);
+        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> L_d;
+        coopMatReduceNV(L_d, L, gl_CooperativeMatrixReduceRowNV, first_of);
+        coopMatPerElementNV(O, O, normalized, L_d);
         coopmat<float, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> Of =
             coopmat<float, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(O);
-        coopMatPerElementNV(Of, Of, nan_if_empty);
+        coopMatPerElementNV(Of, Of, nan_if_empty,
+                            coopmat<float, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(L_d));
         coopMatStoreTensorNV(Of, data_o, base, tO);
     }
 }
