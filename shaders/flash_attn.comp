@@ -8,7 +8,8 @@
 // D_split lanes. Each group is an independent flash-attention pass over its own keys (key c of
 // every Bc-key tile with c ≡ group mod COL_GROUPS), keeping its own running maximum M, sum L and
 // unnormalised output O in registers (lane l holds the elements 4l + 4·D_split·t .. +3 of each
-// row); nothing is shared between groups until the end, so the key loop has no barrier.
+// row); nothing is shared between groups until the end, so the key loop's only barrier is the
+// mask tile's (staged in shared memory by the whole workgroup, when there is a mask).
 // Per tile and group:
 //   1. scores: each of the group's keys is dotted with each row, lane l summing its
 //      D/D_split elements sequentially with fma, then the lanes' partial sums combined by a
@@ -27,7 +28,8 @@
 // of a group in one subgroup (D_split divides the subgroup size: both are powers of two).
 // Needs D/4 ≤ WorkGroupSize (the host's 128 and D ≤ 256).
 // Shared memory: 16·D (Q, then up to 16 groups' O in the combination) + 2·COL_GROUPS·Br (the
-// groups' M and L) + Br words: 18 KiB at most (D = 256, D_split = 4).
+// groups' M and L) + Br + 2·Bc·Br (the mask tile) words: 20 KiB at most (D = 256, D_split = 4,
+// the host's tiles: Br·Bc ≤ 256).
 //
 // Worked example (q4_0 K/V, D = 64, N = 3, H = 2, H_kv = 2, KV = 40, no mask, Br = 8,
 // Bc = 32, D_split = 8, WorkGroupSize = 128): dispatch (1, 2, 1). In workgroup (0, 1, 0) rows
@@ -58,6 +60,12 @@ shared float slope_of[Br];
 const uint GROUPS_PER_PASS = COL_GROUPS > 16 ? 16 : COL_GROUPS;
 shared float group_max[COL_GROUPS * Br];
 shared float group_sum[COL_GROUPS * Br];
+// The mask tile, staged by the whole workgroup (coalesced along keys) as f32, key-major (a lane
+// reads its key's Br rows side by side). Two buffers: tile j fills buffer j % 2, so one barrier a tile
+// suffices (a lane still reading buffer j % 2 of tile j has not passed tile j + 1's barrier, and
+// tile j + 2 is the next to fill it). Read per lane straight from memory (two 2-byte loads per
+// key and row, bits and value), the mask took more than half of the H100's prefill row.
+shared float mask_tile[2][Bc * Br];
 
 // The key loop: steps 1 and 2 for every tile of this workgroup's keys. `vectors` is a constant
 // at both calls (main), so each call becomes its own copy whose K and V loads of a tile sit in
@@ -67,8 +75,19 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
               inout float M[Br], inout float L[Br], inout vec4 O[Br][T4])
 {
     const bool masked = p.mask != 0;
-    for (uint first = kv_begin; first < kv_end; first += Bc) {
+    uint buf = 0;
+    for (uint first = kv_begin; first < kv_end; first += Bc, buf ^= 1) {
         const uint ncols = min(Bc, kv_end - first);
+        if (masked) {
+            // Keys past the tile re-read its last key, rows past N row N − 1 (both in bounds;
+            // neither is live).
+            for (uint e = gl_LocalInvocationID.x; e < Br * Bc; e += WorkGroupSize) {
+                const uint r = e / Bc, c = e % Bc;
+                const uint at = (row_tile * Br + min(r, rows - 1)) * m_stride + first + min(c, ncols - 1);
+                mask_tile[buf][c * Br + r] = float(data_m[at]);
+            }
+            barrier();
+        }
 
         // 1. Scores of this group's keys. The tile body has no branch around a load: a slot
         //    past the tile re-reads the tile's last key (in bounds) and is marked not live, and
@@ -113,10 +132,9 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
                     s = p.logit_softcap * tanh(s);
                 }
                 if (masked) {
-                    // Rows past N read row N − 1's entry (in bounds), and are not live anyway.
-                    const uint mask_at = (row_tile * Br + min(r, rows - 1)) * m_stride + key;
-                    is_live = is_live && uint(data_m_bits[mask_at]) != F16_NEG_INF_BITS;
-                    s += slope_of[r] * float(data_m[mask_at]);
+                    const float m = mask_tile[buf][min(c, Bc - 1) * Br + r];
+                    is_live = is_live && floatBitsToUint(m) != F32_NEG_INF_BITS;
+                    s += slope_of[r] * m;
                 }
                 tile_max[r] = is_live ? max(tile_max[r], s) : tile_max[r];
                 S[i][r] = s;

@@ -152,6 +152,8 @@ layout(binding = 4) writeonly buffer O { float data_o[]; };
 #define ROW_NAN uintBitsToFloat(0x7FC00000u)
 // −∞ in f16: a masked key. Tested on the bits, for the same reason.
 #define F16_NEG_INF_BITS 0xFC00u
+// The same −∞ converted to f32 (exact), for a mask staged as f32.
+#define F32_NEG_INF_BITS 0xFF800000u
 
 // ---- K/V loads: 4 consecutive elements d..d+3 (d a multiple of 4) of key `key` ----
 

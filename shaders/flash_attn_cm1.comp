@@ -86,8 +86,8 @@ const uint K_SLOTS = (K_VECS + WorkGroupSize - 1) / WorkGroupSize;
 // once per workgroup and early (before S), and its O is all Br rows at its 4 elements; the
 // groups' partial sums are added at the end (subgroupShuffleXor). Where D/4 divides
 // WorkGroupSize in 4 to 16 groups (V registers; one subgroup; Bc, a multiple of 16, splits
-// evenly; at most WorkGroupSize/D_split groups for the host's D_split ≤ 8, the error model's
-// bound on partial sums per element): D = 32, 64, 128 at the host's sizes. Else step 4 reads
+// evenly, into multiples of 4 keys as P is read 4 weights a load; at most WorkGroupSize/D_split
+// groups for the host's D_split ≤ 8, the error model's bound on partial sums per element): D = 32, 64, 128 at the host's sizes. Else step 4 reads
 // V in chunks of V_CHUNK keys, every lane all keys.
 // (KEY_GROUPS rounds up, so it is at least 1. The H100's pipeline compiler crashed (SIGSEGV)
 // on `SAME_D && Bc % KEY_GROUPS == 0` and on `SAME_D && KEY_GROUPS <= WorkGroupSize /
@@ -113,7 +113,10 @@ const uint SS = Bc + 8 * (256 / (D + 128));
 shared float16_t Qsh[Br * QS];
 shared f16vec4 Ksh[Bc * KS4];
 shared ACC_TYPE Ssh[Br * SS];
-shared float16_t Psh[Br * SS];
+// P, row-major with stride SS (a multiple of 4): vectors, so the grouped step 4 reads four
+// consecutive keys' weights in one load.
+shared f16vec4 Psh4[Br * SS / 4];
+float16_t psh(uint at) { return Psh4[at / 4][at % 4]; }
 shared float row_max[Br];
 shared float row_sum[Br];
 shared float row_alpha[Br];
@@ -171,6 +174,35 @@ void load_v_chunk(const bool vectors, uint first, uint c0, uint ncols, uint d0,
     [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
         vv[j] = load_v4_as(vectors, v_base, first + min(c0 + j, ncols - 1), d0);
     }
+}
+
+// No component is ±∞ or NaN (tested on the bits: f16 V widens exactly).
+bool finite4(vec4 v)
+{
+    return all(notEqual(floatBitsToUint(v) & 0x7F800000u, uvec4(0x7F800000u)));
+}
+
+// The grouped step 4 of row r: O·α + Σ P·V over the lane's keys, in key order. `guard` (a
+// constant at each call) skips zero weights, so that 0·∞ is never added. f16 V: P·V is exact in
+// f32, so fma in ACC_TYPE rounds as the product rounded to ACC_TYPE and then added (or once, if
+// fused); block V (d·q in f32) is multiplied in f32 first.
+ACC_TYPEV4 pv_grouped(const bool guard, uint r, uint vg, const in V_REG vv[KEYS_PER_GROUP],
+                      ACC_TYPEV4 o)
+{
+    o *= ACC_TYPE(row_alpha[r]);
+    [[unroll]] for (uint m4 = 0; m4 < KEYS_PER_GROUP / 4; ++m4) {
+        const f16vec4 p4 = Psh4[(r * SS + vg * KEYS_PER_GROUP) / 4 + m4];
+        [[unroll]] for (uint k = 0; k < 4; ++k) {
+            const uint m = 4 * m4 + k;
+#if QUANT_K > 1
+            const ACC_TYPEV4 t = o + ACC_TYPEV4(float(p4[k]) * vv[m]);
+#else
+            const ACC_TYPEV4 t = fma(ACC_TYPEV4(p4[k]), ACC_TYPEV4(vv[m]), o);
+#endif
+            o = (!guard || p4[k] != float16_t(0.0)) ? t : o;
+        }
+    }
+    return o;
 }
 
 // Row r's elements d .. d + 3 of the result (normalised by the row's L), or of split-k's
@@ -326,7 +358,8 @@ void main()
                 if (live[m]) {
                     pc = float16_t(exp(float(sv[m]) - m_new));
                 }
-                Psh[r * SS + slane + m * ROW_LANES] = pc;
+                const uint at = r * SS + slane + m * ROW_LANES;
+                Psh4[at / 4][at % 4] = pc;
                 sum += float(pc);
             }
             [[unroll]] for (uint w = ROW_LANES / 2; w > 0; w /= 2) {
@@ -341,19 +374,28 @@ void main()
         barrier();
 
         // 4. O = O·α + Σ_c P_c·V_c, keys outer within a lane; the sums run in key order, and
-        //    P = 0 (keys past ncols, masked keys) adds nothing (a select, so 0·∞ is never
-        //    added). The next tile's step 1 writes only Ksh, and its barrier orders its step
+        //    P = 0 (keys past ncols, masked keys) adds nothing (0·∞ is never added: a select,
+        //    in the grouped step only where the lane's V is not all finite). The next tile's step 1 writes only Ksh, and its barrier orders its step
         //    3 (Psh, row_alpha) after this.
         if (GROUPED) {
+            // A zero weight times a finite V adds exactly 0, so the select is needed only
+            // where one of the lane's V is not finite (it cost the H100's prefill row 38%).
+            bool v_finite = true;
+            [[unroll]] for (uint m = 0; m < KEYS_PER_GROUP; ++m) {
+                v_finite = v_finite && finite4(vec4(vv[m]));
+            }
             // Valid rows only (uniform: in decode most rows are padding).
-            [[unroll]] for (uint r = 0; r < Br; ++r) {
-                if (row_valid(r)) {
-                    ACC_TYPEV4 o = Of[r] * ACC_TYPE(row_alpha[r]);
-                    [[unroll]] for (uint m = 0; m < KEYS_PER_GROUP; ++m) {
-                        const float16_t pc = Psh[r * SS + vg * KEYS_PER_GROUP + m];
-                        o = pc != float16_t(0.0) ? o + ACC_TYPEV4(float(pc) * vec4(vv[m])) : o;
+            if (v_finite) {
+                [[unroll]] for (uint r = 0; r < Br; ++r) {
+                    if (row_valid(r)) {
+                        Of[r] = pv_grouped(false, r, vg, vv, Of[r]);
                     }
-                    Of[r] = o;
+                }
+            } else {
+                [[unroll]] for (uint r = 0; r < Br; ++r) {
+                    if (row_valid(r)) {
+                        Of[r] = pv_grouped(true, r, vg, vv, Of[r]);
+                    }
                 }
             }
             continue;
@@ -379,7 +421,7 @@ void main()
                 [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
                     [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
                         const uint o = tid + i * WorkGroupSize;
-                        const float16_t pc = o < Br * D / 4 ? Psh[(o / (D / 4)) * SS + c0 + j]
+                        const float16_t pc = o < Br * D / 4 ? psh((o / (D / 4)) * SS + c0 + j)
                                                             : float16_t(0.0);
                         Of[i] = pc != float16_t(0.0) ? Of[i] + ACC_TYPEV4(float(pc) * vc[j]) : Of[i];
                     }
@@ -392,7 +434,7 @@ void main()
                     if (o >= Br * D / 4) {
                         break;
                     }
-                    const float16_t pc = Psh[(o / (D / 4)) * SS + c];
+                    const float16_t pc = psh((o / (D / 4)) * SS + c);
                     if (pc != float16_t(0.0)) {
                         Of[i] += ACC_TYPEV4(float(pc) * load_v4(v_base, first + c, (o % (D / 4)) * 4));
                     }

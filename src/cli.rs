@@ -137,7 +137,8 @@ pub enum Command {
         /// Only these kernels (repeatable), e.g. -o wkv7.
         #[arg(short = 'o', long = "op")]
         ops: Vec<String>,
-        /// Only variants whose name contains this (or one of these, comma-separated), e.g. q4_0.
+        /// Only variants whose name contains this (or one of these, comma-separated; a part
+        /// ending in `$` must end the name), e.g. q4_0.
         #[arg(long)]
         variant: Option<String>,
         /// Output folder: reproducers (repro/), report.jsonl (written as results arrive) and
@@ -204,7 +205,8 @@ pub enum Command {
         /// Only these kernels (repeatable).
         #[arg(short = 'o', long = "op")]
         ops: Vec<String>,
-        /// Only variants whose name contains this (or one of these, comma-separated).
+        /// Only variants whose name contains this (or one of these, comma-separated; a part
+        /// ending in `$` must end the name).
         #[arg(long)]
         variant: Option<String>,
         /// Only rows whose shape label contains this (e.g. "N=1 " for the decode rows; one

@@ -195,7 +195,14 @@ pub fn select(
 /// Whether a variant name passes a `--variant` filter: it contains the filter, or one of its
 /// comma-separated parts (no filter: every name).
 pub fn name_matches(filter: Option<&str>, name: &str) -> bool {
-    filter.is_none_or(|f| f.split(',').any(|f| name.contains(f)))
+    // A part ending in `$` must end the name: `f32_f16_f16$` picks the scalar flash-attention
+    // variant and not its `_cm1` / `_cm2` siblings.
+    filter.is_none_or(|f| {
+        f.split(',').any(|f| match f.strip_suffix('$') {
+            Some(end) => name.ends_with(end),
+            None => name.contains(f),
+        })
+    })
 }
 
 #[cfg(test)]
@@ -207,5 +214,10 @@ mod tests {
         assert!(name_matches(None, "matmul_q8_0_f32"));
         assert!(name_matches(Some("q4_0,q8_0"), "matmul_q8_0_f32"));
         assert!(!name_matches(Some("q4_0,q4_1"), "matmul_q8_0_f32"));
+        assert!(name_matches(Some("f16_f16$"), "flash_attn_f32_f16_f16"));
+        assert!(!name_matches(
+            Some("f16_f16$"),
+            "flash_attn_f32_f16_f16_cm1"
+        ));
     }
 }
