@@ -61,11 +61,39 @@ const uint GROUPS_PER_PASS = COL_GROUPS > 16 ? 16 : COL_GROUPS;
 shared float group_max[COL_GROUPS * Br];
 shared float group_sum[COL_GROUPS * Br];
 // The mask tile, staged by the whole workgroup (coalesced along keys) as f32, key-major (a lane
-// reads its key's Br rows side by side). Two buffers: tile j fills buffer j % 2, so one barrier a tile
-// suffices (a lane still reading buffer j % 2 of tile j has not passed tile j + 1's barrier, and
-// tile j + 2 is the next to fill it). Read per lane straight from memory (two 2-byte loads per
-// key and row, bits and value), the mask took more than half of the H100's prefill row.
+// reads its key's Br rows side by side). Read per lane straight from memory (two 2-byte loads
+// per key and row, bits and value), the mask took more than half of the H100's prefill row.
+// Two buffers, one barrier a tile: tile j + 1's mask is fetched into registers as tile j starts
+// and written to buffer (j + 1) % 2 as it ends, when every lane has passed tile j's barrier and
+// so has done with tile j − 1's buffer; tile j + 1's barrier then orders the writes before the
+// reads.
 shared float mask_tile[2][Bc * Br];
+const uint MASK_SLOTS = (Br * Bc + WorkGroupSize - 1) / WorkGroupSize;
+
+// This invocation's entries of the mask tile at `first` (as f16 bits): keys past the tile
+// re-read its last key, rows past N row N − 1 (both in bounds; neither is live).
+void fetch_mask(uint first, uint ncols, uint rows, out uint bits[MASK_SLOTS])
+{
+    [[unroll]] for (uint i = 0; i < MASK_SLOTS; ++i) {
+        const uint e = min(gl_LocalInvocationID.x + i * WorkGroupSize, Br * Bc - 1);
+        const uint r = e / Bc, c = e % Bc;
+        bits[i] = uint(data_m_bits[(row_tile * Br + min(r, rows - 1)) * m_stride + first +
+                                   min(c, ncols - 1)]);
+    }
+}
+
+// −∞ by its bits (no arithmetic on an infinity); other values widen exactly.
+void store_mask(uint buf, const uint bits[MASK_SLOTS])
+{
+    [[unroll]] for (uint i = 0; i < MASK_SLOTS; ++i) {
+        const uint e = gl_LocalInvocationID.x + i * WorkGroupSize;
+        if (e < Br * Bc) {
+            mask_tile[buf][(e % Bc) * Br + e / Bc] = bits[i] == F16_NEG_INF_BITS
+                                                        ? uintBitsToFloat(F32_NEG_INF_BITS)
+                                                        : unpackHalf2x16(bits[i]).x;
+        }
+    }
+}
 
 // The key loop: steps 1 and 2 for every tile of this workgroup's keys. `vectors` is a constant
 // at both calls (main), so each call becomes its own copy whose K and V loads of a tile sit in
@@ -76,20 +104,19 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
 {
     const bool masked = p.mask != 0;
     uint buf = 0;
+    uint next_mask[MASK_SLOTS];
+    if (masked && kv_begin < kv_end) {
+        fetch_mask(kv_begin, min(Bc, kv_end - kv_begin), rows, next_mask);
+        store_mask(0, next_mask);
+    }
     for (uint first = kv_begin; first < kv_end; first += Bc, buf ^= 1) {
         const uint ncols = min(Bc, kv_end - first);
+        const bool more = first + Bc < kv_end;
         if (masked) {
-            // Keys past the tile re-read its last key, rows past N row N − 1 (both in bounds;
-            // neither is live).
-            for (uint e = gl_LocalInvocationID.x; e < Br * Bc; e += WorkGroupSize) {
-                const uint r = e / Bc, c = e % Bc;
-                const uint at = (row_tile * Br + min(r, rows - 1)) * m_stride + first + min(c, ncols - 1);
-                // −∞ by its bits: no arithmetic on an infinity.
-                mask_tile[buf][c * Br + r] = uint(data_m_bits[at]) == F16_NEG_INF_BITS
-                                                 ? uintBitsToFloat(F32_NEG_INF_BITS)
-                                                 : float(data_m[at]);
-            }
             barrier();
+            if (more) {
+                fetch_mask(first + Bc, min(Bc, kv_end - first - Bc), rows, next_mask);
+            }
         }
 
         // 1. Scores of this group's keys. The tile body has no branch around a load: a slot
@@ -181,6 +208,9 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
                     O[r][t] = S[i][r] != 0.0 ? fma(vec4(S[i][r]), v, O[r][t]) : O[r][t];
                 }
             }
+        }
+        if (masked && more) {
+            store_mask(buf ^ 1, next_mask);
         }
     }
 }
