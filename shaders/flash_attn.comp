@@ -130,9 +130,7 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
             tile_max[r] = NEG_HALF_MAX;
         }
         [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
-            const uint c = group + i * COL_GROUPS;
-            const bool in_tile = c < ncols;
-            const uint key = first + min(c, ncols - 1);
+            const uint key = first + min(group + i * COL_GROUPS, ncols - 1);
             float acc[Br];
             [[unroll]] for (uint r = 0; r < Br; ++r) {
                 acc[r] = 0.0;

@@ -42,7 +42,7 @@
 // A row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
 // path; with split-k the reduce handles it.
 //
-// Shared memory (D = 256, f32 accumulators): Qsh 8.25 KiB + Ksh 33 KiB + Ssh 4 KiB + Psh 2 KiB
+// Shared memory (D = 256, f32 accumulators): Qsh 8.25 KiB + Ksh 33 KiB + Ssh 4 KiB + Psh4 2 KiB
 // + 3 row arrays: 47.4 KiB.
 //
 // Worked example (f16 K/V, D = 80, N = 20, KV = 70, H = 1): dispatch (2, 1, 1); workgroup 1
@@ -87,8 +87,9 @@ const uint K_SLOTS = (K_VECS + WorkGroupSize - 1) / WorkGroupSize;
 // groups' partial sums are added at the end (subgroupShuffleXor). Where D/4 divides
 // WorkGroupSize in 4 to 16 groups (V registers; one subgroup; Bc, a multiple of 16, splits
 // evenly, into multiples of 4 keys as P is read 4 weights a load; at most WorkGroupSize/D_split
-// groups for the host's D_split ≤ 8, the error model's bound on partial sums per element): D = 32, 64, 128 at the host's sizes. Else step 4 reads
-// V in chunks of V_CHUNK keys, every lane all keys.
+// groups for the host's D_split ≤ 8, the error model's bound on partial sums per element):
+// D = 32, 64, 128 at the host's sizes. Else step 4 reads V in chunks of V_CHUNK keys, every
+// lane all keys.
 // (KEY_GROUPS rounds up, so it is at least 1. The H100's pipeline compiler crashed (SIGSEGV)
 // on `SAME_D && Bc % KEY_GROUPS == 0` and on `SAME_D && KEY_GROUPS <= WorkGroupSize /
 // D_split` as specialization-constant expressions, hence the plain bounds.)
@@ -375,8 +376,9 @@ void main()
 
         // 4. O = O·α + Σ_c P_c·V_c, keys outer within a lane; the sums run in key order, and
         //    P = 0 (keys past ncols, masked keys) adds nothing (0·∞ is never added: a select,
-        //    in the grouped step only where the lane's V is not all finite). The next tile's step 1 writes only Ksh, and its barrier orders its step
-        //    3 (Psh, row_alpha) after this.
+        //    in the grouped step only where the lane's V is not all finite). The next tile's
+        //    step 1 writes only Ksh, and its barrier orders its step 3 (Psh4, row_alpha) after
+        //    this.
         if (GROUPED) {
             // A zero weight times a finite V adds exactly 0, so the select is needed only
             // where one of the lane's V is not finite (it cost the H100's prefill row 38%).
