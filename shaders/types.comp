@@ -306,8 +306,9 @@ const float kvalues_iq4nl[16] = float[16](
 #endif
 
 // ---- Lattice tables in shared memory (interface notes 2.6) ----
-// For a lattice i-quant A, the table's constant copy (generated from iq_grids.json and served
-// by the compiler as iq_grids.comp) is copied into `shared` memory by init_iq_shmem, which
+// For a lattice i-quant A, the table is copied into `shared` memory by init_iq_shmem through
+// its fill function (generated from iq_grids.json and served by the compiler as iq_grids.comp,
+// which says why it is straight-line code with the entries written out), which
 // every kernel calls at the top of main when NEEDS_INIT_IQ_SHMEM is defined: the whole
 // workgroup must reach it (uniform control flow) and it ends with a barrier. Shared sizes are
 // upstream's (the host's shared-memory checks count them): iq1s 4096 bytes (2048 16-bit rows
@@ -315,65 +316,46 @@ const float kvalues_iq4nl[16] = float[16](
 
 #if defined(DATA_A_IQ1_S) || defined(DATA_A_IQ1_M)
 #define IQ_GRID iq1s_grid
-#define IQ_GRID_CONST iq1s_grid_const
+#define IQ_GRID_FILL iq1s_grid_fill
 #define IQ_GRID_TYPE uint
 #define IQ_GRID_LEN 1024
 #elif defined(DATA_A_IQ2_XXS)
 #define IQ_GRID iq2xxs_grid
-#define IQ_GRID_CONST iq2xxs_grid_const
+#define IQ_GRID_FILL iq2xxs_grid_fill
 #define IQ_GRID_TYPE uvec2
 #define IQ_GRID_LEN 256
 #elif defined(DATA_A_IQ2_XS)
 #define IQ_GRID iq2xs_grid
-#define IQ_GRID_CONST iq2xs_grid_const
+#define IQ_GRID_FILL iq2xs_grid_fill
 #define IQ_GRID_TYPE uvec2
 #define IQ_GRID_LEN 512
 #elif defined(DATA_A_IQ2_S)
 #define IQ_GRID iq2s_grid
-#define IQ_GRID_CONST iq2s_grid_const
+#define IQ_GRID_FILL iq2s_grid_fill
 #define IQ_GRID_TYPE uvec2
 #define IQ_GRID_LEN 1024
 #elif defined(DATA_A_IQ3_XXS)
 #define IQ_GRID iq3xxs_grid
-#define IQ_GRID_CONST iq3xxs_grid_const
+#define IQ_GRID_FILL iq3xxs_grid_fill
 #define IQ_GRID_TYPE uint
 #define IQ_GRID_LEN 256
 #elif defined(DATA_A_IQ3_S)
 #define IQ_GRID iq3s_grid
-#define IQ_GRID_CONST iq3s_grid_const
+#define IQ_GRID_FILL iq3s_grid_fill
 #define IQ_GRID_TYPE uint
 #define IQ_GRID_LEN 512
 #endif
 
 #ifdef IQ_GRID
-#include "iq_grids.comp"
 #define DATA_A_IQ_LATTICE 1
 #define NEEDS_INIT_IQ_SHMEM 1
 shared IQ_GRID_TYPE IQ_GRID[IQ_GRID_LEN];
+#include "iq_grids.comp"
 
 void init_iq_shmem(uvec3 wgsize)
 {
-    const uint n = wgsize.x * wgsize.y * wgsize.z;
-    const uint t = gl_LocalInvocationIndex;
-    // Invocation t copies entries t, t + n, ... Unrolled, so every read of the constant array
-    // has a constant index: a dynamically indexed constant array can become a selection
-    // ladder per read in the driver's compiler (lavapipe took minutes to build such a
-    // pipeline). Each invocation picks its entry of a round of n with a select and stores it
-    // once at the round's end: one store per round rather than a conditional store per entry,
-    // which lavapipe's LLVM took about 7 s of CPU per pipeline to compile (0.4 s this way).
-    IQ_GRID_TYPE v = IQ_GRID_TYPE(0);
-    [[unroll]] for (uint i = 0; i < IQ_GRID_LEN; ++i) {
-        if (i % n == t) {
-            v = IQ_GRID_CONST[i];
-        }
-        if (i % n == n - 1) {
-            IQ_GRID[i - i % n + t] = v;
-        }
-    }
-    // A short last round (n does not divide the length): its first IQ_GRID_LEN % n invocations.
-    if (t < IQ_GRID_LEN % n) {
-        IQ_GRID[IQ_GRID_LEN - IQ_GRID_LEN % n + t] = v;
-    }
+    // Invocation t stores entries t, t + n, ... (one store per round of n entries).
+    IQ_GRID_FILL(wgsize.x * wgsize.y * wgsize.z, gl_LocalInvocationIndex);
     barrier();
 }
 #endif

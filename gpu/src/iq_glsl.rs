@@ -3,12 +3,22 @@
 //! file [`IQ_GRIDS_INCLUDE`] to any tree that does not have a file of that name (our
 //! `types.comp` includes it; upstream trees carry their own tables and never ask for it).
 //!
-//! Layout (interface notes 2.6): one `const` array per table, `<table>_const`, guarded by the
-//! `DATA_A_<T>` defines that use it; `types.comp` copies it into shared memory
-//! (`init_iq_shmem`). The iq2/iq3 grids keep ggml's bytes (u64 rows as `uvec2(low, high)`);
-//! `iq1s_grid` is packed to 2 bits per element in two's complement (01 = +1, 00 = 0,
-//! 11 = −1), element j in bits 2j..2j+1 of its 16-bit row, rows 2i and 2i + 1 in the low and
-//! high half of word i.
+//! Layout: for each table, guarded by the `DATA_A_<T>` defines that use it, a function
+//! `<table>_fill(n, t)` that invocation `t` of a workgroup of `n` runs to copy its share of the
+//! table into the shared array `<table>` (which the includer declares first; `types.comp`'s
+//! `init_iq_shmem` calls it and ends with the barrier). The iq2/iq3 grids keep ggml's bytes
+//! (u64 rows as `uvec2(low, high)`); `iq1s_grid` is packed to 2 bits per element in two's
+//! complement (01 = +1, 00 = 0, 11 = −1), element j in bits 2j..2j+1 of its 16-bit row, rows
+//! 2i and 2i + 1 in the low and high half of word i.
+//!
+//! Why straight-line code with literal entries and no `const` array: every read of the table
+//! must have a constant index (a dynamically indexed constant array becomes a selection ladder
+//! per read in lavapipe's compiler: minutes per pipeline, and cases several times slower), so
+//! each invocation walks every entry, keeps the one of each round of `n` that is its own with a
+//! select and stores it once at the round's end (a conditional store per entry cost lavapipe's
+//! LLVM about 7 s per pipeline). Written as an `[[unroll]]` loop over a `const` array, the same
+//! code took spirv-opt 3.5–5 s per shader for the 1024-entry tables (about half of a cold
+//! lavapipe campaign's SPIR-V time); written out with literals it takes about a quarter of that.
 
 use std::fmt::Write;
 use std::sync::OnceLock;
@@ -33,21 +43,26 @@ pub fn pack_iq1s_row(row: u64) -> u32 {
     })
 }
 
-fn array(out: &mut String, guard: &str, ty: &str, name: &str, items: &[String]) {
+/// The fill function of one table: `items` are GLSL literals of `ty`, one per entry.
+fn fill(out: &mut String, guard: &str, ty: &str, name: &str, items: &[String]) {
     let n = items.len();
     writeln!(out, "#if {guard}").unwrap();
-    writeln!(out, "const {ty} {name}_const[{n}] = {ty}[{n}](").unwrap();
-    for (i, chunk) in items.chunks(8).enumerate() {
-        let last = (i + 1) * 8 >= n;
+    writeln!(out, "void {name}_fill(const uint n, const uint t)\n{{").unwrap();
+    writeln!(out, "    {ty} v = {ty}(0u);").unwrap();
+    for (i, item) in items.iter().enumerate() {
         writeln!(
             out,
-            "    {}{}",
-            chunk.join(", "),
-            if last { ");" } else { "," }
+            "    v = {i}u % n == t ? {item} : v; \
+             if ({i}u % n == n - 1u) {{ {name}[{i}u - {i}u % n + t] = v; }}"
         )
         .unwrap();
     }
-    writeln!(out, "#endif").unwrap();
+    // A short last round (n does not divide the length): its first n_len % n invocations.
+    writeln!(
+        out,
+        "    if (t < {n}u % n) {{ {name}[{n}u - {n}u % n + t] = v; }}\n}}\n#endif"
+    )
+    .unwrap();
 }
 
 fn generate() -> String {
@@ -67,42 +82,42 @@ fn generate() -> String {
         .chunks(2)
         .map(|p| pack_iq1s_row(p[0]) | (pack_iq1s_row(p[1]) << 16))
         .collect();
-    array(
+    fill(
         &mut out,
         "defined(DATA_A_IQ1_S) || defined(DATA_A_IQ1_M)",
         "uint",
         "iq1s_grid",
         &u32s(&iq1s),
     );
-    array(
+    fill(
         &mut out,
         "defined(DATA_A_IQ2_XXS)",
         "uvec2",
         "iq2xxs_grid",
         &u64s(&g.iq2xxs),
     );
-    array(
+    fill(
         &mut out,
         "defined(DATA_A_IQ2_XS)",
         "uvec2",
         "iq2xs_grid",
         &u64s(&g.iq2xs),
     );
-    array(
+    fill(
         &mut out,
         "defined(DATA_A_IQ2_S)",
         "uvec2",
         "iq2s_grid",
         &u64s(&g.iq2s),
     );
-    array(
+    fill(
         &mut out,
         "defined(DATA_A_IQ3_XXS)",
         "uint",
         "iq3xxs_grid",
         &u32s(&g.iq3xxs),
     );
-    array(
+    fill(
         &mut out,
         "defined(DATA_A_IQ3_S)",
         "uint",
@@ -126,19 +141,24 @@ mod tests {
     #[test]
     fn text_has_every_table_with_its_length() {
         let t = iq_grids_glsl();
-        for (decl, n) in [
-            ("const uint iq1s_grid_const[1024]", 1024),
-            ("const uvec2 iq2xxs_grid_const[256]", 256),
-            ("const uvec2 iq2xs_grid_const[512]", 512),
-            ("const uvec2 iq2s_grid_const[1024]", 1024),
-            ("const uint iq3xxs_grid_const[256]", 256),
-            ("const uint iq3s_grid_const[512]", 512),
+        for (name, n, per) in [
+            ("iq1s_grid", 1024, 1),
+            ("iq2xxs_grid", 256, 2),
+            ("iq2xs_grid", 512, 2),
+            ("iq2s_grid", 1024, 2),
+            ("iq3xxs_grid", 256, 1),
+            ("iq3s_grid", 512, 1),
         ] {
-            let at = t.find(decl).unwrap_or_else(|| panic!("{decl}"));
-            let body = &t[at..t[at..].find(");").unwrap() + at];
-            let items = body.matches("0x").count();
-            let per = if decl.contains("uvec2") { 2 } else { 1 };
-            assert_eq!(items, n * per, "{decl}");
+            let head = format!("void {name}_fill(const uint n, const uint t)");
+            let at = t.find(&head).unwrap_or_else(|| panic!("{head}"));
+            let body = &t[at..t[at..].find("\n}\n").unwrap() + at];
+            assert_eq!(body.matches("% n == t ?").count(), n, "{name}");
+            assert_eq!(body.matches("0x").count(), n * per, "{name}");
+            // Entries in table order: the last one is entry n − 1.
+            assert!(
+                body.contains(&format!("v = {}u % n == t ?", n - 1)),
+                "{name}"
+            );
         }
         assert!(t.contains("uvec2(0x08080808u, 0x08080808u)"));
     }
