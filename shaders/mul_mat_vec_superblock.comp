@@ -66,41 +66,74 @@ uint quad_group(uint t, uint g)
     return 8 * (t / 8) + 2 * g + (t % 8) / 4;
 }
 
-// Thread t's quads of super-block blk of every row, for every column (the arithmetic above);
-// nothing is added when !valid (a re-read super-block past the row's end). Rows outer: a
-// row's quants and scales are decoded once for all its columns; a column's B quads are
-// re-read per row, from cache.
+// Thread t's quants and group scales of super-block blk of A row `row` of the workgroup.
+void decode_row(uint row, uint blk, uint t, uint a_first_block, uint blocks_per_row,
+                uint first_row, uint num_rows, out vec4 q[4], out vec2 sc[4])
+{
+    const uint ib = a_first_block + clamped_row(first_row, num_rows, row) * blocks_per_row + blk;
+    thread_quants(ib, t, q);
+    [[unroll]] for (uint g = 0; g < 4; ++g) {
+        sc[g] = group_scale(ib, quad_group(t, g));
+    }
+}
+
+// Output o's share of one super-block from thread t's quads: quants q and group scales sc of
+// its A row, B quads b of its column (the arithmetic above); nothing is added when !valid (a
+// re-read super-block past the row's end).
+void add_quads(uint o, bool valid, vec4 q[4], vec2 sc[4], vec4 b[4])
+{
+    float t_q = 0.0;
+    float t_m = 0.0;
+    [[unroll]] for (uint g = 0; g < 4; ++g) {
+        float s = q[g].x * b[g].x;
+        s = fma(q[g].y, b[g].y, s);
+        s = fma(q[g].z, b[g].z, s);
+        s = fma(q[g].w, b[g].w, s);
+        t_q = g == 0 ? sc[g].x * s : fma(sc[g].x, s, t_q);
+#if KQ_HAS_MIN
+        const float s_b = ((b[g].x + b[g].y) + b[g].z) + b[g].w;
+        t_m = g == 0 ? sc[g].y * s_b : fma(sc[g].y, s_b, t_m);
+#endif
+    }
+    const float acc = (partial_sums[o] - t_m) + t_q;
+    partial_sums[o] = valid ? acc : partial_sums[o];
+}
+
+// The order of the (row, column) outputs in a step; each output's arithmetic is the same
+// either way. Columns outer loads a column's B quads once for all rows; rows outer re-reads
+// them per row, from cache. H100, q4_K (session 18): columns outer 1.06-1.10x with 8 columns,
+// but 0.90x with 4, so only from 8.
+const bool COLUMNS_OUTER = NUM_COLS >= 8;
+
+// Thread t's quads of super-block blk of every row, for every column. A row's quants and
+// scales are decoded once for all its columns: all rows first when columns are outer, each row
+// as its turn comes when rows are outer (decoding all first cost the 4-column row 11%).
 void thread_step(uint blk, bool valid, uint t, uint a_first_block, uint blocks_per_row,
                  uint b_offset, uint first_row, uint num_rows)
 {
     const uint k_first = blk * QUANT_K + kq_thread_first(t);
-    [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
-        const uint ib = a_first_block + clamped_row(first_row, num_rows, row) * blocks_per_row + blk;
-        vec4 q[4];
-        thread_quants(ib, t, q);
-        vec2 scale[4];
-        [[unroll]] for (uint g = 0; g < 4; ++g) {
-            scale[g] = group_scale(ib, quad_group(t, g));
+    vec4 q[NUM_ROWS][4];
+    vec2 scale[NUM_ROWS][4];
+    [[unroll]] for (uint row = 0; row < (COLUMNS_OUTER ? NUM_ROWS : 0); ++row) {
+        decode_row(row, blk, t, a_first_block, blocks_per_row, first_row, num_rows, q[row],
+                   scale[row]);
+    }
+    [[unroll]] for (uint outer = 0; outer < (COLUMNS_OUTER ? NUM_COLS : NUM_ROWS); ++outer) {
+        if (!COLUMNS_OUTER) {
+            decode_row(outer, blk, t, a_first_block, blocks_per_row, first_row, num_rows,
+                       q[outer], scale[outer]);
         }
-        [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
-            const uint b_first = b_offset + col * p.batch_stride_b + k_first;
-            float t_q = 0.0;
-            float t_m = 0.0;
-            [[unroll]] for (uint g = 0; g < 4; ++g) {
-                const vec4 b = load_b4(b_first + 32 * g);
-                float s = q[g].x * b.x;
-                s = fma(q[g].y, b.y, s);
-                s = fma(q[g].z, b.z, s);
-                s = fma(q[g].w, b.w, s);
-                t_q = g == 0 ? scale[g].x * s : fma(scale[g].x, s, t_q);
-#if KQ_HAS_MIN
-                const float s_b = ((b.x + b.y) + b.z) + b.w;
-                t_m = g == 0 ? scale[g].y * s_b : fma(scale[g].y, s_b, t_m);
-#endif
+        vec4 b[4];
+        [[unroll]] for (uint inner = 0; inner < (COLUMNS_OUTER ? NUM_ROWS : NUM_COLS); ++inner) {
+            const uint row = COLUMNS_OUTER ? inner : outer;
+            const uint col = COLUMNS_OUTER ? outer : inner;
+            if (!COLUMNS_OUTER || inner == 0) {
+                const uint b_first = b_offset + col * p.batch_stride_b + k_first;
+                [[unroll]] for (uint g = 0; g < 4; ++g) {
+                    b[g] = load_b4(b_first + 32 * g);
+                }
             }
-            const uint o = col * NUM_ROWS + row;
-            const float acc = (partial_sums[o] - t_m) + t_q;
-            partial_sums[o] = valid ? acc : partial_sums[o];
+            add_quads(col * NUM_ROWS + row, valid, q[row], scale[row], b);
         }
     }
 }
