@@ -45,7 +45,7 @@ pub fn pack_iq1s_row(row: u64) -> u32 {
 
 /// The fill function of one table: `items` are GLSL literals of `ty`, one per entry.
 fn fill(out: &mut String, guard: &str, ty: &str, name: &str, items: &[String]) {
-    let n = items.len();
+    let len = items.len();
     writeln!(out, "#if {guard}").unwrap();
     writeln!(out, "void {name}_fill(const uint n, const uint t)\n{{").unwrap();
     writeln!(out, "    {ty} v = {ty}(0u);").unwrap();
@@ -57,10 +57,10 @@ fn fill(out: &mut String, guard: &str, ty: &str, name: &str, items: &[String]) {
         )
         .unwrap();
     }
-    // A short last round (n does not divide the length): its first n_len % n invocations.
+    // A short last round (n does not divide the length): its first len % n invocations.
     writeln!(
         out,
-        "    if (t < {n}u % n) {{ {name}[{n}u - {n}u % n + t] = v; }}\n}}\n#endif"
+        "    if (t < {len}u % n) {{ {name}[{len}u - {len}u % n + t] = v; }}\n}}\n#endif"
     )
     .unwrap();
 }
