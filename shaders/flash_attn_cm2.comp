@@ -1,15 +1,16 @@
 #version 450
 
 // flash_attn_cm2.comp: flash attention with NV cooperative matrix 2 (the cm2 path, §9.8):
-// workgroup-scope matrices for S = Q·Kᵀ, the softmax and P·V, with Q, K and V staged through
-// shared memory by ordinary code (interface in flash_attn_base.comp; upstream binds the same buffers
-// as byte arrays and loads them through tensor layouts, which reads the same bytes).
+// workgroup-scope matrices for S = Q·Kᵀ, the softmax and P·V. Q and f16 K and V load straight
+// from memory through tensor layouts; quantized K and V are decoded by ordinary code into shared
+// memory (interface in flash_attn_base.comp; upstream binds the same buffers as byte arrays and
+// decodes quantized blocks in tensor-load callbacks, which reads the same bytes).
 //
 // Pipeline (host, §9.5): small rows (N ≤ 32): Br = 32, Bc = 32, WorkGroupSize 256 when
 // D mod 32 == 0, else 128; large rows: Br = 64, WorkGroupSize 128, Bc = 32 for quantized K/V or
 // D = 256, else 64. Clamp (spec constant 4) is not needed: every key and row read is
-// bounds-checked and mask reads are clamped to its edge, so aligned and unaligned pipelines
-// compute the same thing.
+// bounds-checked (mask reads past its edge give 0, for dead keys and unstored rows), so aligned
+// and unaligned pipelines compute the same thing.
 //
 // Precision, as the interface states for this path (ACC_TYPE float, or float16_t for the
 // f16acc variants):
@@ -22,27 +23,25 @@
 //   ACC_TYPE.
 //
 // Per tile of keys [first, first + ncols):
-//   1. K staging: stage[c·KS + d] = K[first + c][d] (f16), zero for c ≥ ncols; S = Q·Kᵀ.
-//      (f16 K and V in 32-row tiles load through tensor layouts instead: see K_DIRECT.)
+//   1. S = Q·Kᵀ, f16 Kᵀ loaded through a transposed view of a tensor layout that is zero past
+//      kv_end; quantized K staged as stage[c·KS + d] = K[first + c][d] (f16), zero for c ≥ ncols.
 //   2. softmax on matrices, every row's running maximum M and sum L spread over Bc columns:
 //      the mask tile is loaded through a tensor layout; keys with a −∞ mask (by bits) and keys
 //      ≥ ncols become DEAD (weight exactly 0, no arithmetic on the infinity); M' = max(M,
 //      row max) by a row reduction, α = exp(M − M') (0 before the first live key), P =
 //      f16(exp(S − M')), L = L·α + row sum of P. (With a lane per key group reading S from
 //      shared memory, the prefill row took 863 µs on the H100, upstream 211.)
-//   3. O = O·α (α spread to D columns by a row reduction); V staging as in 1 (zero rows past
-//      ncols, so the NaN keys a cache holds beyond KV never meet a zero weight), issued before
-//      step 2; O += f16(P·V).
+//   3. O = O·α (α spread to D columns by a row reduction); V loaded or staged as K in 1 (zero
+//      rows past ncols, so the NaN keys a cache holds beyond KV never meet a zero weight; staged
+//      V is fetched before step 2); O += f16(P·V).
 // At the end O·(1/L) is stored through a tensor layout of N rows, which drops the rows past N;
 // a row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
 // path. With split-k the unnormalised O, L and M go to the scratch (§9.7).
 //
-// Shared memory: stage max(Bc·(D + 8), Br·QC) f16 + Br slopes.
-// Workgroup-scope cooperative matrices leave maxComputeSharedMemorySize minus
-// cooperativeMatrixWorkgroupScopeReservedSharedMemory (48 − 8 = 40 KiB on the H100), so
-// Q is staged in column chunks of QC: all of D when Br ≤ Bc, else 16 columns (Br = 64,
-// Bc = 32). S = Q·Kᵀ is then a chain of D/QC coopMatMulAdd steps into one accumulator: still
-// a D-term sum in ACC_TYPE in some order, as the error model assumes.
+// Shared memory: Br slopes, and for quantized K/V the stage of Bc·(D + 8) f16. Q is not staged:
+// on the H100, upstream's cm2 shader with Q staged through 16 KiB of shared memory ran the
+// prefill row (N = 512, KV 4096, D 128) at 0.57 of its speed, and ours with f16 K and V direct
+// took 792 µs with Q staged, 409 µs without (456 µs with Q, K and V all staged).
 
 // Worked example (q4_1 K/V, D = 64, N = 1, H = 8, H_kv = 2, KV = 40): GQA mode with ratio 4
 // (N = 4 ≤ 32: small rows, Br = Bc = 32, 256 invocations), dispatch (1, 2, 1). Workgroup
@@ -60,31 +59,15 @@
 #define FA_F16_DECODE 1
 #include "flash_attn_base.comp"
 
-// Q columns per staged chunk (see "Shared memory" above).
-const uint QC = Br > Bc ? 16 : D;
-const uint Q_CHUNKS = D / QC;
+// Quantized K and V are decoded into shared memory (KV_STAGED); f16 K and V load straight from
+// memory through tensor layouts, with no barrier in the key loop.
+#if QUANT_K > 1
+#define KV_STAGED 1
 // Staged K and V rows are padded by 8 halves against bank conflicts (a row stride that is a
 // multiple of 128 bytes puts a matrix load's rows in the same banks).
 const uint KS = D + 8;
-const uint STAGE_SIZE = Bc * KS > Br * QC ? Bc * KS : Br * QC;
-
-// f16 K and V of small-row tiles (Br = 32: decode, GQA) load straight from memory through
-// tensor layouts, with no staging and no barrier in the key loop: the decode rows ran 0.83–0.92
-// of upstream's speed that way, 0.78–0.87 staged. Staged for 64-row tiles: the prefill row took
-// 1,280 µs direct (255 registers) and 456 µs staged; and for quantized K/V, which need decoding.
-// (Layouts without bounds checks for whole tiles, ClampModeUndefined, were slower: decode
-// 0.51–0.70, prefill 1,700 µs with K direct.)
-// A staged V is fetched before the softmax (V_EARLY), so its latency hides behind it.
-#if QUANT_K > 1
-const bool K_DIRECT = false;
-const bool V_DIRECT = false;
-#else
-const bool K_DIRECT = Br <= 32;
-const bool V_DIRECT = Br <= 32;
+shared float16_t stage[Bc * KS];      // K, then V
 #endif
-const bool V_EARLY = true;
-
-shared float16_t stage[STAGE_SIZE];   // Q chunks, then K, then V
 shared float row_slope[Br];           // ALiBi slope of each row (read when max_bias > 0)
 
 // A key that takes no part in a row: past the tile's keys, or masked by −∞ (tested on the
@@ -109,15 +92,18 @@ ACC_TYPE logit(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s, co
     return c < ncols ? softcapped(s) : DEAD;
 }
 
-// The same with the mask: softcap, then + slope·mask; a −∞ mask kills the key.
+// The same with the mask: softcap, then + mask (ALiBi: + slope·mask); a −∞ mask kills the key.
+// Two functions, chosen by a uniform test on max_bias, so the usual case reads no slope.
 ACC_TYPE masked_logit(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s,
                       const in ACC_TYPE m, const in uint ncols)
 {
-    if (c >= ncols || is_dead(m)) {
-        return DEAD;
-    }
-    const ACC_TYPE slope = p.max_bias > 0.0 ? ACC_TYPE(row_slope[r]) : ACC_TYPE(1.0);
-    return softcapped(s) + slope * m;
+    return c >= ncols || is_dead(m) ? DEAD : softcapped(s) + m;
+}
+
+ACC_TYPE masked_logit_alibi(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s,
+                            const in ACC_TYPE m, const in uint ncols)
+{
+    return c >= ncols || is_dead(m) ? DEAD : softcapped(s) + ACC_TYPE(row_slope[r]) * m;
 }
 
 ACC_TYPE max_pair(const in uint32_t r, const in uint32_t c, const in ACC_TYPE a, const in ACC_TYPE b)
@@ -166,6 +152,7 @@ ACC_TYPE put_m(const in uint32_t r, const in uint32_t c, const in ACC_TYPE m)
     return m;
 }
 
+#ifdef KV_STAGED
 // Staging keys first .. first + ncols − 1 of K (or V) as f16 rows of D, zero past ncols, in
 // two steps: fetch_keys issues every load of the tile into registers (constant slot count,
 // `vectors` = KV_VECTORS a constant in each call, keys past ncols re-reading the tile's last
@@ -209,6 +196,7 @@ void store_keys(uint ncols, const in f16vec4 x[KV_SLOTS])
         }
     }
 }
+#endif
 
 void main()
 {
@@ -218,32 +206,26 @@ void main()
     if (tid < Br) {
         row_slope[tid] = alibi_slope(row_head(tid));
     }
-    // Q: f16(q)·f16(scale) in f16 (rows past N are zero and never stored), QC columns at a
-    // time through stage.
-    const float16_t scale16 = float16_t(p.scale);
-    coopmat<float16_t, gl_ScopeWorkgroup, Br, QC, gl_MatrixUseA> Qm[Q_CHUNKS];
-    [[unroll]] for (uint qc = 0; qc < Q_CHUNKS; ++qc) {
-        for (uint e = tid; e < Br * QC; e += WorkGroupSize) {
-            const uint r = e / QC;
-            float16_t q = float16_t(0.0);
-            if (row_valid(r)) {
-                q = float16_t(data_q[q_base + (row_tile * Br + r) * q_stride + qc * QC + e % QC])
-                  * scale16;
-            }
-            stage[e] = q;
-        }
-        barrier();
-        coopMatLoad(Qm[qc], stage, 0, QC, gl_CooperativeMatrixLayoutRowMajor);
-        barrier();
-    }
-    // The mask as a tensor of N rows (GQA: one row, which every head reads) by KV keys; reads
-    // past its edge repeat the edge (those rows are never stored, those keys are dead).
-    tensorLayoutNV<2, gl_CooperativeMatrixClampModeClampToEdgeNV> tM =
-        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeClampToEdgeNV);
-    tM = setTensorLayoutDimensionNV(tM, p.gqa_ratio > 1 ? 1 : p.N, p.KV);
+    // Q: f16(q)·f16(scale) in f16, through a tensor layout of the N valid rows (rows past N are
+    // zero and never stored).
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> tQ =
+        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    tQ = setTensorLayoutDimensionNV(tQ, p.N, D);
+    tQ = setTensorLayoutStrideNV(tQ, q_stride, 1);
+    coopmat<float, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> Qf;
+    coopMatLoadTensorNV(Qf, data_q, q_base, sliceTensorLayoutNV(tQ, row_tile * Br, Br, 0, D));
+    coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseA> Qm =
+        coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseA>(Qf);
+    Qm *= float16_t(p.scale);
+    // The mask as a tensor of N rows (GQA: Br rows of stride 0, every head reading row 0) by KV
+    // keys; zero past its edge (those rows are never stored, those keys are dead). Clamped to
+    // its edge instead, upstream's cm2 prefill row with our mask function ran 0.68 of its speed.
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> tM =
+        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    tM = setTensorLayoutDimensionNV(tM, p.gqa_ratio > 1 ? Br : p.N, p.KV);
     tM = setTensorLayoutStrideNV(tM, m_stride, 1);
     const uint m_row0 = p.gqa_ratio > 1 ? 0 : row_tile * Br;
-#if !(QUANT_K > 1)
+#ifndef KV_STAGED
     // f16 K and V straight from memory: tensors of kv_end keys by D, zero past kv_end (so the
     // NaN keys a cache holds beyond KV never meet a zero weight); Kᵀ through a transposed view.
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> tK =
@@ -267,49 +249,44 @@ void main()
         coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(0.0);
     barrier();
 
-    for (uint first = kv_begin; first < kv_end; first += Bc) {
+    // Kept rolled, as upstream marks its loop: unrolled, the decode pipelines were 4x the size.
+    [[dont_unroll]] for (uint first = kv_begin; first < kv_end; first += Bc) {
         const uint ncols = min(Bc, kv_end - first);
 
         // 1. S = Q·Kᵀ.
         coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> S =
             coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(0.0);
+        coopmat<float16_t, gl_ScopeWorkgroup, D, Bc, gl_MatrixUseB> Kt;
+#ifdef KV_STAGED
         f16vec4 kv[KV_SLOTS];
-        if (K_DIRECT) {
-#if !(QUANT_K > 1)
-            [[unroll]] for (uint qc = 0; qc < Q_CHUNKS; ++qc) {
-                coopmat<float16_t, gl_ScopeWorkgroup, QC, Bc, gl_MatrixUseB> Kt;
-                coopMatLoadTensorNV(Kt, data_k, k_base, sliceTensorLayoutNV(tK, first, Bc, qc * QC, QC), transposed);
-                S = coopMatMulAdd(Qm[qc], Kt, S);
-            }
+        fetch_keys_any(false, first, ncols, kv);
+        store_keys(ncols, kv);
+        barrier();
+        // Kᵀ (d, c) = stage[c·KS + d]: column-major with stride KS.
+        coopMatLoad(Kt, stage, 0, KS, gl_CooperativeMatrixLayoutColumnMajor);
+        S = coopMatMulAdd(Qm, Kt, S);
+        // V's loads are issued now, so their latency hides behind the softmax; stored once
+        // every invocation is past Kᵀ's load.
+        fetch_keys_any(true, first, ncols, kv);
+        barrier();
+        store_keys(ncols, kv);
+#else
+        coopMatLoadTensorNV(Kt, data_k, k_base, sliceTensorLayoutNV(tK, first, Bc, 0, D), transposed);
+        S = coopMatMulAdd(Qm, Kt, S);
 #endif
-        } else {
-            fetch_keys_any(false, first, ncols, kv);
-            store_keys(ncols, kv);
-            barrier();
-            [[unroll]] for (uint qc = 0; qc < Q_CHUNKS; ++qc) {
-                coopmat<float16_t, gl_ScopeWorkgroup, QC, Bc, gl_MatrixUseB> Kt;
-                // Kᵀ (d, c) = stage[c·KS + d]: column-major with stride KS, from column qc·QC.
-                coopMatLoad(Kt, stage, qc * QC, KS, gl_CooperativeMatrixLayoutColumnMajor);
-                S = coopMatMulAdd(Qm[qc], Kt, S);
-            }
-        }
-        // Staged V: stored once every invocation is past the staged K's matrix load.
-        if (!V_DIRECT && V_EARLY) {
-            fetch_keys_any(true, first, ncols, kv);
-            if (!K_DIRECT) {
-                barrier();
-            }
-            store_keys(ncols, kv);
-        }
 
         // 2. Softmax update in ACC_TYPE: logits (DEAD for dead keys), M' = max(M, row max),
         // α = exp(M − M'), P = f16(exp(S − M')), L = L·α + Σ P.
         if (p.mask != 0) {
             coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> mask;
             coopMatLoadTensorNV(mask, data_m, 0, sliceTensorLayoutNV(tM, m_row0, Br, first, Bc));
-            coopMatPerElementNV(S, S, masked_logit,
-                                coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(mask),
-                                ncols);
+            coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> mk =
+                coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(mask);
+            if (p.max_bias > 0.0) {
+                coopMatPerElementNV(S, S, masked_logit_alibi, mk, ncols);
+            } else {
+                coopMatPerElementNV(S, S, masked_logit, mk, ncols);
+            }
         } else {
             coopMatPerElementNV(S, S, logit, ncols);
         }
@@ -331,29 +308,19 @@ void main()
         coopMatReduceNV(alpha_d, alpha, gl_CooperativeMatrixReduceRowNV, first_of);
         O = alpha_d * O;
         coopmat<float16_t, gl_ScopeWorkgroup, Bc, D, gl_MatrixUseB> Vm;
-        if (V_DIRECT) {
-#if !(QUANT_K > 1)
-            coopMatLoadTensorNV(Vm, data_v, v_base, sliceTensorLayoutNV(tV, first, Bc, 0, D));
+#ifdef KV_STAGED
+        barrier();
+        coopMatLoad(Vm, stage, 0, KS, gl_CooperativeMatrixLayoutRowMajor);
+#else
+        coopMatLoadTensorNV(Vm, data_v, v_base, sliceTensorLayoutNV(tV, first, Bc, 0, D));
 #endif
-        } else {
-            if (!V_EARLY) {
-                fetch_keys_any(true, first, ncols, kv);
-                if (!K_DIRECT) {
-                    barrier();
-                }
-                store_keys(ncols, kv);
-            }
-            barrier();
-            coopMatLoad(Vm, stage, 0, KS, gl_CooperativeMatrixLayoutRowMajor);
-        }
         coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> PV =
             coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(0.0);
         PV = coopMatMulAdd(Pm, Vm, PV);
         O += coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(PV);
-        if (!(K_DIRECT && V_DIRECT)) {
-            // The next tile overwrites stage.
-            barrier();
-        }
+#ifdef KV_STAGED
+        barrier();   // the next tile overwrites stage
+#endif
     }
 
     // Results through a tensor layout of the valid rows: rows past N are dropped.
