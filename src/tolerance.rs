@@ -145,10 +145,45 @@ impl Fp {
     }
 
     /// Bound on the error of rounding a value whose magnitude lies in [lo, hi] into the
+    /// format (see [`FpConstants::rounding`]).
+    pub fn rounding(self, lo: f64, hi: f64) -> f64 {
+        self.constants().rounding(lo, hi)
+    }
+
+    /// Bound on the error of using an exact value of magnitude in [lo, hi] that needs no
+    /// rounding (see [`FpConstants::flushing`]).
+    pub fn flushing(self, lo: f64, hi: f64) -> f64 {
+        self.constants().flushing(lo, hi)
+    }
+
+    /// The format's unit, smallest normal and overflow threshold, for loops that round often.
+    pub fn constants(self) -> FpConstants {
+        FpConstants {
+            unit: self.unit(),
+            tiny: self.min_normal(),
+            overflow: self.overflow(),
+        }
+    }
+}
+
+/// [`Fp`]'s numbers taken out of the match once ([`Fp::constants`]).
+#[derive(Debug, Clone, Copy)]
+pub struct FpConstants {
+    /// [`Fp::unit`].
+    pub unit: f64,
+    /// [`Fp::min_normal`].
+    pub tiny: f64,
+    /// [`Fp::overflow`].
+    pub overflow: f64,
+}
+
+impl FpConstants {
+    /// Bound on the error of rounding a value whose magnitude lies in [lo, hi] into the
     /// format: u·hi while the value is surely normal, hi when it is surely below the smallest
     /// normal (flushed, or rounded to a subnormal), the larger of both otherwise.
+    #[inline(always)]
     pub fn rounding(self, lo: f64, hi: f64) -> f64 {
-        let (u, tiny) = (self.unit(), self.min_normal());
+        let (u, tiny) = (self.unit, self.tiny);
         if lo >= tiny {
             u * hi
         } else if hi < tiny {
@@ -160,12 +195,12 @@ impl Fp {
 
     /// Bound on the error of using an exact value of magnitude in [lo, hi] that needs no
     /// rounding: nothing, unless it may be subnormal and flushed to zero.
+    #[inline(always)]
     pub fn flushing(self, lo: f64, hi: f64) -> f64 {
-        let tiny = self.min_normal();
-        if lo >= tiny {
+        if lo >= self.tiny {
             0.0
         } else {
-            hi.min(tiny)
+            hi.min(self.tiny)
         }
     }
 }

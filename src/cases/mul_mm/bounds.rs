@@ -197,6 +197,8 @@ pub fn mul_mm_bounds(
     let ea = errors(a_rows, arith.a_min_rounding, arith.a_operand);
     let eb = errors(b_rows, false, arith.b_operand);
     let acc = arith.acc;
+    // The format's constants, taken once: the per-step calls below are the model's hot loop.
+    let unit = acc.constants();
     let exact = arith.exact_products();
     let split_k = arith.split_k.max(1);
     let k_split = if split_k > 1 { arith.k_split } else { k };
@@ -232,19 +234,19 @@ pub fn mul_mm_bounds(
                         };
                         let lo = (ax - ex).max(0.0) * (ay - ey).max(0.0);
                         let e_p = if exact {
-                            acc.flushing(lo, hi)
+                            unit.flushing(lo, hi)
                         } else {
-                            acc.rounding(lo, hi)
+                            unit.rounding(lo, hi)
                         };
                         // The running sum as an input may be a flushed subnormal.
-                        let e_sin = acc.flushing((sum.abs() - err).max(0.0), sum.abs() + err);
+                        let e_sin = unit.flushing((sum.abs() - err).max(0.0), sum.abs() + err);
                         sum += x * y;
                         let d = err + e_in + e_p + e_sin;
                         let (xlo, xhi) = ((sum.abs() - d).max(0.0), sum.abs() + d);
-                        if !(hi < acc.overflow() && xhi < acc.overflow()) {
+                        if !(hi < unit.overflow && xhi < unit.overflow) {
                             ovf = true;
                         }
-                        err = d + acc.rounding(xlo, xhi);
+                        err = d + unit.rounding(xlo, xhi);
                         mag += hi + d;
                     }
                     // A kernel that adds the same products in another order (upstream's
@@ -428,3 +430,4 @@ mod mul_mm_tests {
         assert!((two.bounds[0] / (U32 * (1.0 + 2.0 + 1.0 + 3.0)) - 1.0).abs() < 1e-6);
     }
 }
+
