@@ -131,6 +131,12 @@ pub struct DeviceCaps {
     pub pipeline_statistics: bool,
     /// timestampComputeAndGraphics and the period in ns.
     pub timestamp_period_ns: Option<f32>,
+    /// shaderSignedZeroInfNanPreserveFloat16 and ...Float32 (Vulkan 1.2 float controls): whether
+    /// a shader may declare that arithmetic on ±∞ and NaN follows IEEE 754 in that width.
+    /// Without the declaration Vulkan leaves such results undefined, which is why our flash
+    /// attention tests a −∞ mask by its bits instead of adding it (docs/bench.md, session 19).
+    #[serde(default)]
+    pub inf_nan_preserve: (bool, bool),
 }
 
 impl DeviceCaps {
@@ -237,6 +243,12 @@ impl fmt::Display for DeviceCaps {
             f,
             "  pipeline statistics (executable properties): {}",
             yes(self.pipeline_statistics)
+        )?;
+        writeln!(
+            f,
+            "  float controls: signed zero, Inf and NaN preserved in f16 {}, f32 {}",
+            yes(self.inf_nan_preserve.0),
+            yes(self.inf_nan_preserve.1)
         )?;
         match self.timestamp_period_ns {
             Some(p) => write!(f, "  timestamps: {p} ns/tick"),

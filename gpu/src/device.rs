@@ -461,10 +461,14 @@ impl Instance {
         let mut size_control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
         let mut idot = vk::PhysicalDeviceShaderIntegerDotProductProperties::default();
+        let mut float_controls = vk::PhysicalDeviceFloatControlsProperties::default();
         let mut props2 = vk::PhysicalDeviceProperties2::default()
             .push_next(&mut subgroup)
             .push_next(&mut driver);
         let base_api = unsafe { inst.get_physical_device_properties(pd) }.api_version;
+        if base_api >= vk::API_VERSION_1_2 {
+            props2 = props2.push_next(&mut float_controls);
+        }
         if base_api >= vk::API_VERSION_1_3 {
             props2 = props2.push_next(&mut size_control).push_next(&mut idot);
         }
@@ -568,6 +572,10 @@ impl Instance {
                 && f.executable_properties.pipeline_executable_info == vk::TRUE,
             timestamp_period_ns: (limits.timestamp_compute_and_graphics == vk::TRUE)
                 .then_some(limits.timestamp_period),
+            inf_nan_preserve: (
+                float_controls.shader_signed_zero_inf_nan_preserve_float16 == vk::TRUE,
+                float_controls.shader_signed_zero_inf_nan_preserve_float32 == vk::TRUE,
+            ),
         };
         Ok(Adapter {
             index,
