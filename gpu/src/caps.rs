@@ -131,12 +131,15 @@ pub struct DeviceCaps {
     pub pipeline_statistics: bool,
     /// timestampComputeAndGraphics and the period in ns.
     pub timestamp_period_ns: Option<f32>,
-    /// shaderSignedZeroInfNanPreserveFloat16 and ...Float32 (Vulkan 1.2 float controls): whether
-    /// a shader may declare that arithmetic on ±∞ and NaN follows IEEE 754 in that width.
-    /// Without the declaration Vulkan leaves such results undefined, which is why our flash
-    /// attention tests a −∞ mask by its bits instead of adding it (docs/bench.md, session 19).
+    /// shaderSignedZeroInfNanPreserveFloat16 (Vulkan 1.2 float controls): a shader may declare
+    /// that f16 arithmetic on ±∞ and NaN follows IEEE 754. Without the declaration Vulkan leaves
+    /// such results undefined, which is why our flash attention tests a −∞ mask by its bits
+    /// instead of adding it (docs/bench.md, session 19).
     #[serde(default)]
-    pub inf_nan_preserve: (bool, bool),
+    pub inf_nan_preserve_f16: bool,
+    /// The same for f32 (shaderSignedZeroInfNanPreserveFloat32).
+    #[serde(default)]
+    pub inf_nan_preserve_f32: bool,
 }
 
 impl DeviceCaps {
@@ -247,8 +250,8 @@ impl fmt::Display for DeviceCaps {
         writeln!(
             f,
             "  float controls: signed zero, Inf and NaN preserved in f16 {}, f32 {}",
-            yes(self.inf_nan_preserve.0),
-            yes(self.inf_nan_preserve.1)
+            yes(self.inf_nan_preserve_f16),
+            yes(self.inf_nan_preserve_f32)
         )?;
         match self.timestamp_period_ns {
             Some(p) => write!(f, "  timestamps: {p} ns/tick"),

@@ -572,10 +572,10 @@ impl Instance {
                 && f.executable_properties.pipeline_executable_info == vk::TRUE,
             timestamp_period_ns: (limits.timestamp_compute_and_graphics == vk::TRUE)
                 .then_some(limits.timestamp_period),
-            inf_nan_preserve: (
-                float_controls.shader_signed_zero_inf_nan_preserve_float16 == vk::TRUE,
-                float_controls.shader_signed_zero_inf_nan_preserve_float32 == vk::TRUE,
-            ),
+            inf_nan_preserve_f16: float_controls.shader_signed_zero_inf_nan_preserve_float16
+                == vk::TRUE,
+            inf_nan_preserve_f32: float_controls.shader_signed_zero_inf_nan_preserve_float32
+                == vk::TRUE,
         };
         Ok(Adapter {
             index,
