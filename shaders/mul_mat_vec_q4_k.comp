@@ -6,7 +6,7 @@
 //
 // Thread t's quad g (elements 128 n + 32 g + l + j, n = t / 8, l = 4 (t % 8), j < 4; see
 // mul_mat_vec_superblock.comp) lies in 32-element sub-block sb = 4 n + g: q = nibble g % 2
-// of qs[64 n + 32 (g / 2) + l + j], with the sub-block's 6-bit scale and min (k4_scale_min).
+// of qs[64 n + 32 (g / 2) + l + j], with the sub-block's 6-bit scale and min (k4_thread_scales).
 // Element = d * scale * q - dmin * min.
 
 #include "mul_mat_vec_base.comp"
@@ -27,9 +27,10 @@ void thread_quants(uint ib, uint t, out vec4 q[4])
     q[3] = bytes_minus((w23 >> 4) & 0x0F0F0F0Fu, 0.0);
 }
 
-vec2 group_scale(uint ib, uint grp)
+#define KQ_THREAD_SCALES 1
+void thread_scales(uint ib, uint t, out vec2 sc[4])
 {
-    return k4_group_scale(a_bytes16(144 * ib, 16), grp);
+    k4_thread_scales(a_bytes16(144 * ib, 16), t, sc);
 }
 
 #include "mul_mat_vec_superblock.comp"

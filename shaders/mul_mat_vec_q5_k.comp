@@ -28,9 +28,10 @@ void thread_quants(uint ib, uint t, out vec4 q[4])
     }
 }
 
-vec2 group_scale(uint ib, uint grp)
+#define KQ_THREAD_SCALES 1
+void thread_scales(uint ib, uint t, out vec2 sc[4])
 {
-    return k4_group_scale(a_bytes16(176 * ib, 16), grp);
+    k4_thread_scales(a_bytes16(176 * ib, 16), t, sc);
 }
 
 #include "mul_mat_vec_superblock.comp"

@@ -25,6 +25,10 @@
 //                exact in float: d has at most 11 significant bits, a scale or min at most 8
 //                (i-quants: d times 2s + 1 and a power of two, see iq_decode.comp).
 //                Element = group_scale.x * q - group_scale.y.
+//   or, instead of group_scale, define KQ_THREAD_SCALES and
+//   void thread_scales(uint ib, uint t, out vec2 sc[4])
+//                group_scale of quad g's group for g = 0..3, where a type decodes the four
+//                together more cheaply (q4_K, q5_K: mul_mat_vec_k4_scales.comp).
 // Quad g of thread t lies in group quad_group(t, g) = 8 (t / 8) + 2 g + (t % 8) / 4.
 //
 // Per (row, column, super-block) a thread computes, for its quads g = 0..3,
@@ -55,16 +59,27 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
 }
 
 // Super-blocks per pass of the K loop (see UNROLL in mul_mat_vec.comp): their loads are issued
-// together. A type's file may set KQ_UNROLL 1 where decoding, not loading, is the cost.
+// together. A type's file may set KQ_UNROLL 1 where decoding, not loading, is the cost. Also
+// with several columns: H200, q4_K with 2 to 8 columns, 2 per pass ran 1.00-1.20x one per pass
+// (session 21, docs/bench.md); 4 per pass with one column gained nothing over 2.
 #ifndef KQ_UNROLL
 #define KQ_UNROLL 2
 #endif
-const uint UNROLL = NUM_COLS >= 2 ? 1 : KQ_UNROLL;
+const uint UNROLL = KQ_UNROLL;
 
 uint quad_group(uint t, uint g)
 {
     return 8 * (t / 8) + 2 * g + (t % 8) / 4;
 }
+
+#ifndef KQ_THREAD_SCALES
+void thread_scales(uint ib, uint t, out vec2 sc[4])
+{
+    [[unroll]] for (uint g = 0; g < 4; ++g) {
+        sc[g] = group_scale(ib, quad_group(t, g));
+    }
+}
+#endif
 
 // Thread t's quants and group scales of super-block blk of A row `row` of the workgroup.
 void decode_row(uint row, uint blk, uint t, uint a_first_block, uint blocks_per_row,
@@ -72,9 +87,7 @@ void decode_row(uint row, uint blk, uint t, uint a_first_block, uint blocks_per_
 {
     const uint ib = a_first_block + clamped_row(first_row, num_rows, row) * blocks_per_row + blk;
     thread_quants(ib, t, q);
-    [[unroll]] for (uint g = 0; g < 4; ++g) {
-        sc[g] = group_scale(ib, quad_group(t, g));
-    }
+    thread_scales(ib, t, sc);
 }
 
 // Output o's share of one super-block from thread t's quads: quants q and group scales sc of
