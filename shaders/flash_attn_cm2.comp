@@ -29,8 +29,8 @@
 //      the mask tile is loaded through a tensor layout; keys with a −∞ mask (by bits) and keys
 //      ≥ ncols become DEAD (weight exactly 0, no arithmetic on the infinity); M' = max(M,
 //      row max) by a row reduction, α = exp(M − M') (0 before the first live key), P =
-//      f16(exp(S − M')), L = L·α + row sum of P. (With a lane per key group reading S from
-//      shared memory, the prefill row took 863 µs on the H100, upstream 211.)
+//      f16(exp(S − M')), L = L·α + row sum of P (as P times ones). (With a lane per key group
+//      reading S from shared memory, the prefill row took 863 µs on the H100, upstream 211.)
 //   3. O = O·α (α spread to D columns by a row reduction); V loaded or staged as K in 1 (zero
 //      rows past ncols, so the NaN keys a cache holds beyond KV never meet a zero weight; staged
 //      V is fetched before step 2); O += f16(P·V).
@@ -77,7 +77,6 @@ shared float row_slope[Br];           // ALiBi slope of each row (read when max_
 bool is_dead(const in ACC_TYPE x) { return floatBitsToUint(float(x)) == 0xFF800000u; }
 
 ACC_TYPE max_of(const in ACC_TYPE a, const in ACC_TYPE b) { return max(a, b); }
-ACC_TYPE sum_of(const in ACC_TYPE a, const in ACC_TYPE b) { return a + b; }
 // Row reductions that only spread a row's (equal) values to a matrix of another width.
 ACC_TYPE first_of(const in ACC_TYPE a, const in ACC_TYPE b) { return a; }
 
@@ -287,7 +286,8 @@ void main()
             } else {
                 coopMatPerElementNV(S, S, masked_logit, mk, ncols);
             }
-        } else {
+        } else if (ncols < Bc || p.logit_softcap != 0.0) {
+            // (A whole tile without softcap keeps its logits as they are.)
             coopMatPerElementNV(S, S, logit, ncols);
         }
         coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> tile_max;
@@ -297,11 +297,14 @@ void main()
         coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> alpha;
         coopMatPerElementNV(alpha, M_old, rescale, M);
         coopMatPerElementNV(S, S, weight, M);
-        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> tile_sum;
-        coopMatReduceNV(tile_sum, S, gl_CooperativeMatrixReduceRowNV, sum_of);
-        L = L * alpha + tile_sum;
         coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseA> Pm =
             coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseA>(S);
+        // The row sums of P as P times a matrix of ones (every column gets its row's sum), on
+        // the tensor cores like P·V, instead of a row reduction.
+        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> tile_sum =
+            coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(0.0);
+        tile_sum = coopMatMulAdd(Pm, coopmat<float16_t, gl_ScopeWorkgroup, Bc, Bc, gl_MatrixUseB>(1.0), tile_sum);
+        L = L * alpha + tile_sum;
 
         // 3. O = O·α + f16(P·V).
         coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> alpha_d;

@@ -192,8 +192,9 @@ pub fn tanh_error(ax: f64) -> f64 {
 ///   WorkGroupSize/D_split), L in f32 over the rounded P (γ_u(KV + tiles + groups + 2));
 ///   cm2 P·V in an f16 accumulator per tile (γ_h(Bc + 1)) then added to
 ///   O in ACC_TYPE (γ_e(tiles + 2) on top), L in ACC_TYPE as a tile's row sum (any order, at
-///   most Bc − 1 roundings; ours: lane sums and shuffles, upstream: a coopmat row reduce)
-///   added to L·α, then one rescale per later tile (γ_e(Bc + tiles + 2)). V's f16 decode
+///   most Bc − 1 additions; ours and upstream's at 0.1.109: P times a matrix of ones on the
+///   tensor cores, whose adds may truncate: each within 2e) added to L·α, then one rescale
+///   per later tile (γ_e(2Bc + tiles + 2)). V's f16 decode
 ///   (cm2) adds Σ_j P_j e^λ_j |Δv_jd| / Σ_k P_k e^−λ_k. f16 flushes in P·V (cm2, and cm1's f16
 ///   O) add Σ_j min(w_j e^λ_j |v_jd|, 2⁻¹⁴) for the products and Σ_tiles min(Bc·2⁻¹⁴,
 ///   Σ_(j∈tile) w_j e^λ_j |v_jd|) for the adds (w_j = e^(S_j − M) ≤ 1: a product is only
@@ -283,7 +284,9 @@ pub fn flash_attn_bounds(
     } else if cm2 {
         (
             (1.0 + gamma_h(bc as f64 + 1.0)) * (1.0 + gamma_e(chain_tiles + 2.0)) - 1.0,
-            gamma_e(bc as f64 + chain_tiles + 2.0),
+            // A tile's row sum as P times ones on the tensor cores: truncating adds, each
+            // within 2e (see the Sums paragraph).
+            gamma_e(2.0 * bc as f64 + chain_tiles + 2.0),
         )
     } else {
         let depth = chain_keys as f64 + chain_tiles + groups + 2.0 + split_depth;
