@@ -37,4 +37,7 @@ vec2 group_scale(uint ib, uint grp)
     return vec2(float(data_a[ib].d) * float(s), 0.0);
 }
 
+// Two super-blocks per pass with several columns too (mul_mat_vec_superblock.comp).
+#define KQ_UNROLL_COLUMNS 2
+
 #include "mul_mat_vec_superblock.comp"

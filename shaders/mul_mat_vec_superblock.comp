@@ -59,13 +59,17 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
 }
 
 // Super-blocks per pass of the K loop (see UNROLL in mul_mat_vec.comp): their loads are issued
-// together. A type's file may set KQ_UNROLL 1 where decoding, not loading, is the cost. Also
-// with several columns: H200, q4_K with 2 to 8 columns, 2 per pass ran 1.00-1.20x one per pass
-// (session 21, docs/bench.md); 4 per pass with one column gained nothing over 2.
+// together. A type's file may set KQ_UNROLL 1 where decoding, not loading, is the cost. With
+// several columns one per pass unless the type sets KQ_UNROLL_COLUMNS: on the H200 (session 21,
+// docs/bench.md) 2 per pass with 8 columns ran q3_K 1.06-1.37x and q4_K 1.17-1.20x one per
+// pass, but q2_K 0.60-0.93x and q6_K 0.86-0.93x; 4 per pass with one column gained nothing.
 #ifndef KQ_UNROLL
 #define KQ_UNROLL 2
 #endif
-const uint UNROLL = KQ_UNROLL;
+#ifndef KQ_UNROLL_COLUMNS
+#define KQ_UNROLL_COLUMNS 1
+#endif
+const uint UNROLL = NUM_COLS >= 2 ? KQ_UNROLL_COLUMNS : KQ_UNROLL;
 
 uint quad_group(uint t, uint g)
 {
