@@ -63,12 +63,6 @@ uvec4 a_bytes16(uint offset, const uint align)
     return w;
 }
 
-// Byte j (0..15) of the 16 bytes w.
-uint byte_of(uvec4 w, uint j)
-{
-    return (w[j / 4] >> (8 * (j % 4))) & 0xFFu;
-}
-
 // 4 bytes of binding 0 from byte `offset`, byte 0 in the low bits; `align` (4 or 2) as in
 // a_bytes16.
 uint a_word(uint offset, const uint align)

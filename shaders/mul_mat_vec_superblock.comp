@@ -62,7 +62,8 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
 // together. A type's file may set KQ_UNROLL 1 where decoding, not loading, is the cost. With
 // several columns one per pass unless the type sets KQ_UNROLL_COLUMNS: on the H200 (session 21,
 // docs/bench.md) 2 per pass with 8 columns ran q3_K 1.06-1.37x and q4_K 1.17-1.20x one per
-// pass, but q2_K 0.60-0.93x and q6_K 0.86-0.93x; 4 per pass with one column gained nothing.
+// pass, but q2_K 0.60-0.93x and q6_K 0.86-0.93x (q5_K keeps it: 0.87-0.89x against the shaders
+// before its new scales, not yet understood); 4 per pass with one column gained nothing.
 #ifndef KQ_UNROLL
 #define KQ_UNROLL 2
 #endif
