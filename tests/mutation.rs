@@ -130,14 +130,14 @@ fn mat_vec_id_reading_slot_0s_expert_for_every_slot_is_caught_and_shrunk() {
 
 #[test]
 fn q4_k_scale_with_the_wrong_high_bits_is_caught_and_shrunk_to_one_super_block() {
-    // Sub-blocks 4..7 of q4_K keep the top 2 bits of their 6-bit scale in byte sb − 4; the
-    // mutant takes them from byte sb (where the min's top bits live), a copy-paste slip that
-    // only shows when those bits differ.
+    // Sub-blocks 4..7 of q4_K keep the top 2 bits of their 6-bit scale in byte sb − 4 (header
+    // word .y); the mutant takes them from byte sb (word .z, where the min's top bits live), a
+    // copy-paste slip that only shows when those bits differ.
     let tree = mutant(
         "matvec-q4k-scale",
         "mul_mat_vec_k4_scales.comp",
-        "(packed & 0xFu) | ((s_low >> 6) << 4)",
-        "(packed & 0xFu) | ((m_low >> 6) << 4)",
+        "| ((header.y >> 2) & 0x30303030u)",
+        "| ((header.z >> 2) & 0x30303030u)",
     );
     let (case, _) = caught("mul_mat_vec_q4_k_f32_f32", &tree);
     let Case::MulMatVec(c) = case else {
