@@ -8,9 +8,11 @@
 //
 // Pipeline (host, §9.5): small rows (N ≤ 32): Br = 32, Bc = 32, WorkGroupSize 256 when
 // D mod 32 == 0, else 128; large rows: Br = 64, WorkGroupSize 128, Bc = 32 for quantized K/V or
-// D = 256, else 64. Clamp (spec constant 4) is not needed: every key and row read is
-// bounds-checked (mask reads past its edge give 0, for dead keys and unstored rows), so aligned
-// and unaligned pipelines compute the same thing.
+// D = 256, else 64. Clamp (spec constant 4) is 0 on the aligned pipeline, where the host has
+// checked that KV is a multiple of Bc and that Q's, K's and V's row strides are multiples of 8:
+// there K and V load without bounds checks and the strides are declared multiples of 8. Q,
+// the mask and O keep bounds checks everywhere (mask reads past its edge give 0, for rows past
+// N, which are never stored, and dead keys), so both pipelines compute the same thing.
 //
 // Precision, as the interface states for this path (ACC_TYPE float, or float16_t for the
 // f16acc variants):
@@ -26,11 +28,16 @@
 //   1. S = Q·Kᵀ, f16 Kᵀ loaded through a transposed view of a tensor layout that is zero past
 //      kv_end; quantized K staged as stage[c·KS + d] = K[first + c][d] (f16), zero for c ≥ ncols.
 //   2. softmax on matrices, every row's running maximum M and sum L spread over Bc columns:
-//      the mask tile is loaded through a tensor layout; keys with a −∞ mask (by bits) and keys
-//      ≥ ncols become DEAD (weight exactly 0, no arithmetic on the infinity); M' = max(M,
-//      row max) by a row reduction, α = exp(M − M') (0 before the first live key), P =
-//      f16(exp(S − M')), L = L·α + row sum of P (as P times ones). (With a lane per key group
-//      reading S from shared memory, the prefill row took 863 µs on the H100, upstream 211.)
+//      the mask tile is loaded through a tensor layout and, on a whole tile without ALiBi,
+//      added as a matrix (IEEE infinities: a −∞ mask makes the logit −∞); on other tiles a
+//      per-element function makes keys with a −∞ mask (by bits) and keys ≥ ncols DEAD (−∞).
+//      M' = max(M, row max) by a row reduction (NMax: NaN never wins), α = exp(M − M'),
+//      P = f16(max(exp(S − M'), 0)) with NMax, so a dead key's weight is exactly 0 and so is
+//      the NaN that a −∞ mask on a NaN or +∞ logit leaves; L = L·α + row sum of P (as P times
+//      ones). M starts at the lowest finite value, so S − M' is never −∞ − (−∞). (With a lane
+//      per key group reading S from shared memory, the prefill row took 863 µs on the H100,
+//      upstream 211; with per-element functions testing −∞ bits for the mask and the weights,
+//      409 µs and 0.51 of upstream on the H200; as now, see docs/bench.md session 23.)
 //   3. O = O·α (α spread to D columns by a row reduction); V loaded or staged as K in 1 (zero
 //      rows past ncols, so the NaN keys a cache holds beyond KV never meet a zero weight; staged
 //      V is fetched before step 2); O += f16(P·V).
@@ -38,7 +45,8 @@
 // a row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
 // path. With split-k the unnormalised O, L and M go to the scratch (§9.7).
 //
-// Shared memory: Br slopes, and for quantized K/V the stage of Bc·(D + 8) f16. Q is not staged:
+// Shared memory: for quantized K/V the stage of Bc·(D + 8) f16 (ALiBi slopes are computed
+// where used, so f16 K/V need none beyond the matrices' own). Q is not staged:
 // on the H100, upstream's cm2 shader with Q staged through 16 KiB of shared memory ran the
 // prefill row (N = 512, KV 4096, D 128) at 0.57 of its speed, and ours with f16 K and V direct
 // took 792 µs with Q staged, 409 µs without (456 µs with Q, K and V all staged).
@@ -55,6 +63,17 @@
 #extension GL_KHR_cooperative_matrix : enable
 #extension GL_NV_cooperative_matrix2 : enable
 #extension GL_KHR_shader_subgroup_shuffle : enable
+#extension GL_EXT_spirv_intrinsics : require
+
+// IEEE infinities and NaNs in 32- and 16-bit arithmetic (SignedZeroInfNanPreserve: execution
+// mode 4461, capability 4466; the host runs this path only where the device supports both), so
+// that a −∞ mask added to a finite logit gives −∞ and exp(−∞) is 0.
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, 32);
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, 16);
+// NMax (GLSL.std.450 instruction 80): the other operand when one is NaN (GLSL's max leaves
+// that undefined).
+spirv_instruction(set = "GLSL.std.450", id = 80) float nmax(float a, float b);
+spirv_instruction(set = "GLSL.std.450", id = 80) float16_t nmax(float16_t a, float16_t b);
 
 #define FA_F16_DECODE 1
 #include "flash_attn_base.comp"
@@ -68,15 +87,21 @@
 const uint KS = D + 8;
 shared float16_t stage[Bc * KS];      // K, then V
 #endif
-shared float row_slope[Br];           // ALiBi slope of each row (read when max_bias > 0)
 
-// A key that takes no part in a row: past the tile's keys, or masked by −∞ (tested on the
-// bits). −∞ itself, so that it never wins a maximum; every function below tests for it before
-// any arithmetic, as the scalar path does (Vulkan leaves arithmetic on infinities undefined).
+// A key that takes no part in a row (past the tile's keys, or under a −∞ mask) has the logit
+// −∞: it never wins a maximum and its weight exp(−∞ − M) is 0, M being finite (below).
 #define DEAD ACC_TYPE(uintBitsToFloat(0xFF800000u))
 bool is_dead(const in ACC_TYPE x) { return floatBitsToUint(float(x)) == 0xFF800000u; }
 
-ACC_TYPE max_of(const in ACC_TYPE a, const in ACC_TYPE b) { return max(a, b); }
+// The running maximum's start: the lowest finite ACC_TYPE value (f16: −65504), below every
+// live logit and finite, so that exp(s − M) of a dead key is exp(−∞) and never exp(−∞ + ∞).
+ACC_TYPE lowest_finite()
+{
+    const ACC_TYPE big = ACC_TYPE(uintBitsToFloat(0x7F7FFFFFu));   // FLT_MAX, ∞ in f16
+    return isinf(big) ? ACC_TYPE(-65504.0) : -big;
+}
+
+ACC_TYPE max_of(const in ACC_TYPE a, const in ACC_TYPE b) { return nmax(a, b); }
 // Row reductions that only spread a row's (equal) values to a matrix of another width.
 ACC_TYPE first_of(const in ACC_TYPE a, const in ACC_TYPE b) { return a; }
 
@@ -91,8 +116,9 @@ ACC_TYPE logit(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s, co
     return c < ncols ? softcapped(s) : DEAD;
 }
 
-// The same with the mask: softcap, then + mask (ALiBi: + slope·mask); a −∞ mask kills the key.
-// Two functions, chosen by a uniform test on max_bias, so the usual case reads no slope.
+// The same with the mask, for a tile with dead keys past ncols or with ALiBi: softcap, then
+// + mask (ALiBi: + slope·mask); a −∞ mask kills the key whatever its logit. Two functions,
+// chosen by a uniform test on max_bias, so that the usual case computes no slope.
 ACC_TYPE masked_logit(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s,
                       const in ACC_TYPE m, const in uint ncols)
 {
@@ -102,24 +128,26 @@ ACC_TYPE masked_logit(const in uint32_t r, const in uint32_t c, const in ACC_TYP
 ACC_TYPE masked_logit_alibi(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s,
                             const in ACC_TYPE m, const in uint ncols)
 {
-    return c >= ncols || is_dead(m) ? DEAD : softcapped(s) + ACC_TYPE(row_slope[r]) * m;
+    return c >= ncols || is_dead(m) ? DEAD : softcapped(s) + ACC_TYPE(alibi_slope(row_head(r))) * m;
 }
 
 ACC_TYPE max_pair(const in uint32_t r, const in uint32_t c, const in ACC_TYPE a, const in ACC_TYPE b)
 {
-    return max(a, b);
+    return nmax(a, b);
 }
 
-// exp(M_old − M_new), or 0 while no key of the row has been live (nothing accumulated yet).
+// exp(M_old − M_new) (while no key of the row has been live, O and L are still 0).
 ACC_TYPE rescale(const in uint32_t r, const in uint32_t c, const in ACC_TYPE m_old, const in ACC_TYPE m_new)
 {
-    return is_dead(m_old) ? ACC_TYPE(0.0) : exp(m_old - m_new);
+    return exp(m_old - m_new);
 }
 
-// A key's weight f16(exp(s − M)), 0 for a dead key (L adds the rounded weights).
+// A key's weight f16(exp(s − M)) (L adds the rounded weights): 0 for a dead key, and 0 for a
+// NaN logit (NMax), which a −∞ mask on a NaN or +∞ logit gives: such a key takes no part, as
+// in ggml's CPU path. (A NaN logit under a finite mask makes ggml's row NaN: no promise.)
 ACC_TYPE weight(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s, const in ACC_TYPE m)
 {
-    return is_dead(s) ? ACC_TYPE(0.0) : ACC_TYPE(float16_t(exp(s - m)));
+    return ACC_TYPE(float16_t(nmax(exp(s - m), ACC_TYPE(0.0))));
 }
 
 // O·(1/L) (in ACC_TYPE, 1/L first), 0 for a row with L = 0 (made NaN below).
@@ -146,7 +174,7 @@ ACC_TYPE put_l(const in uint32_t r, const in uint32_t c, const in ACC_TYPE l)
 ACC_TYPE put_m(const in uint32_t r, const in uint32_t c, const in ACC_TYPE m)
 {
     if (c == 0 && row_valid(r)) {
-        data_o[split_m_offset(r)] = is_dead(m) ? NEG_HALF_MAX : float(m);
+        data_o[split_m_offset(r)] = float(m);
     }
     return m;
 }
@@ -200,17 +228,16 @@ void store_keys(uint ncols, const in f16vec4 x[KV_SLOTS])
 void main()
 {
     init_indices();
-    const uint tid = gl_LocalInvocationID.x;
-
-    if (tid < Br) {
-        row_slope[tid] = alibi_slope(row_head(tid));
-    }
     // Q: f16(q)·f16(scale) in f16, through a tensor layout of the N valid rows (rows past N are
     // zero and never stored).
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> tQ =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
     tQ = setTensorLayoutDimensionNV(tQ, p.N, D);
-    tQ = setTensorLayoutStrideNV(tQ, q_stride, 1);
+    // On the aligned pipeline (Clamp 0) the host has checked that KV is a multiple of Bc and
+    // that Q's, K's and V's row strides are multiples of 8 elements; saying so lets the tensor
+    // loads use 16-byte accesses. (GQA mode's Q stride is nb02, which the host does not check.)
+    const bool strides_of_8 = Clamp == 0;
+    tQ = setTensorLayoutStrideNV(tQ, strides_of_8 && p.gqa_ratio == 1 ? q_stride & ~7u : q_stride, 1);
     coopmat<float, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> Qf;
     coopMatLoadTensorNV(Qf, data_q, q_base, sliceTensorLayoutNV(tQ, row_tile * Br, Br, 0, D));
     coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseA> Qm =
@@ -222,31 +249,28 @@ void main()
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> tM =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
     tM = setTensorLayoutDimensionNV(tM, p.gqa_ratio > 1 ? Br : p.N, p.KV);
-    tM = setTensorLayoutStrideNV(tM, m_stride, 1);
+    tM = setTensorLayoutStrideNV(tM, strides_of_8 ? m_stride & ~7u : m_stride, 1);
     const uint m_row0 = p.gqa_ratio > 1 ? 0 : row_tile * Br;
 #ifndef KV_STAGED
     // f16 K and V straight from memory: tensors of kv_end keys by D, zero past kv_end (so the
     // NaN keys a cache holds beyond KV never meet a zero weight); Kᵀ through a transposed view.
-    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> tK =
-        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    tensorLayoutNV<2, Clamp> tK = createTensorLayoutNV(2, Clamp);
     tK = setTensorLayoutDimensionNV(tK, kv_end, D);
-    tK = setTensorLayoutStrideNV(tK, p.nb11, 1);
-    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> tV =
-        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    tK = setTensorLayoutStrideNV(tK, strides_of_8 ? p.nb11 & ~7u : p.nb11, 1);
+    tensorLayoutNV<2, Clamp> tV = createTensorLayoutNV(2, Clamp);
     tV = setTensorLayoutDimensionNV(tV, kv_end, D);
-    tV = setTensorLayoutStrideNV(tV, p.nb21, 1);
+    tV = setTensorLayoutStrideNV(tV, strides_of_8 ? p.nb21 & ~7u : p.nb21, 1);
     tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
 #endif
 
-    // Running state, every row's value spread over its Bc columns: maximum M (DEAD before the
-    // row's first live key) and sum L.
+    // Running state, every row's value spread over its Bc columns: maximum M (the lowest finite
+    // value before the row's first live key) and sum L.
     coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> M =
-        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(DEAD);
+        coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(lowest_finite());
     coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> L =
         coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(0.0);
     coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator> O =
         coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, D, gl_MatrixUseAccumulator>(0.0);
-    barrier();
 
     // Kept rolled, as upstream marks its loop: unrolled, the decode pipelines were 4x the size.
     [[dont_unroll]] for (uint first = kv_begin; first < kv_end; first += Bc) {
@@ -274,14 +298,21 @@ void main()
         S = coopMatMulAdd(Qm, Kt, S);
 #endif
 
-        // 2. Softmax update in ACC_TYPE: logits (DEAD for dead keys), M' = max(M, row max),
-        // α = exp(M − M'), P = f16(exp(S − M')), L = L·α + Σ P.
+        // 2. Softmax update in ACC_TYPE: logits (DEAD for dead keys), M' = max(M, row max)
+        // (maxima ignore NaN), α = exp(M − M'), P = f16(exp(S − M')) (0 for NaN), L = L·α + Σ P.
         if (p.mask != 0) {
             coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> mask;
             coopMatLoadTensorNV(mask, data_m, 0, sliceTensorLayoutNV(tM, m_row0, Br, first, Bc));
             coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> mk =
                 coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(mask);
-            if (p.max_bias > 0.0) {
+            if (ncols == Bc && p.max_bias == 0.0) {
+                // A whole tile: the mask added as a matrix (a −∞ mask gives −∞, or NaN on a
+                // NaN or +∞ logit, which the weights also drop), after the softcap.
+                if (p.logit_softcap != 0.0) {
+                    coopMatPerElementNV(S, S, logit, ncols);
+                }
+                S += mk;
+            } else if (p.max_bias > 0.0) {
                 coopMatPerElementNV(S, S, masked_logit_alibi, mk, ncols);
             } else {
                 coopMatPerElementNV(S, S, masked_logit, mk, ncols);

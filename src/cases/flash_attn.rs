@@ -328,20 +328,25 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
     // query and KV past one tile (Bc = 64 for one query): half the single-query cases split
     // (at 1 in 4 `vkdiff mutate` at 40 cases left most reduce mutants alive), and their keys
     // start one tile per split further up (else about half of them, KV ≤ 64, split nothing).
+    // One forced split in sixteen is past 128, as a host with many cores and few K/V heads takes (H200:
+    // 264 over one head): the reduce takes its splits 128 at a time; those keys are always
+    // lifted, so that the splits stay over 128.
     let n_split_kv = n.prop_flat_map(|n| {
         let split = if n == 1 {
-            prop_oneof![1 => Just(None), 1 => (2u32..=6).prop_map(Some)].boxed()
+            let count = prop_oneof![15 => 2u32..=6, 1 => 129u32..=160];
+            prop_oneof![1 => Just(None), 1 => count.prop_map(Some)].boxed()
         } else {
             Just(None).boxed()
         };
         (Just(n), split).prop_flat_map(|(n, split)| {
             let lift = split.map_or(0, |s| 64 * s as usize);
+            let many = split.is_some_and(|s| s > 128);
             let kv = prop_oneof![
                 2 => 1usize..=3,
                 3 => select(KV_EDGES.to_vec()),
                 2 => 4usize..=300
             ]
-            .prop_map(move |kv| if kv <= 64 { kv + lift } else { kv });
+            .prop_map(move |kv| if kv <= 64 || many { kv + lift } else { kv });
             (Just(n), Just(split), kv)
         })
     });
@@ -511,7 +516,13 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
                 dv: (dv != d).then_some(dv),
                 n,
                 kv,
-                kv_heads,
+                // Past 128 splits, one K/V head (what such a host splits over): the case has
+                // thousands of keys and stays cheap.
+                kv_heads: if split_k.is_some_and(|s| s > 128) {
+                    1
+                } else {
+                    kv_heads
+                },
                 gqa,
                 v_heads,
                 ne3,

@@ -248,6 +248,9 @@ pub fn path_requires(path: Path, caps: &DeviceCaps) -> Option<String> {
                 Some("VK_NV_cooperative_matrix2 with workgroup scope, flexible dimensions, reductions, conversions, per-element operations, tensor addressing, block loads, bufferDeviceAddress and workgroup-scope f16 flexible shapes for 128 and 256 invocations (cm2 flash attention)".into())
             } else if caps.api_version < (1, 3, 0) {
                 Some("Vulkan 1.3 (cm2 variants are SPIR-V 1.6)".into())
+            } else if !(caps.inf_nan_preserve_f16 && caps.inf_nan_preserve_f32) {
+                // vkdiff's cm2 shader adds the mask as a matrix and relies on IEEE infinities.
+                Some("shaderSignedZeroInfNanPreserveFloat16 and Float32 (vkdiff's cm2 flash attention declares SignedZeroInfNanPreserve)".into())
             } else {
                 shuffle
             }
