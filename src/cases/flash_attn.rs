@@ -328,9 +328,9 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
     // query and KV past one tile (Bc = 64 for one query): half the single-query cases split
     // (at 1 in 4 `vkdiff mutate` at 40 cases left most reduce mutants alive), and their keys
     // start one tile per split further up (else about half of them, KV ≤ 64, split nothing).
-    // One forced split in sixteen is past 128, as a host with many cores and few K/V heads takes (H200:
-    // 264 over one head): the reduce takes its splits 128 at a time; those keys are always
-    // lifted, so that the splits stay over 128.
+    // One forced split in sixteen is past 128, as a host with many cores and few K/V heads
+    // takes (H200: 264 over one head), since the reduce takes its splits 128 at a time; those
+    // keys are always lifted, so that the splits stay over 128, and such a case has one head.
     let n_split_kv = n.prop_flat_map(|n| {
         let split = if n == 1 {
             let count = prop_oneof![15 => 2u32..=6, 1 => 129u32..=160];
@@ -508,7 +508,9 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
                 prec_f32,
                 v_blocks,
                 seed,
-            )| FlashAttnCase {
+            )| {
+                let many_splits = split_k.is_some_and(|s| s > 128);
+                FlashAttnCase {
                 path,
                 prec_f32,
                 kv_type,
@@ -516,14 +518,10 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
                 dv: (dv != d).then_some(dv),
                 n,
                 kv,
-                // Past 128 splits, one K/V head (what such a host splits over): the case has
-                // thousands of keys and stays cheap.
-                kv_heads: if split_k.is_some_and(|s| s > 128) {
-                    1
-                } else {
-                    kv_heads
-                },
-                gqa,
+                // Past 128 splits, one head (such a host splits one K/V head's keys): the
+                // case has thousands of keys and stays cheap.
+                kv_heads: if many_splits { 1 } else { kv_heads },
+                gqa: if many_splits { 1 } else { gqa },
                 v_heads,
                 ne3,
                 q_layout,
@@ -538,6 +536,7 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
                 k_blocks,
                 v_blocks,
                 seed,
+                }
             },
         )
 }
