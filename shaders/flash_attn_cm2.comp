@@ -233,8 +233,8 @@ void main()
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> tQ =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
     tQ = setTensorLayoutDimensionNV(tQ, p.N, D);
-    // On the aligned pipeline (Clamp 0) the host has checked that KV is a multiple of Bc and
-    // that Q's, K's and V's row strides are multiples of 8 elements; saying so lets the tensor
+    // On the aligned pipeline (Clamp 0) the host has checked KV % Bc == 0 (so the mask's stride,
+    // KV or 0, is a multiple of 8) and Q's, K's and V's row strides % 8 == 0: said so, tensor
     // loads use 16-byte accesses. (GQA mode's Q stride is nb02, which the host does not check.)
     const bool strides_of_8 = Clamp == 0;
     tQ = setTensorLayoutStrideNV(tQ, strides_of_8 && p.gqa_ratio == 1 ? q_stride & ~7u : q_stride, 1);

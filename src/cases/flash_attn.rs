@@ -293,11 +293,20 @@ fn continuous_scale(max_log2: f32) -> BoxedStrategy<f32> {
         .boxed()
 }
 
+/// The split-k reduce combines this many splits per pass (`WG` in
+/// flash_attn_split_k_reduce.comp); forced splits past it reach its later passes.
+const REDUCE_SPLITS_PER_PASS: u32 = 128;
+
+fn past_one_reduce_pass(split_k: Option<u32>) -> bool {
+    split_k.is_some_and(|s| s > REDUCE_SPLITS_PER_PASS)
+}
+
 /// Cases for K/V type `kv_type` on `path`. Built by `prop_flat_map` wherever one field's range
 /// depends on another (nothing is rewritten after drawing), so shrinking a field never moves
 /// another. Parts of the domain that ggml accepts but the pinned host does not (head sizes
 /// off its list, DK ≠ DV, q.ne3 > 1) and masks with NaN or +∞ (undefined in ggml) are drawn at
 /// a low weight and end as named preconditions ([`FlashAttnCase::evaluate`]).
+/// (Exception: a case past one reduce pass has its heads set to one after drawing.)
 pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCase> {
     let coopmat = path != Path::Scalar;
     let block = kv_type.block_len();
@@ -328,19 +337,22 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
     // query and KV past one tile (Bc = 64 for one query): half the single-query cases split
     // (at 1 in 4 `vkdiff mutate` at 40 cases left most reduce mutants alive), and their keys
     // start one tile per split further up (else about half of them, KV ≤ 64, split nothing).
-    // One forced split in sixteen is past 128, as a host with many cores and few K/V heads
-    // takes (H200: 264 over one head), since the reduce takes its splits 128 at a time; those
-    // keys are always lifted, so that the splits stay over 128, and such a case has one head.
+    // One forced split in sixteen is past one reduce pass, as a host with many cores and few
+    // K/V heads takes (H200: 264 splits over one head); those keys are always lifted, so that
+    // the splits stay past the pass, and such a case has one head (set after drawing, below).
     let n_split_kv = n.prop_flat_map(|n| {
         let split = if n == 1 {
-            let count = prop_oneof![15 => 2u32..=6, 1 => 129u32..=160];
+            let count = prop_oneof![
+                15 => 2u32..=6,
+                1 => REDUCE_SPLITS_PER_PASS + 1..=REDUCE_SPLITS_PER_PASS + 32
+            ];
             prop_oneof![1 => Just(None), 1 => count.prop_map(Some)].boxed()
         } else {
             Just(None).boxed()
         };
         (Just(n), split).prop_flat_map(|(n, split)| {
             let lift = split.map_or(0, |s| 64 * s as usize);
-            let many = split.is_some_and(|s| s > 128);
+            let many = past_one_reduce_pass(split);
             let kv = prop_oneof![
                 2 => 1usize..=3,
                 3 => select(KV_EDGES.to_vec()),
@@ -509,7 +521,7 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
                 v_blocks,
                 seed,
             )| {
-                let many_splits = split_k.is_some_and(|s| s > 128);
+                let many_splits = past_one_reduce_pass(split_k);
                 FlashAttnCase {
                 path,
                 prec_f32,
@@ -518,8 +530,9 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
                 dv: (dv != d).then_some(dv),
                 n,
                 kv,
-                // Past 128 splits, one head (such a host splits one K/V head's keys): the
-                // case has thousands of keys and stays cheap.
+                // Past one reduce pass, one head (such a host splits one K/V head's keys):
+                // thousands of keys stay cheap. The one field set after drawing: heads
+                // move only when split_k shrinks back within one pass.
                 kv_heads: if many_splits { 1 } else { kv_heads },
                 gqa: if many_splits { 1 } else { gqa },
                 v_heads,
