@@ -11,8 +11,8 @@
 // D = 256, else 64. Clamp (spec constant 4) is 0 on the aligned pipeline, where the host has
 // checked that KV is a multiple of Bc and that Q's, K's and V's row strides are multiples of 8:
 // there K and V load without bounds checks and the strides are declared multiples of 8. Q,
-// the mask and O keep bounds checks everywhere (mask reads past its edge give 0, for rows past
-// N, which are never stored, and dead keys), so both pipelines compute the same thing.
+// the mask and O keep bounds checks everywhere (mask reads past its edge give −∞: rows past
+// N, which are never stored, and keys past kv_end), so both pipelines compute the same thing.
 //
 // Precision, as the interface states for this path (ACC_TYPE float, or float16_t for the
 // f16acc variants):
@@ -28,9 +28,10 @@
 //   1. S = Q·Kᵀ, f16 Kᵀ loaded through a transposed view of a tensor layout that is zero past
 //      kv_end; quantized K staged as stage[c·KS + d] = K[first + c][d] (f16), zero for c ≥ ncols.
 //   2. softmax on matrices, every row's running maximum M and sum L spread over Bc columns:
-//      the mask tile is loaded through a tensor layout and, on a whole tile without ALiBi,
-//      added as a matrix (IEEE infinities: a −∞ mask makes the logit −∞); on other tiles a
-//      per-element function makes keys with a −∞ mask (by bits) and keys ≥ ncols DEAD (−∞).
+//      the mask tile is loaded through a tensor layout that ends at kv_end with the clamp
+//      value −∞, scaled by the row's ALiBi slope if any, and added as a matrix after the
+//      softcap (IEEE infinities: a −∞ mask, and so every key past kv_end, makes the logit −∞).
+//      Without a mask a per-element function makes keys ≥ ncols DEAD (−∞) on a partial tile.
 //      M' = max(M, row max) by a row reduction (NMax: NaN never wins), α = exp(M − M'),
 //      P = f16(max(exp(S − M'), 0)) with NMax, so a dead key's weight is exactly 0 and so is
 //      the NaN that a −∞ mask on a NaN or +∞ logit leaves; L = L·α + row sum of P (as P times
@@ -91,7 +92,6 @@ shared float16_t stage[Bc * KS];      // K, then V
 // A key that takes no part in a row (past the tile's keys, or under a −∞ mask) has the logit
 // −∞: it never wins a maximum and its weight exp(−∞ − M) is 0, M being finite (below).
 #define DEAD ACC_TYPE(uintBitsToFloat(0xFF800000u))
-bool is_dead(const in ACC_TYPE x) { return floatBitsToUint(float(x)) == 0xFF800000u; }
 
 // The running maximum's start: the lowest finite ACC_TYPE value (f16: −65504), below every
 // live logit and finite, so that exp(s − M) of a dead key is exp(−∞) and never exp(−∞ + ∞).
@@ -116,19 +116,16 @@ ACC_TYPE logit(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s, co
     return c < ncols ? softcapped(s) : DEAD;
 }
 
-// The same with the mask, for a tile with dead keys past ncols or with ALiBi: softcap, then
-// + mask (ALiBi: + slope·mask); a −∞ mask kills the key whatever its logit. Two functions,
-// chosen by a uniform test on max_bias, so that the usual case computes no slope.
-ACC_TYPE masked_logit(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s,
-                      const in ACC_TYPE m, const in uint ncols)
+// ALiBi: the mask scaled by its row's slope (a −∞ mask stays −∞, the slope being positive).
+ACC_TYPE alibi_scaled(const in uint32_t r, const in uint32_t c, const in ACC_TYPE m)
 {
-    return c >= ncols || is_dead(m) ? DEAD : softcapped(s) + m;
+    return ACC_TYPE(alibi_slope(row_head(r))) * m;
 }
 
-ACC_TYPE masked_logit_alibi(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s,
-                            const in ACC_TYPE m, const in uint ncols)
+// The softcapped logit, for a tile whose dead keys the mask kills.
+ACC_TYPE softcapped_at(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s)
 {
-    return c >= ncols || is_dead(m) ? DEAD : softcapped(s) + ACC_TYPE(alibi_slope(row_head(r))) * m;
+    return softcapped(s);
 }
 
 ACC_TYPE max_pair(const in uint32_t r, const in uint32_t c, const in ACC_TYPE a, const in ACC_TYPE b)
@@ -243,12 +240,17 @@ void main()
     coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseA> Qm =
         coopmat<float16_t, gl_ScopeWorkgroup, Br, D, gl_MatrixUseA>(Qf);
     Qm *= float16_t(p.scale);
-    // The mask as a tensor of N rows (GQA: Br rows of stride 0, every head reading row 0) by KV
-    // keys; zero past its edge (those rows are never stored, those keys are dead). Clamped to
-    // its edge instead, upstream's cm2 prefill row with our mask function ran 0.68 of its speed.
+    // The mask as a tensor of N rows (GQA: Br rows of stride 0, every head reading row 0) by
+    // kv_end keys, −∞ past its edge: keys past kv_end die on partial tiles, and rows past N
+    // (never stored) keep M at its start and weights 0. Clamped to its edge instead,
+    // upstream's cm2 prefill row with an earlier per-element mask function ran 0.68 of its
+    // speed. With the add as a matrix on every tile (no per-element mask function) the
+    // prefill row ran 1.04x faster on the H200 than with it on partial and ALiBi tiles
+    // (docs/bench.md, session 24).
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> tM =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-    tM = setTensorLayoutDimensionNV(tM, p.gqa_ratio > 1 ? Br : p.N, p.KV);
+    tM = setTensorLayoutDimensionNV(tM, p.gqa_ratio > 1 ? Br : p.N, kv_end);
+    tM = setTensorLayoutClampValueNV(tM, 0xFC00u);   // f16 −∞
     tM = setTensorLayoutStrideNV(tM, strides_of_8 ? m_stride & ~7u : m_stride, 1);
     const uint m_row0 = p.gqa_ratio > 1 ? 0 : row_tile * Br;
 #ifndef KV_STAGED
@@ -301,22 +303,20 @@ void main()
         // 2. Softmax update in ACC_TYPE: logits (DEAD for dead keys), M' = max(M, row max)
         // (maxima ignore NaN), α = exp(M − M'), P = f16(exp(S − M')) (0 for NaN), L = L·α + Σ P.
         if (p.mask != 0) {
+            // Softcap, then + mask (ALiBi: + slope·mask) as matrices: keys past kv_end read the
+            // mask's clamp value −∞ and die, a −∞ mask gives −∞ (or NaN on a NaN or +∞ logit,
+            // which the maximum and the weights drop as well).
             coopmat<float16_t, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> mask;
             coopMatLoadTensorNV(mask, data_m, 0, sliceTensorLayoutNV(tM, m_row0, Br, first, Bc));
             coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> mk =
                 coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(mask);
-            if (ncols == Bc && p.max_bias == 0.0) {
-                // A whole tile: the mask added as a matrix (a −∞ mask gives −∞, or NaN on a
-                // NaN or +∞ logit, which the weights also drop), after the softcap.
-                if (p.logit_softcap != 0.0) {
-                    coopMatPerElementNV(S, S, logit, ncols);
-                }
-                S += mk;
-            } else if (p.max_bias > 0.0) {
-                coopMatPerElementNV(S, S, masked_logit_alibi, mk, ncols);
-            } else {
-                coopMatPerElementNV(S, S, masked_logit, mk, ncols);
+            if (p.logit_softcap != 0.0) {
+                coopMatPerElementNV(S, S, softcapped_at);
             }
+            if (p.max_bias > 0.0) {
+                coopMatPerElementNV(mk, mk, alibi_scaled);
+            }
+            S += mk;
         } else if (ncols < Bc || p.logit_softcap != 0.0) {
             // (A whole tile without softcap keeps its logits as they are.)
             coopMatPerElementNV(S, S, logit, ncols);
