@@ -122,12 +122,6 @@ ACC_TYPE alibi_scaled(const in uint32_t r, const in uint32_t c, const in ACC_TYP
     return ACC_TYPE(alibi_slope(row_head(r))) * m;
 }
 
-// The softcapped logit, for a tile whose dead keys the mask kills.
-ACC_TYPE softcapped_at(const in uint32_t r, const in uint32_t c, const in ACC_TYPE s)
-{
-    return softcapped(s);
-}
-
 ACC_TYPE max_pair(const in uint32_t r, const in uint32_t c, const in ACC_TYPE a, const in ACC_TYPE b)
 {
     return nmax(a, b);
@@ -311,7 +305,7 @@ void main()
             coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator> mk =
                 coopmat<ACC_TYPE, gl_ScopeWorkgroup, Br, Bc, gl_MatrixUseAccumulator>(mask);
             if (p.logit_softcap != 0.0) {
-                coopMatPerElementNV(S, S, softcapped_at);
+                coopMatPerElementNV(S, S, logit, ncols);
             }
             if (p.max_bias > 0.0) {
                 coopMatPerElementNV(mk, mk, alibi_scaled);

@@ -248,11 +248,19 @@ shared uint match_counts[BLOCK_SIZE + 4];
 // The element is widened to a float vector first (16-bit vectors may not be indexed
 // dynamically without 16-bit arithmetic, which fp32-mode devices need not have).
 #if LOAD_VEC_B == 8
-float b_value(uint i)
+// The 4 elements of B's 8-wide load that hold element i, picked by a select, not a dynamic
+// column index: with that the H200 kept the matrix in local memory (416 bytes a thread; 2-3%
+// on the quantized 4096 x 512 x 4096 rows).
+vec4 b_vec4(uint i)
 {
     const mat2x4 v = mat2x4(data_b[i / 8]);
-    // Selects, not dynamic indices (see b_quad).
-    const vec4 c = (i & 4u) == 0 ? v[0] : v[1];
+    return (i & 4u) == 0 ? v[0] : v[1];
+}
+
+float b_value(uint i)
+{
+    // Selects, not dynamic indices (see b_vec4).
+    const vec4 c = b_vec4(i);
     const vec2 h = (i & 2u) == 0 ? c.xy : c.zw;
     return (i & 1u) == 0 ? h.x : h.y;
 }
@@ -478,10 +486,7 @@ vec4 b_quad(uint first, uint k, bool aligned)
     if (aligned) {
         const uint i = first + min(k, p.K - 4);
 #if LOAD_VEC_B == 8
-        // A select, not a dynamic column index: with that the H200 kept the matrix in local
-        // memory (416 bytes a thread; 2-3% on the quantized 4096 x 512 x 4096 rows).
-        const mat2x4 v = mat2x4(data_b[i / 8]);
-        return (i & 4u) == 0 ? v[0] : v[1];
+        return b_vec4(i);
 #elif defined(B_IS_FLOAT)
         return bf16x4_to_fp32(uvec4(data_b[i / 4]));
 #else
