@@ -523,32 +523,32 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
             )| {
                 let many_splits = past_one_reduce_pass(split_k);
                 FlashAttnCase {
-                path,
-                prec_f32,
-                kv_type,
-                d,
-                dv: (dv != d).then_some(dv),
-                n,
-                kv,
-                // Past one reduce pass, one head (such a host splits one K/V head's keys):
-                // thousands of keys stay cheap. The one field set after drawing: heads
-                // move only when split_k shrinks back within one pass.
-                kv_heads: if many_splits { 1 } else { kv_heads },
-                gqa: if many_splits { 1 } else { gqa },
-                v_heads,
-                ne3,
-                q_layout,
-                kv_layout,
-                mask,
-                mask_pad,
-                scale,
-                max_bias,
-                softcap,
-                split_k,
-                q_dist,
-                k_blocks,
-                v_blocks,
-                seed,
+                    path,
+                    prec_f32,
+                    kv_type,
+                    d,
+                    dv: (dv != d).then_some(dv),
+                    n,
+                    kv,
+                    // Past one reduce pass, one head (such a host splits one K/V head's keys):
+                    // thousands of keys stay cheap. The one field set after drawing: heads
+                    // move only when split_k shrinks back within one pass.
+                    kv_heads: if many_splits { 1 } else { kv_heads },
+                    gqa: if many_splits { 1 } else { gqa },
+                    v_heads,
+                    ne3,
+                    q_layout,
+                    kv_layout,
+                    mask,
+                    mask_pad,
+                    scale,
+                    max_bias,
+                    softcap,
+                    split_k,
+                    q_dist,
+                    k_blocks,
+                    v_blocks,
+                    seed,
                 }
             },
         )
