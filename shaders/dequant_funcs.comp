@@ -1,4 +1,5 @@
-// dequant_funcs.comp: decoding of A elements for the mat-vec body.
+// dequant_funcs.comp: decoding of A elements for the mat-vec body (and mul_mm's aligned quads
+// of the 32-element block types and iq4_xs).
 //
 // Include after the kernel has declared `data_a` (binding 0, element type A_TYPE) and
 // with one DATA_A_<T>=1 define set (see types.comp).
@@ -13,6 +14,8 @@
 //                                                block scale (integers, exact in float)
 //   vec2 block_dm(ib)                            (d, m) of block ib; element = q * d + m
 //   BLOCK_HAS_MIN                                1 for the types with an m (q4_1, q5_1)
+//   vec4 quad_quants(ib, e)                      elements e .. e + 3 (e a multiple of 4) of
+//                                                block ib, likewise without the scale
 // q * d is exact in float (11-bit d times an integer of at most 12 significant bits: 8 for
 // q8_0, 7 for an iq4 table value, 12 for iq4_xs's table value times its 6-bit sub-block scale
 // minus 32), so a decoded element costs at most the one rounding of "+ m".
@@ -160,11 +163,15 @@ void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
 vec2 block_dm(uint ib) { return unpackHalf2x16(data_a32[ib].dm); }
 
 #elif defined(DATA_A_Q8_0)
-// Signed bytes: flipping bit 7 gives q + 128 as an unsigned byte.
+// qs bytes 4 w .. 4 w + 3 (signed): flipping bit 7 gives q + 128 as an unsigned byte.
+vec4 word_quants(uint ib, uint w)
+{
+    return bytes_minus(qs_word(ib, w) ^ 0x80808080u, 128.0);
+}
 void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
 {
-    low = bytes_minus(qs_word(ib, 2 * c) ^ 0x80808080u, 128.0);
-    high = bytes_minus(qs_word(ib, 2 * c + 1) ^ 0x80808080u, 128.0);
+    low = word_quants(ib, 2 * c);
+    high = word_quants(ib, 2 * c + 1);
 }
 vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
 
@@ -218,6 +225,26 @@ vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
 #ifndef BLOCK_HAS_MIN
 #define BLOCK_HAS_MIN 0
 #endif
+
+// Elements e .. e + 3 of block ib (e a multiple of 4), without the block scale, like
+// chunk_quants: the half of the chunk that holds them (mul_mm stages A in such quads).
+vec4 quad_quants(uint ib, uint e)
+{
+#if defined(DATA_A_Q8_0)
+    return word_quants(ib, e / 4);   // a chunk's halves are two words: read only this one
+#else
+#if defined(DATA_A_IQ4_XS)
+    const uint c = 4 * (e / 32) + (e % 16) / 4;
+    const bool high_half = e % 32 >= 16;
+#else
+    const uint c = (e % (QUANT_K / 2)) / 4;
+    const bool high_half = e >= QUANT_K / 2;
+#endif
+    vec4 low, high;
+    chunk_quants(ib, c, low, high);
+    return high_half ? high : low;
+#endif
+}
 
 #endif // block types
 
