@@ -163,15 +163,15 @@ void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
 vec2 block_dm(uint ib) { return unpackHalf2x16(data_a32[ib].dm); }
 
 #elif defined(DATA_A_Q8_0)
-// qs bytes 4 w .. 4 w + 3 (signed): flipping bit 7 gives q + 128 as an unsigned byte.
-vec4 word_quants(uint ib, uint w)
+// The four signed bytes of a qs word: flipping bit 7 gives q + 128 as an unsigned byte.
+vec4 q8_quants(uint w)
 {
-    return bytes_minus(qs_word(ib, w) ^ 0x80808080u, 128.0);
+    return bytes_minus(w ^ 0x80808080u, 128.0);
 }
 void chunk_quants(uint ib, uint c, out vec4 low, out vec4 high)
 {
-    low = word_quants(ib, 2 * c);
-    high = word_quants(ib, 2 * c + 1);
+    low = q8_quants(qs_word(ib, 2 * c));
+    high = q8_quants(qs_word(ib, 2 * c + 1));
 }
 vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
 
@@ -228,10 +228,38 @@ vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
 
 // Elements e .. e + 3 of block ib (e a multiple of 4), without the block scale, like
 // chunk_quants: the half of the chunk that holds them (mul_mm stages A in such quads).
-vec4 quad_quants(uint ib, uint e)
+#if defined(DATA_A_Q4_0) || defined(DATA_A_Q8_0) || defined(DATA_A_IQ4_NL)
+// For these a quad is one qs word and the scale d alone, so a caller may load the word early
+// and decode it later (mul_mm's prefetch): quad_quants(ib, e) = quad_from_word(quad_word(ib, e), e).
+#define QUAD_FROM_WORD 1
+uint quad_word(uint ib, uint e)
 {
 #if defined(DATA_A_Q8_0)
-    return word_quants(ib, e / 4);   // a chunk's halves are two words: read only this one
+    return qs_word(ib, e / 4);
+#else
+    // Elements e % 16 .. in its low nibbles, e % 16 + 16 .. in its high ones.
+    return qs_word(ib, (e % 16) / 4);
+#endif
+}
+vec4 quad_from_word(uint w, uint e)
+{
+#if defined(DATA_A_Q8_0)
+    return q8_quants(w);
+#else
+    const uint nibbles = e >= 16 ? w >> 4 : w;
+#if defined(DATA_A_Q4_0)
+    return bytes_minus(nibbles & 0x0F0F0F0Fu, 8.0);
+#else
+    return kvalues4(nibbles);
+#endif
+#endif
+}
+#endif
+
+vec4 quad_quants(uint ib, uint e)
+{
+#ifdef QUAD_FROM_WORD
+    return quad_from_word(quad_word(ib, e), e);
 #else
 #if defined(DATA_A_IQ4_XS)
     const uint c = 4 * (e / 32) + (e % 16) / 4;

@@ -430,14 +430,40 @@ float a_value(uint i)
 // Staging works in quads: 4 consecutive k of one A row or B column per invocation and step,
 // loaded together and then stored, so an invocation waits for memory once per quad instead of
 // once per element (H100, 4096 x 512 x 4096, f16 accumulators: 1.7x to 2.5x faster on f16,
-// q4_0 and q8_0). The quad loops stay loops: unrolled, the H100 spilled and ran 3x slower,
-// and lavapipe's JIT took several times longer. There is no per-element branch: an element outside
+// q4_0 and q8_0). The quad loops stay loops (except A's with A_PREFETCH): unrolled, the H100
+// spilled and ran 3x slower, the H200 0.86-0.94x on f16, and lavapipe's JIT took several times
+// longer. There is no per-element branch: an element outside
 // [0, M) x [block_k, end_k) (or the valid columns) is read at a clamped position inside its
 // matrix and replaced by 0 with a select, so lavapipe, which runs both sides of a branch its
 // lanes disagree on, runs one path. Values are those of a_value / b_value, bit for bit.
 const uint QUADS_PER_ROW = BK / 4;   // BK is a multiple of 8 in every host configuration
 const uint QUAD_LOADS_A = (BM * QUADS_PER_ROW + BLOCK_SIZE - 1) / BLOCK_SIZE;
 const uint QUAD_LOADS_B = (BN * QUADS_PER_ROW + BLOCK_SIZE - 1) / BLOCK_SIZE;
+
+#ifdef QUAD_FROM_WORD
+// A's next K step, prefetched: prefetch_a loads the qs word and scale bits of each of this
+// invocation's A quads into registers without using them, before this step's products, and
+// stage_tiles decodes them next step, so the loads' latency passes during the products instead
+// of between two barriers. H200, q4_0 and q8_0 rows: 1.06-1.19x, 214 registers instead of 199
+// (timing copies with no A load at all had run 1.13-1.26x faster, the quants' decode cost only
+// 1-3%). Only for the types whose quad is one word and d, so that what waits in registers
+// stays small; lavapipe's JIT takes about 5 s longer for each such variant's pipelines.
+#define A_PREFETCH 1
+uvec2 a_next[QUAD_LOADS_A];   // (quad_word, bits of d), quad j at a_next[j]
+
+void prefetch_a(uint a_base, uint row0, uint block_k)
+{
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint j = 0; j < QUAD_LOADS_A; ++j) {
+        const uint q = tid + j * BLOCK_SIZE;
+        // Where a_quad reads quad q: clamped into the matrix, K a multiple of 4 here.
+        const uint i = a_base + min(row0 + q / QUADS_PER_ROW, p.M - 1) * p.stride_a
+                     + min(block_k + (q % QUADS_PER_ROW) * 4, p.K - 4);
+        const uint ib = i / QUANT_K;
+        a_next[j] = uvec2(quad_word(ib, (i % QUANT_K) & ~3u), uint(data_a16[ib].d));
+    }
+}
+#endif
 
 // Zero where element k + e is at or past end_k, or the whole quad when `inside` is false.
 vec4 mask_quad(vec4 v, bool inside, uint k, uint end_k)
@@ -526,14 +552,30 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
     const bool a_aligned = quads_aligned(p.stride_a, p.batch_stride_a);
     const bool b_aligned = quads_aligned(p.stride_b, p.batch_stride_b);
 
+#ifdef A_PREFETCH
+    [[unroll]]   // a_next is indexed by j: registers only with constant indices
+#endif
     for (uint j = 0; j < QUAD_LOADS_A; ++j) {
         const uint q = tid + j * BLOCK_SIZE;
         const uint r = q / QUADS_PER_ROW;
         const uint c = (q % QUADS_PER_ROW) * 4;
         const uint m = row0 + r;
         const uint k = block_k + c;
-        const vec4 v = mask_quad(a_quad(a_base + min(m, p.M - 1) * p.stride_a, k, a_aligned), m < p.M,
-                                 k, end_k);
+        const uint first = a_base + min(m, p.M - 1) * p.stride_a;
+#ifdef A_PREFETCH
+        // The value a_quad gives, from the word and d that prefetch_a loaded (always aligned
+        // for block types; the test keeps any other layout right).
+        vec4 a;
+        if (a_aligned) {
+            const uint e = ((first + min(k, p.K - 4)) % QUANT_K) & ~3u;
+            a = quad_from_word(a_next[j].x, e) * unpackHalf2x16(a_next[j].y).x;
+        } else {
+            a = a_quad(first, k, false);
+        }
+#else
+        const vec4 a = a_quad(first, k, a_aligned);
+#endif
+        const vec4 v = mask_quad(a, m < p.M, k, end_k);
         if (r < BM) {
             [[unroll]] for (uint e = 0; e < 4; ++e) {
                 buf_a[r * SHMEM_STRIDE + c + e] = FLOAT_TYPE(v[e]);
@@ -628,9 +670,19 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
     }
 #endif
 
+#ifdef A_PREFETCH
+    if (start_k < end_k) {
+        prefetch_a(a_base, row0, start_k);
+    }
+#endif
     for (uint block_k = start_k; block_k < end_k; block_k += BK) {
         stage_tiles(a_base, row0, col0, block_k, end_k, b_base, n_cols);
         barrier();
+#ifdef A_PREFETCH
+        if (block_k + BK < end_k) {
+            prefetch_a(a_base, row0, block_k + BK);
+        }
+#endif
 
 #ifdef COOPMAT
         [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
