@@ -226,8 +226,6 @@ vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
 #define BLOCK_HAS_MIN 0
 #endif
 
-// Elements e .. e + 3 of block ib (e a multiple of 4), without the block scale, like
-// chunk_quants: the half of the chunk that holds them (mul_mm stages A in such quads).
 #if defined(DATA_A_Q4_0) || defined(DATA_A_Q8_0) || defined(DATA_A_IQ4_NL)
 // For these a quad is one qs word and the scale d alone, so a caller may load the word early
 // and decode it later (mul_mm's prefetch): quad_quants(ib, e) = quad_from_word(quad_word(ib, e), e).
@@ -256,6 +254,8 @@ vec4 quad_from_word(uint w, uint e)
 }
 #endif
 
+// Elements e .. e + 3 of block ib (e a multiple of 4), without the block scale, like
+// chunk_quants: the half of the chunk that holds them (mul_mm stages A in such quads).
 vec4 quad_quants(uint ib, uint e)
 {
 #ifdef QUAD_FROM_WORD
