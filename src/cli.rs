@@ -424,6 +424,8 @@ impl RunPlan {
                 &shared,
                 true,
             );
+            // A worker prints its own at exit.
+            eprint!("{}", vkdiff_gpu::profile::report());
         } else {
             let devices: Vec<Option<String>> = if self.devices.is_empty() {
                 vec![self.target.device.clone()]

@@ -127,6 +127,8 @@ pub struct Gpu {
     statistics: HashMap<vk::Pipeline, PipelineStatistics>,
     /// The pipelines dispatched by timed jobs since bench mode was last set, each once.
     timed_pipelines: Vec<Pipeline>,
+    /// Profiling only: each pipeline's shader and specialization, until its first job has run.
+    unused_pipelines: HashMap<vk::Pipeline, String>,
     /// The logical device (and its capabilities).
     pub device: Device,
     instance: Instance,
@@ -251,6 +253,7 @@ impl Gpu {
             capture_statistics: false,
             statistics: HashMap::new(),
             timed_pipelines: Vec::new(),
+            unused_pipelines: HashMap::new(),
             device,
             instance,
         })
@@ -369,6 +372,10 @@ impl Gpu {
         }
         if let Some(s) = statistics {
             self.statistics.insert(p.raw, s);
+        }
+        if crate::profile::enabled() {
+            let label = format!("{} {:?}", desc.variant.name, desc.spec);
+            self.unused_pipelines.insert(p.raw, label);
         }
         self.pipelines.insert(key, p);
         Ok(p)
@@ -753,7 +760,18 @@ impl Job<'_> {
     /// Uploads, poisons, runs every dispatch in order (with a barrier between them), reads the
     /// outputs back and checks their guards.
     pub fn submit(self) -> Result<JobOutput> {
-        let _span = crate::profile::span("job submit (run, copies)");
+        // A job that uses a pipeline for the first time is timed apart: lavapipe compiles a
+        // pipeline's code (LLVM) only when its first dispatch runs.
+        let first_uses: Vec<String> = self
+            .dispatches
+            .iter()
+            .filter_map(|c| self.gpu.unused_pipelines.remove(&c.pipeline.raw))
+            .collect();
+        let _span = if first_uses.is_empty() {
+            crate::profile::span("job submit (run, copies)")
+        } else {
+            crate::profile::first_use(first_uses.join(" + "))
+        };
         let Job {
             gpu,
             mut buffers,

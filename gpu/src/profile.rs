@@ -11,10 +11,15 @@ use std::time::{Duration, Instant};
 
 static TOTALS: Mutex<BTreeMap<&'static str, (Duration, Duration, u64)>> =
     Mutex::new(BTreeMap::new());
+/// The jobs that used a pipeline for the first time: (its label, wall time).
+static FIRST_USES: Mutex<Vec<(String, Duration)>> = Mutex::new(Vec::new());
+/// How many of the slowest first uses the report lists.
+const SLOWEST_SHOWN: usize = 12;
 /// 0: not read yet, 1: off, 2: on.
 static STATE: AtomicU8 = AtomicU8::new(0);
 
-fn enabled() -> bool {
+/// Whether `VKDIFF_PROFILE` is on.
+pub fn enabled() -> bool {
     match STATE.load(Ordering::Relaxed) {
         0 => {
             let on = crate::env::env().profile;
@@ -25,13 +30,24 @@ fn enabled() -> bool {
     }
 }
 
-/// Times the rest of the enclosing scope under `name` (when profiling is on).
-pub struct Span(Option<(&'static str, Instant, Duration)>);
+/// Times the rest of the enclosing scope under `name` (when profiling is on); a first use also
+/// keeps its own wall time under its pipelines' label.
+pub struct Span(Option<(&'static str, Instant, Duration)>, Option<String>);
 
 /// Starts a span.
 pub fn span(name: &'static str) -> Span {
-    Span(enabled().then(|| (name, Instant::now(), process_cpu())))
+    Span(
+        enabled().then(|| (name, Instant::now(), process_cpu())),
+        None,
+    )
 }
+
+/// Starts the span of a job that runs `pipelines` (shader and specialization) for the first time.
+pub fn first_use(pipelines: String) -> Span {
+    Span(span(FIRST_USE).0, Some(pipelines))
+}
+
+const FIRST_USE: &str = "job submit, first use";
 
 /// CPU time of every thread of this process so far.
 fn process_cpu() -> Duration {
@@ -53,13 +69,24 @@ impl Drop for Span {
             e.0 += wall;
             e.1 += cpu;
             e.2 += 1;
+            if let Some(label) = self.1.take() {
+                let mut f = FIRST_USES.lock().unwrap_or_else(|p| p.into_inner());
+                f.push((label, wall));
+            }
         }
     }
 }
 
-/// The totals so far, one line per span (empty when profiling is off).
+/// The totals so far, one line per span, then the slowest first uses (empty when profiling is
+/// off).
 pub fn report() -> String {
     let t = TOTALS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut first = FIRST_USES.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    first.sort_by_key(|f| std::cmp::Reverse(f.1));
+    let slowest = first
+        .iter()
+        .take(SLOWEST_SHOWN)
+        .map(|(label, wall)| format!("profile first use {:>8.2}s {label}\n", wall.as_secs_f64()));
     t.iter()
         .map(|(name, (wall, cpu, n))| {
             format!(
@@ -69,5 +96,6 @@ pub fn report() -> String {
                 cpu.as_secs_f64() * 1e3 / (*n).max(1) as f64
             )
         })
+        .chain(slowest)
         .collect()
 }
