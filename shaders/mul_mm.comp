@@ -42,9 +42,10 @@
 //   4 WM, 5 WN, 6 WMITER, 7 TM, 8 TN, 9 TK (cm1 only), 10 WARP. Warps of WARP consecutive
 //   invocations take the (BM/WM) x (BN/WN) warp tiles of the output tile; inside a warp tile
 //   an invocation owns WMITER x WNITER register blocks of TM x TN outputs,
-//   WNITER = WM*WN / (WARP*TM*TN*WMITER). Warps beyond the warp tiles only help to load (with
-//   a subgroup size of 8 the small tiles get BLOCK_SIZE/WARP = 2 or 4 warps for one warp
-//   tile); with fewer warps than warp tiles a warp takes several.
+//   WNITER = WM*WN / (WARP*TM*TN*WMITER). With fewer warps than warp tiles a warp takes
+//   several. With more (a subgroup size of 8 gives the small tiles BLOCK_SIZE/WARP = 2 or 4
+//   warps for one warp tile), the scalar path splits each warp tile's WNITER column blocks
+//   among WARPS_PER_TILE warps when they divide evenly; otherwise the extra warps only load.
 // Dispatch: MUL_MAT (ceil(M/BM) * split_k, ceil(N/BN), ne12*ne13): x = split * blocks_m +
 //   row tile; z = batch. MUL_MAT_ID (ceil(M/BM), ceil(nei1/BN), n_as): z = expert.
 //
@@ -68,7 +69,8 @@
 //   - an expert with more matches than the BN * ceil(nei1/BN) columns the dispatch covers (a
 //     token listing one expert twice, section 8.5) is finished by the same workgroups, which
 //     loop over column tiles ic, ic + NumWorkGroups.y, ...;
-//   - warps without a warp tile do not compute (see the specialization constants).
+//   - warps beyond the warp tiles share a warp tile's columns (see the specialization
+//     constants) instead of idling.
 //
 // cm1 (COOPMAT). The host requests full subgroups and WARP is the device's subgroup size, so
 //   warp w is subgroup w (gl_SubgroupID). Each warp tile (WM x WN, the same (BM/WM) x (BN/WN)
@@ -100,9 +102,10 @@
 // BM = BN = 32, BK = 32, WM = WN = 32, WMITER 2, TM = TN = 2, WARP 8, so WNITER = 16,
 // WSUBM = 16, WSUBN = 2; M = 40, N = 10, K = 96, split_k 2 so k_split = 48): blocks_m = 2;
 // workgroup x = 3 is row tile 1 (rows 32..39 valid) of split 1 (k in [48, 96)). Invocation
-// 13 is lane 5 of warp 1; warp 1 has no warp tile (there is one), so it only loads. Lane 5 of
-// warp 0 owns rows 2*5 + {0, 1} and 16 + 2*5 + {0, 1} of the tile, columns 2*j + {0, 1} for
-// j < 16. The first K step stages k = 48..79: A(32 + r, 48 + c) is element
+// 13 is lane 5 of warp 1. The 4 warps share the one warp tile (WARPS_PER_TILE 4, each with
+// 16 / 4 = 4 column blocks): lane 5 of warp w owns rows 2*5 + {0, 1} and 16 + 2*5 + {0, 1}
+// of the tile, columns 2*j + {0, 1} for 4w <= j < 4w + 4, so invocation 13 owns columns
+// 8..15 of those rows. The first K step stages k = 48..79: A(32 + r, 48 + c) is element
 // (32 + r) * 96 + 48 + c of batch 0, i.e. block (32 + r) * 3 + 1, index 16 + c (for c < 16)
 // of q4_0 row 32 + r; rows r >= 8 (m >= 40) and columns n >= 10 are zero-filled.
 
@@ -207,7 +210,17 @@ const uint WSUBN = WN / WNITER;
 const uint THREAD_ROWS = WSUBM / TM;          // invocations along M in a warp sub-tile
 const uint THREAD_COLS = WSUBN / TN;          // and along N
 const uint A_CACHE = WMITER * TM;
-const uint B_CACHE = WNITER * TN;
+// Warps per warp tile, each taking OWN_WNITER of its column blocks. On a subgroup of 8 the
+// small tile's 128 sums a thread (one computing warp of 4) became 32, and lavapipe's JIT of
+// those pipelines took about half as long. Every host configuration on a subgroup of 32 or
+// 64 has NUM_WARPS <= WARP_TILES, so there WARPS_PER_TILE is 1 and nothing changes.
+// (Nested selects: glslang cannot make a specialization constant of `&&`.)
+const uint SPARE_WARPS = NUM_WARPS > WARP_TILES ? NUM_WARPS / WARP_TILES : 1;
+const uint WARPS_PER_TILE = NUM_WARPS % WARP_TILES != 0 ? 1
+                          : WNITER % SPARE_WARPS != 0 ? 1 : SPARE_WARPS;
+const uint OWN_WNITER = WNITER / WARPS_PER_TILE;
+const uint TILE_STRIDE = NUM_WARPS / WARPS_PER_TILE;   // warp tiles t * TILE_STRIDE apart
+const uint B_CACHE = OWN_WNITER * TN;
 const uint SUMS_PER_TILE = A_CACHE * B_CACHE;
 // With no more warps than warp tiles, a computing warp's first tile always exists (warp_i <
 // NUM_WARPS); saying so drops that test from the inner loop. On the H200 the f16
@@ -549,7 +562,14 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
                  uint b_base, uint n_cols)
 {
     const uint tid = gl_LocalInvocationID.x;
+#if QUANT_K == 1
     const bool a_aligned = quads_aligned(p.stride_a, p.batch_stride_a);
+#else
+    // Always true for block types: strides count whole blocks, K and the splits are multiples
+    // of 4. Said as a constant, lavapipe's JIT drops the element-wise path (about a quarter
+    // of these pipelines' compile time).
+    const bool a_aligned = true;
+#endif
     const bool b_aligned = quads_aligned(p.stride_b, p.batch_stride_b);
 
 #ifdef A_PREFETCH
@@ -630,7 +650,8 @@ const uint CMS = CMS_M * CMS_N;
 shared ACC_TYPE coopmat_stage[TM * TN * NUM_WARPS];
 #else
 // Register block r of this invocation: its row and column inside the BM x BN tile.
-// r = ((t * WNITER + wsic) * WMITER + wsir) * TM * TN + cc * TM + cr.
+// r = ((t * OWN_WNITER + w) * WMITER + wsir) * TM * TN + cc * TM + cr, column block
+// wsic = part * OWN_WNITER + w.
 uint tile_row(uint warp_tile, uint tiwr, uint wsir, uint cr)
 {
     return (warp_tile % (BM / WM)) * WM + wsir * WSUBM + tiwr * TM + cr;
@@ -663,6 +684,8 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
     const uint tiwr = tiw % THREAD_ROWS;
     const uint tiwc = tiw / THREAD_ROWS;
     const bool computes = warp_i < NUM_WARPS && tiwc < THREAD_COLS;
+    const uint tile0 = warp_i / WARPS_PER_TILE;   // this warp's first warp tile
+    const uint part = warp_i % WARPS_PER_TILE;    // and its share of the column blocks
 
     ACC_TYPE sums[TILES_PER_WARP * SUMS_PER_TILE];
     [[unroll]] for (uint s = 0; s < TILES_PER_WARP * SUMS_PER_TILE; ++s) {
@@ -718,7 +741,7 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
                 [[unroll]] for (uint ii = 0; ii < LOOP_CHUNK; ++ii) {
                     const uint i = i0 + ii;
                     [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
-                        const uint wt = warp_i + t * NUM_WARPS;
+                        const uint wt = tile0 + t * TILE_STRIDE;
                         if ((t == 0 && FOLD_FIRST_TILE_TEST) || wt < WARP_TILES) {
                             FLOAT_TYPE cache_a[A_CACHE];
                             FLOAT_TYPE cache_b[B_CACHE];
@@ -727,19 +750,20 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
                                     cache_a[wsir * TM + cr] = buf_a[tile_row(wt, tiwr, wsir, cr) * SHMEM_STRIDE + i];
                                 }
                             }
-                            [[unroll]] for (uint wsic = 0; wsic < WNITER; ++wsic) {
+                            [[unroll]] for (uint w = 0; w < OWN_WNITER; ++w) {
+                                const uint wsic = part * OWN_WNITER + w;
                                 [[unroll]] for (uint cc = 0; cc < TN; ++cc) {
-                                    cache_b[wsic * TN + cc] = buf_b[tile_col(wt, tiwc, wsic, cc) * SHMEM_STRIDE + i];
+                                    cache_b[w * TN + cc] = buf_b[tile_col(wt, tiwc, wsic, cc) * SHMEM_STRIDE + i];
                                 }
                             }
-                            [[unroll]] for (uint wsic = 0; wsic < WNITER; ++wsic) {
+                            [[unroll]] for (uint w = 0; w < OWN_WNITER; ++w) {
                                 [[unroll]] for (uint wsir = 0; wsir < WMITER; ++wsir) {
                                     [[unroll]] for (uint cc = 0; cc < TN; ++cc) {
                                         [[unroll]] for (uint cr = 0; cr < TM; ++cr) {
                                             const uint s = t * SUMS_PER_TILE
-                                                         + ((wsic * WMITER + wsir) * TN + cc) * TM + cr;
+                                                         + ((w * WMITER + wsir) * TN + cc) * TM + cr;
                                             sums[s] = fma(ACC_TYPE(cache_a[wsir * TM + cr]),
-                                                          ACC_TYPE(cache_b[wsic * TN + cc]), sums[s]);
+                                                          ACC_TYPE(cache_b[w * TN + cc]), sums[s]);
                                         }
                                     }
                                 }
@@ -784,15 +808,15 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
 #else
     // Store the owned outputs that lie inside M and the valid columns.
     [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {
-        const uint wt = warp_i + t * NUM_WARPS;
+        const uint wt = tile0 + t * TILE_STRIDE;
         if (computes && wt < WARP_TILES) {
-            [[unroll]] for (uint wsic = 0; wsic < WNITER; ++wsic) {
+            [[unroll]] for (uint w = 0; w < OWN_WNITER; ++w) {
                 [[unroll]] for (uint wsir = 0; wsir < WMITER; ++wsir) {
                     [[unroll]] for (uint cc = 0; cc < TN; ++cc) {
                         [[unroll]] for (uint cr = 0; cr < TM; ++cr) {
                             const uint m = row0 + tile_row(wt, tiwr, wsir, cr);
-                            const uint col = col0 + tile_col(wt, tiwc, wsic, cc);
-                            const uint s = t * SUMS_PER_TILE + ((wsic * WMITER + wsir) * TN + cc) * TM + cr;
+                            const uint col = col0 + tile_col(wt, tiwc, part * OWN_WNITER + w, cc);
+                            const uint s = t * SUMS_PER_TILE + ((w * WMITER + wsir) * TN + cc) * TM + cr;
                             if (m < p.M && col < n_cols) {
                                 store_d(d_base, m, col, sums[s]);
                             }
