@@ -210,10 +210,10 @@ const uint WSUBN = WN / WNITER;
 const uint THREAD_ROWS = WSUBM / TM;          // invocations along M in a warp sub-tile
 const uint THREAD_COLS = WSUBN / TN;          // and along N
 const uint A_CACHE = WMITER * TM;
-// Warps per warp tile, each taking OWN_WNITER of its column blocks. On a subgroup of 8 the
-// small tile's 128 sums a thread (one computing warp of 4) became 32, and lavapipe's JIT of
-// those pipelines took about half as long. Every host configuration on a subgroup of 32 or
-// 64 has NUM_WARPS <= WARP_TILES, so there WARPS_PER_TILE is 1 and nothing changes.
+// Warps per warp tile, each taking OWN_WNITER of its column blocks. Spare warps (the small
+// tiles on a subgroup of 8, the quantized one on 16) used to idle while one warp held every
+// sum: 128 an invocation on 8, now 32 (4 warps) or 64 (2), and lavapipe's JIT of those
+// pipelines takes about half as long. On 32 or 64 no host tile has spare warps: 1, no change.
 // (Nested selects: glslang cannot make a specialization constant of `&&`.)
 const uint SPARE_WARPS = NUM_WARPS > WARP_TILES ? NUM_WARPS / WARP_TILES : 1;
 const uint WARPS_PER_TILE = NUM_WARPS % WARP_TILES != 0 ? 1
