@@ -36,15 +36,16 @@ pub struct Span(Option<(&'static str, Instant, Duration)>, Option<String>);
 
 /// Starts a span.
 pub fn span(name: &'static str) -> Span {
-    Span(
-        enabled().then(|| (name, Instant::now(), process_cpu())),
-        None,
-    )
+    Span(start(name), None)
 }
 
 /// Starts the span of a job that runs `pipelines` (shader and specialization) for the first time.
 pub fn first_use(pipelines: String) -> Span {
-    Span(span(FIRST_USE).0, Some(pipelines))
+    Span(start(FIRST_USE), Some(pipelines))
+}
+
+fn start(name: &'static str) -> Option<(&'static str, Instant, Duration)> {
+    enabled().then(|| (name, Instant::now(), process_cpu()))
 }
 
 const FIRST_USE: &str = "job submit, first use";
@@ -98,4 +99,22 @@ pub fn report() -> String {
         })
         .chain(slowest)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(name: &str) -> u64 {
+        TOTALS.lock().unwrap().get(name).map_or(0, |e| e.2)
+    }
+
+    #[test]
+    fn a_first_use_is_one_span_with_its_label() {
+        STATE.store(2, Ordering::Relaxed);
+        let before = count(FIRST_USE);
+        drop(first_use("shader [1, 2]".into()));
+        assert_eq!(count(FIRST_USE), before + 1);
+        assert!(report().contains("s shader [1, 2]\n"));
+    }
 }
