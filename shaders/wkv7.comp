@@ -25,6 +25,12 @@
 // limiter", shared between all loops of a shader), so a rolled loop gave wrong results from
 // token 499 on at S = 64 (2·64 iterations a token); now only the token loop counts.
 //
+// Token t + 1's inputs are loaded into registers while token t is computed, and stored to
+// shared memory after token t's last barrier: a token's loads then overlap the previous one's
+// arithmetic instead of waiting between the two barriers. The arithmetic and its order are
+// unchanged. With S a multiple of 4 a row of the state is read and written as 4-vectors
+// (state_in4, dst4 alias bindings 6 and 7), a quarter of the scalar path's requests.
+//
 // Worked example (B = 2, T = 4, H = 2, S = 3, C = 6): workgroup 3 is sequence 1, head 1,
 // tokens 2 and 3. Token t reads inputs at t*6 + 3 + j and writes y_i to dst[t*6 + 3 + i];
 // row i of its state is state_in[1*6*3 + 1*3*3 + 3i + j] = state_in[27 + 3i + j] and the
@@ -44,6 +50,16 @@
     EIGHT_STEPS(STEP, 120)
 #define LOAD_STEP(j) if (j < head_size) { state[j] = state_in[state_row + j]; }
 #define STORE_STEP(j) if (j < head_size) { dst[state_out + j] = state[j]; }
+// The same steps four at a time (S a multiple of 4: a quad is inside S as a whole).
+#define FOUR_QUADS(STEP, j0) if (j0 < head_size) { STEP(j0) STEP(j0 + 4) STEP(j0 + 8) \
+    STEP(j0 + 12) }
+#define ALL_QUADS(STEP) FOUR_QUADS(STEP, 0) FOUR_QUADS(STEP, 16) FOUR_QUADS(STEP, 32) \
+    FOUR_QUADS(STEP, 48) FOUR_QUADS(STEP, 64) FOUR_QUADS(STEP, 80) FOUR_QUADS(STEP, 96) \
+    FOUR_QUADS(STEP, 112)
+#define LOAD_QUAD(j) if (j < head_size) { const vec4 q = state_in4[(state_row + j) / 4]; \
+    state[j] = q.x; state[j + 1] = q.y; state[j + 2] = q.z; state[j + 3] = q.w; }
+#define STORE_QUAD(j) if (j < head_size) { \
+    dst4[(state_out + j) / 4] = vec4(state[j], state[j + 1], state[j + 2], state[j + 3]); }
 #define SA_STEP(j) if (j < head_size) { sa = fma(TOK(a_tok, j), state[j], sa); }
 #define UPDATE_STEP(j) if (j < head_size) { \
     state[j] = state[j] * TOK(w_tok, j) + v_i * TOK(k_tok, j) + sa * TOK(b_tok, j); \
@@ -59,6 +75,8 @@ layout(binding = 4) readonly buffer ABuf { float a[]; };
 layout(binding = 5) readonly buffer BBuf { float b[]; };
 layout(binding = 6) readonly buffer StateBuf { float state_in[]; };
 layout(binding = 7) buffer DstBuf { float dst[]; };
+layout(binding = 6) readonly buffer StateBuf4 { vec4 state_in4[]; };
+layout(binding = 7) writeonly buffer DstBuf4 { vec4 dst4[]; };
 
 layout(push_constant) uniform parameter {
     uint B;
@@ -122,24 +140,42 @@ void main()
     // Offset of state row i, both in state_in and (after the T*C outputs) in dst.
     const uint state_row = seq * p.C * head_size + head * head_size * head_size + i * head_size;
 
+    // Rows are 4-vector aligned when S is a multiple of 4 (so are C and T * C).
+    const bool quads = head_size % 4 == 0;
     float state[MAX_HEAD_SIZE];
     if (owns_row) {
-        ALL_STEPS(LOAD_STEP)
+        if (quads) {
+            ALL_QUADS(LOAD_QUAD)
+        } else {
+            ALL_STEPS(LOAD_STEP)
+        }
     }
 
-    for (uint t = first_token; t < first_token + seq_len; ++t) {
+    // The next token's inputs (this invocation's element of each), one token ahead.
+    float next_r = 0.0, next_w = 0.0, next_k = 0.0, next_a = 0.0, next_b = 0.0, next_v = 0.0;
+    const uint end_token = first_token + seq_len;
+#define LOAD_TOKEN(t) { const uint e = (t) * p.C + head * head_size + i; \
+    next_r = r[e]; next_w = w[e]; next_k = k[e]; next_a = a[e]; next_b = b[e]; next_v = v[e]; }
+    if (owns_row && first_token < end_token) {
+        LOAD_TOKEN(first_token)
+    }
+
+    for (uint t = first_token; t < end_token; ++t) {
         const uint token_base = t * p.C + head * head_size;
+        const float v_i = next_v;
         if (owns_row) {
-            TOK(r_tok, i) = r[token_base + i];
-            TOK(w_tok, i) = w[token_base + i];
-            TOK(k_tok, i) = k[token_base + i];
-            TOK(a_tok, i) = a[token_base + i];
-            TOK(b_tok, i) = b[token_base + i];
+            TOK(r_tok, i) = next_r;
+            TOK(w_tok, i) = next_w;
+            TOK(k_tok, i) = next_k;
+            TOK(a_tok, i) = next_a;
+            TOK(b_tok, i) = next_b;
         }
         barrier();
 
         if (owns_row) {
-            const float v_i = v[token_base + i];
+            if (t + 1 < end_token) {
+                LOAD_TOKEN(t + 1)
+            }
 
             // sa_i = sum_j a_j * St[i][j], over the old state, j in order.
             float sa = 0.0;
@@ -156,6 +192,10 @@ void main()
 
     if (owns_row) {
         const uint state_out = p.T * p.C + state_row;
-        ALL_STEPS(STORE_STEP)
+        if (quads) {
+            ALL_QUADS(STORE_QUAD)
+        } else {
+            ALL_STEPS(STORE_STEP)
+        }
     }
 }
