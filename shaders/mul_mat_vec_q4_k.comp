@@ -33,7 +33,10 @@ void thread_scales(uint ib, uint t, out vec2 sc[4])
     k4_thread_scales(a_bytes16(144 * ib, 16), t, sc);
 }
 
-// Two super-blocks per pass with several columns too (mul_mat_vec_superblock.comp).
+// Two super-blocks per pass with 2 and 4 columns; with 8, rows outer and one a pass
+// (mul_mat_vec_superblock.comp).
 #define KQ_UNROLL_COLUMNS 2
+#define KQ_UNROLL_8_COLUMNS 1
+#define KQ_COLUMNS_OUTER_FROM 9
 
 #include "mul_mat_vec_superblock.comp"

@@ -34,7 +34,9 @@ void thread_scales(uint ib, uint t, out vec2 sc[4])
     k4_thread_scales(a_bytes16(176 * ib, 16), t, sc);
 }
 
-// Two super-blocks per pass with several columns too (mul_mat_vec_superblock.comp).
+// Two super-blocks per pass with several columns too, columns outer from 4 columns
+// (mul_mat_vec_superblock.comp).
 #define KQ_UNROLL_COLUMNS 2
+#define KQ_COLUMNS_OUTER_FROM 4
 
 #include "mul_mat_vec_superblock.comp"

@@ -70,7 +70,13 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
 #ifndef KQ_UNROLL_COLUMNS
 #define KQ_UNROLL_COLUMNS 1
 #endif
-const uint UNROLL = NUM_COLS >= 2 ? KQ_UNROLL_COLUMNS : KQ_UNROLL;
+// With 8 columns a type may take another count (q4_K: 1 there, 2 with 2 and 4 columns).
+#ifndef KQ_UNROLL_8_COLUMNS
+#define KQ_UNROLL_8_COLUMNS KQ_UNROLL_COLUMNS
+#endif
+const uint UNROLL = NUM_COLS >= 8 ? KQ_UNROLL_8_COLUMNS
+                  : NUM_COLS >= 2 ? KQ_UNROLL_COLUMNS
+                                  : KQ_UNROLL;
 
 uint quad_group(uint t, uint g)
 {
@@ -95,10 +101,20 @@ void decode_row(uint row, uint blk, uint t, uint a_first_block, uint blocks_per_
     thread_scales(ib, t, sc);
 }
 
+// The sums sb_g of a column's B quads (the min term's, formats with a min; unused and so
+// dropped by the compiler in the others). They do not depend on the row: with columns outer
+// they are summed once per column for all NUM_ROWS rows.
+void quad_sums(vec4 b[4], out float b_sum[4])
+{
+    [[unroll]] for (uint g = 0; g < 4; ++g) {
+        b_sum[g] = ((b[g].x + b[g].y) + b[g].z) + b[g].w;
+    }
+}
+
 // Output o's share of one super-block from thread t's quads: quants q and group scales sc of
-// its A row, B quads b of its column (the arithmetic above); nothing is added when !valid (a
-// re-read super-block past the row's end).
-void add_quads(uint o, bool valid, vec4 q[4], vec2 sc[4], vec4 b[4])
+// its A row, B quads b of its column and their sums b_sum (the arithmetic above); nothing is
+// added when !valid (a re-read super-block past the row's end).
+void add_quads(uint o, bool valid, vec4 q[4], vec2 sc[4], vec4 b[4], float b_sum[4])
 {
     float t_q = 0.0;
     float t_m = 0.0;
@@ -109,8 +125,7 @@ void add_quads(uint o, bool valid, vec4 q[4], vec2 sc[4], vec4 b[4])
         s = fma(q[g].w, b[g].w, s);
         t_q = g == 0 ? sc[g].x * s : fma(sc[g].x, s, t_q);
 #if KQ_HAS_MIN
-        const float s_b = ((b[g].x + b[g].y) + b[g].z) + b[g].w;
-        t_m = g == 0 ? sc[g].y * s_b : fma(sc[g].y, s_b, t_m);
+        t_m = g == 0 ? sc[g].y * b_sum[g] : fma(sc[g].y, b_sum[g], t_m);
 #endif
     }
     const float acc = (partial_sums[o] - t_m) + t_q;
@@ -120,8 +135,13 @@ void add_quads(uint o, bool valid, vec4 q[4], vec2 sc[4], vec4 b[4])
 // The order of the (row, column) outputs in a step; each output's arithmetic is the same
 // either way. Columns outer loads a column's B quads once for all rows; rows outer re-reads
 // them per row, from cache. H100, q4_K (session 18): columns outer 1.06-1.10x with 8 columns,
-// but 0.90x with 4, so only from 8.
-const bool COLUMNS_OUTER = NUM_COLS >= 8;
+// but 0.90x with 4, so only from 8 unless a type's file sets KQ_COLUMNS_OUTER_FROM (9: never,
+// NUM_COLS ≤ 8). H200 (session 28): q4_K's 8 columns 1.15-1.40x rows outer, one super-block a
+// pass; q5_K's 4 columns 1.11x columns outer (rows outer slowed when B's sums left add_quads).
+#ifndef KQ_COLUMNS_OUTER_FROM
+#define KQ_COLUMNS_OUTER_FROM 8
+#endif
+const bool COLUMNS_OUTER = NUM_COLS >= KQ_COLUMNS_OUTER_FROM;
 
 // Thread t's quads of super-block blk of every row, for every column. A row's quants and
 // scales are decoded once for all its columns: all rows first when columns are outer, each row
@@ -142,6 +162,7 @@ void thread_step(uint blk, bool valid, uint t, uint a_first_block, uint blocks_p
                        q[outer], scale[outer]);
         }
         vec4 b[4];
+        float b_sum[4];
         [[unroll]] for (uint inner = 0; inner < (COLUMNS_OUTER ? NUM_ROWS : NUM_COLS); ++inner) {
             const uint row = COLUMNS_OUTER ? inner : outer;
             const uint col = COLUMNS_OUTER ? outer : inner;
@@ -150,8 +171,9 @@ void thread_step(uint blk, bool valid, uint t, uint a_first_block, uint blocks_p
                 [[unroll]] for (uint g = 0; g < 4; ++g) {
                     b[g] = load_b4(b_first + 32 * g);
                 }
+                quad_sums(b, b_sum);
             }
-            add_quads(col * NUM_ROWS + row, valid, q[row], scale[row], b);
+            add_quads(col * NUM_ROWS + row, valid, q[row], scale[row], b, b_sum);
         }
     }
 }
