@@ -11,6 +11,7 @@
 #include "mul_mat_vec_base.comp"
 
 #define KQ_HAS_MIN 1
+#define KQ_SHARED_SCALES_MAX_COLS 4
 
 void thread_quants(uint ib, uint t, out vec4 q[4])
 {

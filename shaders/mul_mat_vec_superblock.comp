@@ -83,6 +83,39 @@ uint quad_group(uint t, uint g)
     return 8 * (t / 8) + 2 * g + (t % 8) / 4;
 }
 
+// Shared scales: a pass's group scales go through shared memory, slot [u][row][16 lane + grp]
+// holding group grp of the super-block that lane `lane` (tid / 16) takes at step u of the
+// pass, in A row `row` of the workgroup. Each of a super-block's 16 threads decodes one group
+// (group_scale) where it would otherwise decode the four its quads lie in. Two buffers, taken
+// in turn by the passes: one barrier a pass, as a pass's writes only meet reads two passes
+// back. A type's file turns it on up to KQ_SHARED_SCALES_MAX_COLS columns. H200 (session 29,
+// against the per-thread decode): q6_K 1.02-1.06x with 1 column, 1.24-1.46x with 4 and 8;
+// q2_K 1.08-1.18x with 1 and 2, 0.73x with 8; q3_K 1.19-1.29x with 1 and 2, 0.96x with 4.
+#ifndef KQ_SHARED_SCALES_MAX_COLS
+#define KQ_SHARED_SCALES_MAX_COLS 0
+#endif
+const bool SHARED_SCALES = NUM_COLS <= KQ_SHARED_SCALES_MAX_COLS;
+#if KQ_SHARED_SCALES_MAX_COLS > 0
+shared vec2 kq_scales[2][UNROLL][NUM_ROWS][BLOCK_SIZE];
+uint kq_buf = 0;
+
+// This thread's group of every (step, row) of the pass whose first super-block is `first`.
+void share_scales(uint first, uint a_first_block, uint blocks_per_row, uint first_row,
+                  uint num_rows)
+{
+    const uint tid = gl_LocalInvocationID.x;
+    kq_buf ^= 1;
+    [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
+        const uint blk = min(first + tid / 16 + u * (BLOCK_SIZE / 16), blocks_per_row - 1);
+        [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
+            const uint ib = a_first_block + clamped_row(first_row, num_rows, row) * blocks_per_row + blk;
+            kq_scales[kq_buf][u][row][tid] = group_scale(ib, tid % 16);
+        }
+    }
+    barrier();
+}
+#endif
+
 #ifndef KQ_THREAD_SCALES
 void thread_scales(uint ib, uint t, out vec2 sc[4])
 {
@@ -92,12 +125,22 @@ void thread_scales(uint ib, uint t, out vec2 sc[4])
 }
 #endif
 
-// Thread t's quants and group scales of super-block blk of A row `row` of the workgroup.
-void decode_row(uint row, uint blk, uint t, uint a_first_block, uint blocks_per_row,
+// Thread t's quants and group scales of super-block blk (step u of the pass) of A row `row`
+// of the workgroup.
+void decode_row(uint row, uint u, uint blk, uint t, uint a_first_block, uint blocks_per_row,
                 uint first_row, uint num_rows, out vec4 q[4], out vec2 sc[4])
 {
     const uint ib = a_first_block + clamped_row(first_row, num_rows, row) * blocks_per_row + blk;
     thread_quants(ib, t, q);
+#if KQ_SHARED_SCALES_MAX_COLS > 0
+    if (SHARED_SCALES) {
+        const uint lane_first = gl_LocalInvocationID.x - t;
+        [[unroll]] for (uint g = 0; g < 4; ++g) {
+            sc[g] = kq_scales[kq_buf][u][row][lane_first + quad_group(t, g)];
+        }
+        return;
+    }
+#endif
     thread_scales(ib, t, sc);
 }
 
@@ -146,19 +189,19 @@ const bool COLUMNS_OUTER = NUM_COLS >= KQ_COLUMNS_OUTER_FROM;
 // Thread t's quads of super-block blk of every row, for every column. A row's quants and
 // scales are decoded once for all its columns: all rows first when columns are outer, each row
 // as its turn comes when rows are outer (decoding all first cost the 4-column row 11%).
-void thread_step(uint blk, bool valid, uint t, uint a_first_block, uint blocks_per_row,
+void thread_step(uint u, uint blk, bool valid, uint t, uint a_first_block, uint blocks_per_row,
                  uint b_offset, uint first_row, uint num_rows)
 {
     const uint k_first = blk * QUANT_K + kq_thread_first(t);
     vec4 q[NUM_ROWS][4];
     vec2 scale[NUM_ROWS][4];
     [[unroll]] for (uint row = 0; row < (COLUMNS_OUTER ? NUM_ROWS : 0); ++row) {
-        decode_row(row, blk, t, a_first_block, blocks_per_row, first_row, num_rows, q[row],
+        decode_row(row, u, blk, t, a_first_block, blocks_per_row, first_row, num_rows, q[row],
                    scale[row]);
     }
     [[unroll]] for (uint outer = 0; outer < (COLUMNS_OUTER ? NUM_COLS : NUM_ROWS); ++outer) {
         if (!COLUMNS_OUTER) {
-            decode_row(outer, blk, t, a_first_block, blocks_per_row, first_row, num_rows,
+            decode_row(outer, u, blk, t, a_first_block, blocks_per_row, first_row, num_rows,
                        q[outer], scale[outer]);
         }
         vec4 b[4];
@@ -178,8 +221,9 @@ void thread_step(uint blk, bool valid, uint t, uint a_first_block, uint blocks_p
     }
 }
 
-// UNROLL super-blocks per pass; in the last pass the ones past the end re-read the last one
-// and add nothing (one copy of the step, no separate tail loop).
+// UNROLL super-blocks per lane and pass; in the last pass the ones past the end re-read the
+// last one and add nothing (one copy of the step, no separate tail loop). Every thread runs
+// every pass (the same count for the whole workgroup: share_scales has a barrier).
 void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     const uint tid = gl_LocalInvocationID.x;
@@ -187,10 +231,15 @@ void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
     const uint blocks_per_row = p.ncols / QUANT_K;
     const uint a_first_block = a_offset / QUANT_K;
     const uint lanes = BLOCK_SIZE / 16;
-    for (uint blk = tid / 16; blk < blocks_per_row; blk += UNROLL * lanes) {
+    for (uint first = 0; first < blocks_per_row; first += UNROLL * lanes) {
+#if KQ_SHARED_SCALES_MAX_COLS > 0
+        if (SHARED_SCALES) {
+            share_scales(first, a_first_block, blocks_per_row, first_row, num_rows);
+        }
+#endif
         [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
-            const uint bu = blk + u * lanes;
-            thread_step(min(bu, blocks_per_row - 1), bu < blocks_per_row, t, a_first_block,
+            const uint bu = first + tid / 16 + u * lanes;
+            thread_step(u, min(bu, blocks_per_row - 1), bu < blocks_per_row, t, a_first_block,
                         blocks_per_row, b_offset, first_row, num_rows);
         }
     }
