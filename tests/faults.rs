@@ -154,6 +154,46 @@ fn a_lost_device_marks_the_case_and_a_fresh_device_carries_on() {
     assert_eq!(passed(row), 26, "{row}");
 }
 
+/// A job past the timeout may still be running: the next job on the same device context (here
+/// in-process, where nothing restarts) must wait for it before it resets the command buffer,
+/// descriptor pool and fence and refills the buffers. Without that wait the validation layer
+/// names each reset of an object in use, and lavapipe's queue thread, still walking the
+/// re-recorded command buffer, dies with SIGSEGV (the crash of sessions 27 and 28).
+fn a_job_past_the_timeout_is_waited_for_before_the_next_job_reuses_its_objects() {
+    let (code, text) = vkdiff(
+        &[
+            "run",
+            "--in-process",
+            "--validate",
+            "-o",
+            "wkv7",
+            "--cases",
+            "12",
+            "--no-repeat",
+        ],
+        &[("VKDIFF_INJECT_TIMEOUT", "3")],
+    );
+    // The timed-out jobs are errors (exit 8), not wrong results, and nothing else failed.
+    assert_eq!(code, 8, "{text}");
+    assert!(
+        text.contains("device lost during a job that ran past"),
+        "{text}"
+    );
+    assert!(!text.contains("validation:"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("wkv7 ") && !l.contains(" failed, "))
+        .expect("table row");
+    // Every 3rd job of the 12 counts as timed out: 4 errors, 8 passes.
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        (cols[cols.len() - 6], cols[cols.len() - 5]),
+        ("0", "4"),
+        "no failure, 4 errors: {row}"
+    );
+    assert_eq!(passed(row), 8, "{row}");
+}
+
 fn a_shader_that_does_not_compile_fails_its_kernel_and_the_others_still_run() {
     let tree = common::shader_copy("cli-broken");
     let wkv7 = tree.join("wkv7.comp");
@@ -377,9 +417,13 @@ fn main() {
     let args = Arguments::from_args();
     let caps = common::with_gpu(|gpu| gpu.caps().clone());
     let lavapipe = caps.name.contains("llvmpipe");
+    let no_validation = (!vkdiff_gpu::device::validation_layer_installed()).then(|| {
+        "the Khronos validation layer is not installed (apt-get install vulkan-validationlayers)"
+            .to_string()
+    });
     // (name, test, why it cannot run here)
     type Entry = (&'static str, fn(), Option<String>);
-    let tests: [Entry; 10] = [
+    let tests: [Entry; 11] = [
         (
             "a_crash_inside_a_case_becomes_a_finding_and_the_campaign_goes_on",
             a_crash_inside_a_case_becomes_a_finding_and_the_campaign_goes_on,
@@ -394,6 +438,11 @@ fn main() {
             "a_lost_device_marks_the_case_and_a_fresh_device_carries_on",
             a_lost_device_marks_the_case_and_a_fresh_device_carries_on,
             None,
+        ),
+        (
+            "a_job_past_the_timeout_is_waited_for_before_the_next_job_reuses_its_objects",
+            a_job_past_the_timeout_is_waited_for_before_the_next_job_reuses_its_objects,
+            no_validation.clone(),
         ),
         (
             "a_shader_that_does_not_compile_fails_its_kernel_and_the_others_still_run",
@@ -428,10 +477,7 @@ fn main() {
         (
             "a_validation_message_fails_the_case_and_is_quoted",
             a_validation_message_fails_the_case_and_is_quoted,
-            (!vkdiff_gpu::device::validation_layer_installed()).then(|| {
-                "the Khronos validation layer is not installed (apt-get install vulkan-validationlayers)"
-                    .to_string()
-            }),
+            no_validation.clone(),
         ),
         (
             "two_runs_that_disagree_are_reported_as_nondeterminism",

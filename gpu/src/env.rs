@@ -69,6 +69,8 @@ pub struct Env {
     pub inject_hang: Option<String>,
     /// `VKDIFF_INJECT_DEVICE_LOST=N`: every Nth job reports a lost device.
     pub inject_device_lost: Option<u64>,
+    /// `VKDIFF_INJECT_TIMEOUT=N`: every Nth job counts as past the timeout once submitted.
+    pub inject_timeout: Option<u64>,
     /// `VKDIFF_INJECT_NONDETERMINISM=1`: every second job flips the lowest bit of its first
     /// output element.
     pub inject_nondeterminism: bool,
@@ -115,6 +117,7 @@ impl Env {
             inject_state_crash: s("VKDIFF_INJECT_STATE_CRASH"),
             inject_hang: s("VKDIFF_INJECT_HANG"),
             inject_device_lost: s("VKDIFF_INJECT_DEVICE_LOST").and_then(|v| v.parse().ok()),
+            inject_timeout: s("VKDIFF_INJECT_TIMEOUT").and_then(|v| v.parse().ok()),
             inject_nondeterminism: s("VKDIFF_INJECT_NONDETERMINISM").as_deref() == Some("1"),
             ggml_inject: s("VKDIFF_GGML_INJECT"),
             cm1_only: s("VKDIFF_CM1_ONLY"),
