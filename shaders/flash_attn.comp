@@ -95,6 +95,26 @@ void store_mask(uint buf, const uint bits[MASK_SLOTS])
     }
 }
 
+// This group's K and V vectors of the tile at `first` (keys past the tile re-read its last key,
+// in bounds and not live).
+void load_tile(const bool vectors, uint first, uint ncols, uint group, uint lane,
+               out vec4 kt[KEYS_PER_GROUP][T4], out vec4 vt[KEYS_PER_GROUP][T4])
+{
+    [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
+        const uint key = first + min(group + i * COL_GROUPS, ncols - 1);
+        [[unroll]] for (uint t = 0; t < T4; ++t) {
+            const uint d = 4 * lane + 4 * D_split * t;
+            kt[i][t] = load_k4_as(vectors, k_base, key, d);
+            vt[i][t] = load_v4_as(vectors, v_base, key, d);
+        }
+    }
+}
+
+// Where a group's share of a tile is small (decode's D = 64: 2 keys of 2 vectors each), the
+// next tile's K and V are loaded while this one is computed, so a tile's loads overlap the
+// previous tile's arithmetic; otherwise a tile's V is loaded with its K, before the scores.
+const bool KV_AHEAD = KEYS_PER_GROUP * T4 <= 8;
+
 // The key loop: steps 1 and 2 for every tile of this workgroup's keys. `vectors` is a constant
 // at both calls (main), so each call becomes its own copy whose K and V loads of a tile sit in
 // one block: with the alignment tested at every load, the H100 ran the decode rows 1.35-4.3
@@ -109,6 +129,11 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
         fetch_mask(kv_begin, min(Bc, kv_end - kv_begin), rows, next_mask);
         store_mask(0, next_mask);
     }
+    vec4 kt[KEYS_PER_GROUP][T4], vt[KEYS_PER_GROUP][T4];
+    vec4 k_ahead[KEYS_PER_GROUP][T4], v_ahead[KEYS_PER_GROUP][T4];
+    if (KV_AHEAD && kv_begin < kv_end) {
+        load_tile(vectors, kv_begin, min(Bc, kv_end - kv_begin), group, lane, k_ahead, v_ahead);
+    }
     for (uint first = kv_begin; first < kv_end; first += Bc, buf ^= 1) {
         const uint ncols = min(Bc, kv_end - first);
         const bool more = first + Bc < kv_end;
@@ -117,6 +142,19 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
             if (more) {
                 fetch_mask(first + Bc, min(Bc, kv_end - first - Bc), rows, next_mask);
             }
+        }
+        if (KV_AHEAD) {
+            [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
+                [[unroll]] for (uint t = 0; t < T4; ++t) {
+                    kt[i][t] = k_ahead[i][t];
+                    vt[i][t] = v_ahead[i][t];
+                }
+            }
+            // The last tile loads itself again (in bounds; unused): no branch around the loads.
+            const uint next = more ? first + Bc : first;
+            load_tile(vectors, next, min(Bc, kv_end - next), group, lane, k_ahead, v_ahead);
+        } else {
+            load_tile(vectors, first, ncols, group, lane, kt, vt);
         }
 
         // 1. Scores of this group's keys. The tile body has no branch around a load: a slot
@@ -130,14 +168,13 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
             tile_max[r] = NEG_HALF_MAX;
         }
         [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
-            const uint key = first + min(group + i * COL_GROUPS, ncols - 1);
             float acc[Br];
             [[unroll]] for (uint r = 0; r < Br; ++r) {
                 acc[r] = 0.0;
             }
             [[unroll]] for (uint t = 0; t < T4; ++t) {
                 const uint d = 4 * lane + 4 * D_split * t;
-                const vec4 k = load_k4_as(vectors, k_base, key, d);
+                const vec4 k = kt[i][t];
                 [[unroll]] for (uint r = 0; r < Br; ++r) {
                     const vec4 q = Qs[r * (D / 4) + d / 4];
                     float a = acc[r];
@@ -198,9 +235,8 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
             }
         }
         [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
-            const uint key = first + min(group + i * COL_GROUPS, ncols - 1);
             [[unroll]] for (uint t = 0; t < T4; ++t) {
-                const vec4 v = load_v4_as(vectors, v_base, key, 4 * lane + 4 * D_split * t);
+                const vec4 v = vt[i][t];
                 [[unroll]] for (uint r = 0; r < Br; ++r) {
                     // A zero weight adds nothing, and must not meet an infinite V (0·∞ = NaN).
                     O[r][t] = S[i][r] != 0.0 ? fma(vec4(S[i][r]), v, O[r][t]) : O[r][t];
