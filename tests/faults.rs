@@ -16,13 +16,13 @@ use vkdiff::cases::{Case, Ctx, Outcome};
 use vkdiff::worker::{InProcess, Repeat};
 use vkdiff_gpu::ShaderTree;
 
-/// The pass count of a table row (counted from the end: device names have spaces).
-/// The fail and err columns of a summary table row.
+/// The fail and err columns of a summary table row (counted from the end, as in `passed`).
 fn failed_and_errors(row: &str) -> (&str, &str) {
     let cols: Vec<&str> = row.split_whitespace().collect();
     (cols[cols.len() - 6], cols[cols.len() - 5])
 }
 
+/// The pass count of a table row (counted from the end: device names have spaces).
 fn passed(row: &str) -> u32 {
     let cols: Vec<&str> = row.split_whitespace().collect();
     cols[cols.len() - 7]
@@ -481,7 +481,7 @@ fn main() {
         (
             "a_validation_message_fails_the_case_and_is_quoted",
             a_validation_message_fails_the_case_and_is_quoted,
-            no_validation.clone(),
+            no_validation,
         ),
         (
             "two_runs_that_disagree_are_reported_as_nondeterminism",

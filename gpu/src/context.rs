@@ -271,8 +271,7 @@ impl Gpu {
         if !self.pending {
             return Ok(());
         }
-        let d = &self.device.raw;
-        match unsafe { d.wait_for_fences(&[self.fence], true, self.timeout.as_nanos() as u64) } {
+        match self.wait_for_job() {
             Ok(()) => {
                 self.pending = false;
                 Ok(())
@@ -285,6 +284,12 @@ impl Gpu {
             }),
             Err(code) => Err(GpuError::vk("vkWaitForFences", code)),
         }
+    }
+
+    /// Waits up to the timeout for the last submitted job's fence.
+    fn wait_for_job(&self) -> ash::prelude::VkResult<()> {
+        let d = &self.device.raw;
+        unsafe { d.wait_for_fences(&[self.fence], true, self.timeout.as_nanos() as u64) }
     }
 
     /// The device's capabilities.
@@ -1065,7 +1070,7 @@ impl Job<'_> {
             let waited = if injected_timeout {
                 Err(vk::Result::TIMEOUT)
             } else {
-                d.wait_for_fences(&[gpu.fence], true, gpu.timeout.as_nanos() as u64)
+                gpu.wait_for_job()
             };
             match waited {
                 Ok(()) => {}
