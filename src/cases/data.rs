@@ -232,7 +232,10 @@ thread_local! {
 /// round and tree, and a 14336×512×4096 reference takes longer than everything else in its row.
 /// The key must name everything the value depends on (the case and the plan it was judged by);
 /// it is only built while keeping is on, so a campaign's cases pay nothing for it.
+/// `VKDIFF_PROFILE` lists the time spent here as "reference and bounds" (the host's share of a
+/// flash-attention or matrix-matrix case: on lavapipe with warm caches, about a fifth).
 pub fn kept<T: Clone + 'static>(key: impl FnOnce() -> String, compute: impl FnOnce() -> T) -> T {
+    let _span = vkdiff_gpu::profile::span("reference and bounds");
     if KEPT_VALUES.with(|k| k.borrow().is_none()) {
         return compute();
     }
