@@ -68,9 +68,17 @@ fn mutate_judges_a_small_sample_and_writes_mutants_json() {
     assert!(r.generated > 6);
     let k = &r.kernels[0];
     assert_eq!(k.kernel, "wkv7");
-    assert_eq!(k.killed + k.survived + k.stillborn + k.unchanged, 6);
+    // A survivor that the checked-in equivalence file lists counts as equivalent, not survived
+    // (this seed's sample includes a listed one, wkv7.comp:176:23).
+    assert_eq!(
+        k.killed + k.survived + k.equivalent + k.stillborn + k.unchanged,
+        6
+    );
+    // Columns: kernel variants mutants killed survived equivalent stillborn unchanged score.
     assert_eq!(row[3], k.killed.to_string());
-    assert_eq!(row[5], k.stillborn.to_string());
+    assert_eq!(row[4], k.survived.to_string());
+    assert_eq!(row[5], k.equivalent.to_string());
+    assert_eq!(row[6], k.stillborn.to_string());
     assert!(k.killed >= 1, "the suite kills some wkv7 mutants: {text}");
     for m in &r.mutants {
         assert_eq!(m.mutant.file, "wkv7.comp");
