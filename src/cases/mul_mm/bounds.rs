@@ -188,20 +188,59 @@ pub fn mul_mm_bounds(
     b_rows: &[f64],
     columns: &[(usize, usize)],
 ) -> MulMmBounds {
+    mul_mm_bounds_lanes::<LANES>(arith, k, m, a_rows, b_rows, columns)
+}
+
+/// Output rows whose chains [`mul_mm_bounds`] steps together: the same B element meets
+/// LANES A rows, and the step's ~30 operations become vector operations. Each lane is the
+/// very same arithmetic as one row alone (the tests compare against one lane, bit for bit).
+const LANES: usize = 8;
+
+/// [`mul_mm_bounds`] with the rows of a column taken `L` at a time (the last group padded
+/// with copies of its last row, whose results are dropped).
+fn mul_mm_bounds_lanes<const L: usize>(
+    arith: &MulMmArith,
+    k: usize,
+    m: usize,
+    a_rows: &[f64],
+    b_rows: &[f64],
+    columns: &[(usize, usize)],
+) -> MulMmBounds {
     use rayon::prelude::*;
-    let errors = |rows: &[f64], pre32: bool, fmt: Fp| -> Vec<(f64, bool)> {
+    let errors = |rows: &[f64], pre32: bool, fmt: Fp| -> (Vec<f64>, Vec<bool>) {
         rows.par_iter()
             .map(|&x| mul_mm_operand_error(x, pre32, fmt))
-            .collect()
+            .unzip()
     };
-    let ea = errors(a_rows, arith.a_min_rounding, arith.a_operand);
-    let eb = errors(b_rows, false, arith.b_operand);
-    let acc = arith.acc;
-    // The format's constants, taken once: the per-step calls below are the model's hot loop.
-    let unit = acc.constants();
-    let exact = arith.exact_products();
+    let (ea, oa) = errors(a_rows, arith.a_min_rounding, arith.a_operand);
+    let (eb, ob) = errors(b_rows, false, arith.b_operand);
     let split_k = arith.split_k.max(1);
     let k_split = if split_k > 1 { arith.k_split } else { k };
+    let splits: Vec<(usize, usize)> = (0..split_k)
+        .map(|s| ((s * k_split).min(k), ((s + 1) * k_split).min(k)))
+        .collect();
+    let model = ChainModel {
+        unit: arith.acc.constants(),
+        exact: arith.exact_products(),
+    };
+    // A rows go L at a time into interleaved copies (lane fastest: one load a step), made
+    // once per distinct first row, i.e. per A matrix the columns use.
+    let mut firsts: Vec<usize> = columns.iter().map(|c| c.0).collect();
+    firsts.sort_unstable();
+    firsts.dedup();
+    let groups = m.div_ceil(L);
+    let interleaved: Vec<Vec<LaneGroup<L>>> = firsts
+        .par_iter()
+        .map(|&a_first| {
+            (0..groups)
+                .map(|g| {
+                    let rows: [usize; L] =
+                        std::array::from_fn(|l| a_first + (g * L + l).min(m - 1));
+                    LaneGroup::new(rows.map(|r| r * k..(r + 1) * k), a_rows, &ea, &oa, &splits)
+                })
+                .collect()
+        })
+        .collect();
     let mut bounds = vec![0.0; m * columns.len()];
     let mut may_overflow = vec![false; m * columns.len()];
     bounds
@@ -210,71 +249,201 @@ pub fn mul_mm_bounds(
         .zip(columns.par_iter())
         .for_each(|((out, ovf_out), &(a_first, b_row))| {
             let b = &b_rows[b_row * k..][..k];
-            let eb = &eb[b_row * k..][..k];
-            for (i, (o, ovf_o)) in out.iter_mut().zip(ovf_out.iter_mut()).enumerate() {
-                let a = &a_rows[(a_first + i) * k..][..k];
-                let ea = &ea[(a_first + i) * k..][..k];
-                let mut ovf = false;
-                let (mut total, mut total_err) = (0.0f64, 0.0f64);
-                for s in 0..split_k {
-                    let (from, to) = ((s * k_split).min(k), ((s + 1) * k_split).min(k));
-                    let (mut sum, mut err, mut mag) = (0.0f64, 0.0f64, 0.0f64);
-                    // This split's own overflow flag (the element's is the OR over splits).
-                    let earlier = std::mem::take(&mut ovf);
-                    for kk in from..to {
-                        let (x, y, (ex, ox), (ey, oy)) = (a[kk], b[kk], ea[kk], eb[kk]);
-                        let (ax, ay) = (x.abs(), y.abs());
-                        ovf |= ox || oy;
-                        // An operand that surely overflows makes the product undefined (∞·0
-                        // is NaN, so no arithmetic on the bounds here).
-                        let (e_in, hi) = if ex.is_finite() && ey.is_finite() {
-                            (ax * ey + ay * ex + ex * ey, (ax + ex) * (ay + ey))
-                        } else {
-                            (f64::INFINITY, f64::INFINITY)
-                        };
-                        let lo = (ax - ex).max(0.0) * (ay - ey).max(0.0);
-                        let e_p = if exact {
-                            unit.flushing(lo, hi)
-                        } else {
-                            unit.rounding(lo, hi)
-                        };
-                        // The running sum as an input may be a flushed subnormal.
-                        let e_sin = unit.flushing((sum.abs() - err).max(0.0), sum.abs() + err);
-                        sum += x * y;
-                        let d = err + e_in + e_p + e_sin;
-                        let (xlo, xhi) = ((sum.abs() - d).max(0.0), sum.abs() + d);
-                        if !(hi < unit.overflow && xhi < unit.overflow) {
-                            ovf = true;
+            let (eb, ob) = (&eb[b_row * k..][..k], &ob[b_row * k..][..k]);
+            let matrix = &interleaved[firsts.binary_search(&a_first).unwrap()];
+            for (g, group) in matrix.iter().enumerate() {
+                let (mut total, mut total_err, mut ovf) = ([0.0; L], [0.0; L], [false; L]);
+                for (s, &(from, to)) in splits.iter().enumerate() {
+                    let mut chain = model.run(
+                        &group.xs[from..to],
+                        &group.exs[from..to],
+                        &b[from..to],
+                        &eb[from..to],
+                    );
+                    let b_ovf = ob[from..to].iter().any(|&o| o);
+                    for l in 0..L {
+                        // An operand that may round to ±∞ (the step's e_in is then infinite).
+                        chain.ovf[l] |= b_ovf || group.operand_ovf[s][l];
+                        // A kernel that adds the same products in another order (upstream's
+                        // loaders, a compiler's reassociation) has partial sums up to Σ|a·b|
+                        // plus the errors: past the largest finite value some order
+                        // overflows. (Seen on the H100: upstream's f16-accumulator matmul gave
+                        // ±∞ where k-ascending partial sums stay below 65504.) NaN-safe: a
+                        // NaN magnitude counts as overflow too.
+                        chain.ovf[l] |= chain.mag[l].partial_cmp(&arith.acc.overflow())
+                            != Some(std::cmp::Ordering::Less);
+                        if chain.ovf[l] && split_k > 1 {
+                            // Later upstream clamps each split's accumulators to ±ACC_TYPE_MAX
+                            // before the f32 reduce (§12 L7), so an overflowing split adds a
+                            // finite ±65504 whatever its exact partial (|·| ≤ mag): the result
+                            // stays finite, off by at most 65504 + mag for this split.
+                            chain.err[l] += arith.acc.overflow() + chain.mag[l];
                         }
-                        err = d + unit.rounding(xlo, xhi);
-                        mag += hi + d;
+                        ovf[l] |= chain.ovf[l];
+                        (total[l], total_err[l]) = add_split(
+                            split_k == 1,
+                            (total[l], total_err[l]),
+                            (chain.sum[l], chain.err[l]),
+                        );
                     }
-                    // A kernel that adds the same products in another order (upstream's
-                    // loaders, a compiler's reassociation) has partial sums up to Σ|a·b| plus
-                    // the errors: past the largest finite value some order overflows. (Seen on
-                    // the H100: upstream's f16-accumulator matmul gave ±∞ where k-ascending
-                    // partial sums stay below 65504.)
-                    // (NaN-safe: a NaN magnitude counts as overflow too.)
-                    ovf |= mag.partial_cmp(&acc.overflow()) != Some(std::cmp::Ordering::Less);
-                    if ovf && split_k > 1 {
-                        // Later upstream clamps each split's accumulators to ±ACC_TYPE_MAX
-                        // before the f32 reduce (§12 L7), so an overflowing split adds a finite
-                        // ±65504 whatever its exact partial (|·| ≤ mag): the result stays finite,
-                        // off by at most 65504 + mag for this split.
-                        err += acc.overflow() + mag;
-                    }
-                    ovf |= earlier;
-                    (total, total_err) = add_split(split_k == 1, (total, total_err), (sum, err));
                 }
-                let _ = total;
-                *o = total_err;
-                *ovf_o = ovf || !total_err.is_finite();
+                let first = g * L;
+                for l in 0..L.min(m - first) {
+                    out[first + l] = total_err[l];
+                    ovf_out[first + l] = ovf[l] || !total_err[l].is_finite();
+                }
             }
         });
     MulMmBounds {
         bounds,
         may_overflow,
     }
+}
+
+/// L rows of A interleaved, lane fastest: values, their operand errors, and per split whether
+/// one of the lane's operands may round to ±∞.
+struct LaneGroup<const L: usize> {
+    xs: Vec<[f64; L]>,
+    exs: Vec<[f64; L]>,
+    operand_ovf: Vec<[bool; L]>,
+}
+
+impl<const L: usize> LaneGroup<L> {
+    fn new(
+        rows: [std::ops::Range<usize>; L],
+        values: &[f64],
+        errors: &[f64],
+        may_overflow: &[bool],
+        splits: &[(usize, usize)],
+    ) -> Self {
+        let k = rows[0].len();
+        let (values, errors) = (rows.clone().map(|r| &values[r]), rows.clone().map(|r| &errors[r]));
+        let may_overflow = rows.map(|r| &may_overflow[r]);
+        Self {
+            xs: (0..k).map(|kk| values.map(|v| v[kk])).collect(),
+            exs: (0..k).map(|kk| errors.map(|e| e[kk])).collect(),
+            operand_ovf: splits
+                .iter()
+                .map(|&(from, to)| may_overflow.map(|o| o[from..to].iter().any(|&o| o)))
+                .collect(),
+        }
+    }
+}
+
+/// The accumulator's constants for [`mul_mm_bounds`]'s chains.
+#[derive(Clone, Copy)]
+struct ChainModel {
+    unit: FpConstants,
+    /// [`MulMmArith::exact_products`].
+    exact: bool,
+}
+
+/// The state of L chains after a split's steps: exact partial sum, error bound, the sum of
+/// the step magnitudes (for other orders' overflow) and whether a step may overflow.
+struct Chains<const L: usize> {
+    sum: [f64; L],
+    err: [f64; L],
+    mag: [f64; L],
+    ovf: [bool; L],
+}
+
+impl ChainModel {
+    /// Runs L chains over one split: lane l multiplies `xs[k][l]` (error `exs[k][l]`) by
+    /// `b[k]` (error `eb[k]`). Operands that may round to ±∞ are the caller's to flag.
+    fn run<const L: usize>(
+        self,
+        xs: &[[f64; L]],
+        exs: &[[f64; L]],
+        b: &[f64],
+        eb: &[f64],
+    ) -> Chains<L> {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { self.run_avx2(xs, exs, b, eb) };
+        }
+        self.run_portable(xs, exs, b, eb)
+    }
+
+    /// The same code compiled for four f64 lanes a vector (no FMA is enabled: every
+    /// operation rounds as in the portable build, so the bits are the same).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn run_avx2<const L: usize>(
+        self,
+        xs: &[[f64; L]],
+        exs: &[[f64; L]],
+        b: &[f64],
+        eb: &[f64],
+    ) -> Chains<L> {
+        self.run_portable(xs, exs, b, eb)
+    }
+
+    /// One step per k, as [`mul_mm_bounds`] describes (D, E_k), written without branches
+    /// (every choice a select) so that the lanes vectorize.
+    #[inline(always)]
+    fn run_portable<const L: usize>(
+        self,
+        xs: &[[f64; L]],
+        exs: &[[f64; L]],
+        b: &[f64],
+        eb: &[f64],
+    ) -> Chains<L> {
+        let unit = self.unit;
+        let (mut sum, mut err, mut mag, mut ovf) = ([0.0f64; L], [0.0f64; L], [0.0f64; L], [false; L]);
+        for (((x, ex), &y), &ey) in xs.iter().zip(exs).zip(b).zip(eb) {
+            let ay = y.abs();
+            for l in 0..L {
+                let (x, ex) = (x[l], ex[l]);
+                let ax = x.abs();
+                // An operand that surely overflows makes the product undefined (∞·0 is NaN,
+                // so no arithmetic on the bounds there).
+                let finite = ex.is_finite() && ey.is_finite();
+                let e_in = select(finite, ax * ey + ay * ex + ex * ey, f64::INFINITY);
+                let hi = select(finite, (ax + ex) * (ay + ey), f64::INFINITY);
+                let lo = (ax - ex).max(0.0) * (ay - ey).max(0.0);
+                let e_p = select(
+                    self.exact,
+                    flushing(unit, lo, hi),
+                    rounding(unit, lo, hi),
+                );
+                // The running sum as an input may be a flushed subnormal.
+                let s = sum[l].abs();
+                let e_sin = flushing(unit, (s - err[l]).max(0.0), s + err[l]);
+                sum[l] += x * y;
+                let d = err[l] + e_in + e_p + e_sin;
+                let s = sum[l].abs();
+                let (xlo, xhi) = ((s - d).max(0.0), s + d);
+                ovf[l] |= !(hi < unit.overflow && xhi < unit.overflow);
+                err[l] = d + rounding(unit, xlo, xhi);
+                mag[l] += hi + d;
+            }
+        }
+        Chains { sum, err, mag, ovf }
+    }
+}
+
+#[inline(always)]
+fn select(c: bool, a: f64, b: f64) -> f64 {
+    if c {
+        a
+    } else {
+        b
+    }
+}
+
+/// [`FpConstants::rounding`] with both branches evaluated (the same value).
+#[inline(always)]
+fn rounding(c: FpConstants, lo: f64, hi: f64) -> f64 {
+    let uh = c.unit * hi;
+    let below = select(hi < c.tiny, hi, uh.max(c.tiny));
+    select(lo >= c.tiny, uh, below)
+}
+
+/// [`FpConstants::flushing`] with both branches evaluated (the same value).
+#[inline(always)]
+fn flushing(c: FpConstants, lo: f64, hi: f64) -> f64 {
+    select(lo >= c.tiny, 0.0, hi.min(c.tiny))
 }
 
 #[cfg(test)]
@@ -289,6 +458,49 @@ mod mul_mm_tests {
             acc,
             split_k: 1,
             k_split: 0,
+        }
+    }
+
+    #[test]
+    fn lanes_give_the_bits_of_one_row_at_a_time() {
+        // Values across the formats' ranges (f16 overflow, subnormals, zeros, ±∞, NaN) in
+        // several A matrices, with and without splits and exact products.
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let value = |rng: &mut rand_chacha::ChaCha8Rng| match rng.gen_range(0..400) {
+            0 => 0.0,
+            1 => f64::INFINITY,
+            2 => f64::NAN,
+            3 => 70000.0,
+            4 => 2f64.powi(-20) * rng.gen_range(-4.0..4.0),
+            _ => rng.gen_range(-300.0f64..300.0) * 2f64.powi(rng.gen_range(-12..3)),
+        };
+        for (m, k, split_k) in [(13, 37, 1), (8, 64, 3), (3, 5, 2), (17, 200, 1)] {
+            let a: Vec<f64> = (0..3 * m * k).map(|_| value(&mut rng)).collect();
+            let b: Vec<f64> = (0..5 * k).map(|_| value(&mut rng)).collect();
+            let columns: Vec<(usize, usize)> = (0..5).map(|c| ((c % 3) * m, c)).collect();
+            for acc in [Fp::F16, Fp::F32] {
+                for a_operand in [Fp::F16, Fp::F32] {
+                    let ar = MulMmArith {
+                        a_min_rounding: split_k == 3,
+                        a_operand,
+                        b_operand: Fp::F16,
+                        acc,
+                        split_k,
+                        k_split: k.div_ceil(split_k),
+                    };
+                    let one = mul_mm_bounds_lanes::<1>(&ar, k, m, &a, &b, &columns);
+                    let lanes = mul_mm_bounds(&ar, k, m, &a, &b, &columns);
+                    // Bits, any NaN as one (vector and scalar code make NaNs of either sign).
+                    let bits = |v: &[f64]| {
+                        v.iter()
+                            .map(|x| if x.is_nan() { 1 } else { x.to_bits() })
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(bits(&one.bounds), bits(&lanes.bounds), "{m}×{k}/{split_k} {ar:?}");
+                    assert_eq!(one.may_overflow, lanes.may_overflow);
+                }
+            }
         }
     }
 
