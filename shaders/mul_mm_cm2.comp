@@ -138,8 +138,11 @@ layout(push_constant) uniform parameter {
 
 const uint ROW_IDS = 4096;
 shared u16vec2 row_ids[ROW_IDS];        // (slot, token) of each match, token-major
+shared uint16_t row_b_slot[ROW_IDS];    // slot % ne11: the B row of the match's token it reads
 shared uint seg_count[BLOCK_SIZE];      // matches in each invocation's segment, then offsets
 shared uint num_matches;
+// num_matches in a register: the B callback below runs for every element of every B tile.
+uint matches;
 
 // B decode callback: element (c, k) of the expert's gathered B is k of the row that match c
 // reads (the buffer reference the load computes is not used).
@@ -147,11 +150,11 @@ layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufB {
 MAT_TYPE decodeFuncB(const in decodeBufB bl, const in uint blockCoords[2], const in uint coordInBlock[2])
 {
     const uint c = blockCoords[0];
-    if (c >= num_matches || blockCoords[1] >= p.K) {
+    if (c >= matches || blockCoords[1] >= p.K) {
         return MAT_TYPE(0.0);
     }
-    const u16vec2 id = row_ids[c];
-    return MAT_TYPE(data_b[uint(id.y) * p.batch_stride_b + (uint(id.x) % p.ne11) * p.stride_b + blockCoords[1]]);
+    const uint b_row = uint(row_ids[c].y) * p.batch_stride_b + uint(row_b_slot[c]) * p.stride_b;
+    return MAT_TYPE(data_b[b_row + blockCoords[1]]);
 }
 
 // Stores element (row, col) of a tile whose first row is m0 and first column match c0.
@@ -159,7 +162,7 @@ ACC_TYPE store_id(const in uint32_t row, const in uint32_t col, const in ACC_TYP
                   const in uint32_t m0, const in uint32_t c0)
 {
     const uint m = m0 + row, c = c0 + col;
-    if (m < p.M && c < num_matches) {
+    if (m < p.M && c < matches) {
         const u16vec2 id = row_ids[c];
         data_d[uint(id.y) * p.batch_stride_d + uint(id.x) * p.stride_d + m] = D_TYPE(v);
     }
@@ -186,9 +189,10 @@ ACC_TYPE store_mm(const in uint32_t row, const in uint32_t col, const in ACC_TYP
 // run one at a time. (On the H100 this unrolling and the tile store below, measured together
 // before the fast path's alignment masks, changed nothing; the masks made the loads fast.)
 // MUL_MAT_ID does not unroll: its gathered B loads go through decodeFuncB, and one step per
-// pass ran the 128 x 768 x 2048 MoE row 1.3x faster on the H100.
+// pass ran the 128 x 768 x 2048 MoE row 1.3x faster on the H100. (UNROLL_K = 0: the
+// unrolled loop is left out and every step runs in the one-step loop.)
 #ifdef MUL_MAT_ID
-const uint UNROLL_K = BK;
+const uint UNROLL_K = 0;
 #define B_VIEW_ARGS view_b, decodeFuncB
 #else
 const uint UNROLL_K = 256;
@@ -205,9 +209,11 @@ const uint UNROLL_K = 256;
         coopmat<MAT_TYPE, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> mat_a;                 \
         coopmat<MAT_TYPE, gl_ScopeWorkgroup, BK, BNX, gl_MatrixUseB> mat_b;                \
         uint k = K0;                                                                       \
-        [[dont_unroll]] for (; k + UNROLL_K <= end_k; k += UNROLL_K) {                     \
-            [[unroll]] for (uint j = 0; j < UNROLL_K / BK; ++j) {                          \
-                K_STEP(BNX, LA, LB, k + j * BK)                                            \
+        if (UNROLL_K > 0) {                                                                \
+            [[dont_unroll]] for (; k + UNROLL_K <= end_k; k += UNROLL_K) {                 \
+                [[unroll]] for (uint j = 0; j < UNROLL_K / BK; ++j) {                      \
+                    K_STEP(BNX, LA, LB, k + j * BK)                                        \
+                }                                                                          \
             }                                                                              \
         }                                                                                  \
         [[dont_unroll]] for (; k < end_k; k += BK) {                                       \
@@ -272,11 +278,12 @@ void main()
         const uint ii1 = i / p.nei0, ii0 = i % p.nei0;
         if (data_ids[ii1 * p.nbi1 + ii0] == int(expert)) {
             row_ids[slot] = u16vec2(ii0, ii1);
+            row_b_slot[slot] = uint16_t(ii0 % p.ne11);
             slot++;
         }
     }
     barrier();
-    const uint matches = num_matches;
+    matches = num_matches;
 
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> layout_a =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
