@@ -185,9 +185,10 @@ ACC_TYPE store_mm(const in uint32_t row, const in uint32_t col, const in ACC_TYP
 #endif
 
 // Every K step of a tile is one BK-deep coopMatMulAdd; UNROLL_K / BK of them are issued per
-// pass of the K loop (256: a K-quant super-block, 8 legacy blocks), and the steps left over
-// run one at a time. (On the H100 this unrolling and the tile store below, measured together
-// before the fast path's alignment masks, changed nothing; the masks made the loads fast.)
+// pass of the K loop (256 for block types: a K-quant super-block, 8 legacy blocks; 8 steps
+// for f16/bf16), and the steps left over run one at a time. H200, f16 4096x512x4096 and
+// 14336x512x4096 (BK = 64): 8 steps 112.7 / 238.9 us, 4 steps 123.0 / 257.5, 2 steps 141.1 /
+// 293.5, 1 step 173.1 / 354.8; q4_0 gained nothing from 8 (its pipeline grew by half).
 // MUL_MAT_ID does not unroll: its gathered B loads go through decodeFuncB, and one step per
 // pass ran the 128 x 768 x 2048 MoE row 1.3x faster on the H100. (UNROLL_K = 0: the
 // unrolled loop is left out and every step runs in the one-step loop.)
@@ -195,7 +196,7 @@ ACC_TYPE store_mm(const in uint32_t row, const in uint32_t col, const in ACC_TYP
 const uint UNROLL_K = 0;
 #define B_VIEW_ARGS view_b, decodeFuncB
 #else
-const uint UNROLL_K = 256;
+const uint UNROLL_K = QUANT_K == 1 ? 8 * BK : 256;
 #define B_VIEW_ARGS view_b
 #endif
 
