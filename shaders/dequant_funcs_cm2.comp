@@ -24,6 +24,13 @@
 
 #define DECODE_ARGS(BUF) const in BUF bl, const in uint blockCoords[2], const in uint coordInBlock[2]
 
+// u - bias for an integer 0 <= u < 1024 as f16, exactly and without an int-to-float
+// conversion: the bits 0x6400 | u are the f16 number 1024 + u (its spacing there is 1).
+float16_t small_int_f16(const uint u, const float16_t bias)
+{
+    return uint16BitsToHalf(uint16_t(0x6400u | u)) - (1024.0hf + bias);
+}
+
 // The 6-bit scale and min of 32-element sub-block sb of a q4_K / q5_K block (2.4).
 uvec2 scale_min_k4(const uint sb, const uint s0, const uint s4, const uint s8)
 {
@@ -36,13 +43,18 @@ uvec2 scale_min_k4(const uint sb, const uint s0, const uint s4, const uint s8)
 }
 
 #if defined(DATA_A_Q4_0)
-layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufQ4_0 { block_q4_0 block; };
+// block_q4_0 with qs read as 16-bit words (same 18 bytes). With the words and small_int_f16 the
+// H200's cm2 q4_0 matmul rows went from 0.91 to 1.01 of upstream's speed; the same change for
+// q8_0 changed nothing, so q8_0 keeps its byte reads.
+struct block_q4_0_words { float16_t d; uint16_t qs[8]; };
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufQ4_0 { block_q4_0_words block; };
 float16_t dequantFuncQ4_0(DECODE_ARGS(decodeBufQ4_0))
 {
     const uint e = coordInBlock[1];
-    const uint byte = uint(bl.block.qs[e % 16u]);
-    const uint nib = (e < 16u) ? (byte & 0xFu) : (byte >> 4);
-    return bl.block.d * float16_t(int(nib) - 8);
+    // Element e is the low (e < 16) or high nibble of byte e % 16: bits 8 (e & 1) + 4 (e / 16)
+    // of word (e % 16) / 2.
+    const uint nib = (uint(bl.block.qs[(e & 15u) >> 1]) >> (8u * (e & 1u) + 4u * (e >> 4))) & 0xFu;
+    return bl.block.d * small_int_f16(nib, 8.0hf);
 }
 #define dequantFuncA dequantFuncQ4_0
 #endif
