@@ -254,12 +254,12 @@ fn mul_mm_bounds_lanes<const L: usize>(
             for (g, group) in matrix.iter().enumerate() {
                 let (mut total, mut total_err, mut ovf) = ([0.0; L], [0.0; L], [false; L]);
                 for (s, &(from, to)) in splits.iter().enumerate() {
-                    let mut chain = model.run(
-                        &group.xs[from..to],
-                        &group.exs[from..to],
-                        &b[from..to],
-                        &eb[from..to],
-                    );
+                    let mut chain = model.run(SplitInputs {
+                        xs: &group.xs[from..to],
+                        exs: &group.exs[from..to],
+                        b: &b[from..to],
+                        eb: &eb[from..to],
+                    });
                     let b_ovf = ob[from..to].iter().any(|&o| o);
                     for l in 0..L {
                         // An operand that may round to ±∞ (the step's e_in is then infinite).
@@ -347,48 +347,40 @@ struct Chains<const L: usize> {
     ovf: [bool; L],
 }
 
+/// One split of L chains: lane l multiplies `xs[k][l]` (error `exs[k][l]`) by `b[k]` (error
+/// `eb[k]`).
+#[derive(Clone, Copy)]
+struct SplitInputs<'a, const L: usize> {
+    xs: &'a [[f64; L]],
+    exs: &'a [[f64; L]],
+    b: &'a [f64],
+    eb: &'a [f64],
+}
+
 impl ChainModel {
-    /// Runs L chains over one split: lane l multiplies `xs[k][l]` (error `exs[k][l]`) by
-    /// `b[k]` (error `eb[k]`). Operands that may round to ±∞ are the caller's to flag.
-    fn run<const L: usize>(
-        self,
-        xs: &[[f64; L]],
-        exs: &[[f64; L]],
-        b: &[f64],
-        eb: &[f64],
-    ) -> Chains<L> {
+    /// Runs L chains over one split. Operands that may round to ±∞ are the caller's to flag.
+    fn run<const L: usize>(self, split: SplitInputs<L>) -> Chains<L> {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { self.run_avx2(xs, exs, b, eb) };
+            return unsafe { self.run_avx2(split) };
         }
-        self.run_portable(xs, exs, b, eb)
+        self.run_portable(split)
     }
 
     /// The same code compiled for four f64 lanes a vector (no FMA is enabled: every
     /// operation rounds as in the portable build, so the bits are the same).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn run_avx2<const L: usize>(
-        self,
-        xs: &[[f64; L]],
-        exs: &[[f64; L]],
-        b: &[f64],
-        eb: &[f64],
-    ) -> Chains<L> {
-        self.run_portable(xs, exs, b, eb)
+    unsafe fn run_avx2<const L: usize>(self, split: SplitInputs<L>) -> Chains<L> {
+        self.run_portable(split)
     }
 
     /// One step per k, as [`mul_mm_bounds`] describes (D, E_k), written without branches
     /// (every choice a select) so that the lanes vectorize.
     #[inline(always)]
-    fn run_portable<const L: usize>(
-        self,
-        xs: &[[f64; L]],
-        exs: &[[f64; L]],
-        b: &[f64],
-        eb: &[f64],
-    ) -> Chains<L> {
+    fn run_portable<const L: usize>(self, split: SplitInputs<L>) -> Chains<L> {
+        let SplitInputs { xs, exs, b, eb } = split;
         let unit = self.unit;
         let (mut sum, mut err, mut mag, mut ovf) = ([0.0f64; L], [0.0f64; L], [0.0f64; L], [false; L]);
         for (((x, ex), &y), &ey) in xs.iter().zip(exs).zip(b).zip(eb) {
