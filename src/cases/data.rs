@@ -233,8 +233,7 @@ thread_local! {
 /// The key must name everything the value depends on (the case and the plan it was judged by);
 /// it is only built while keeping is on, so a campaign's cases pay nothing for it.
 /// `VKDIFF_PROFILE` lists the time spent here as "reference and bounds" (the host's share of a
-/// flash-attention or matrix-matrix case; in the main job on lavapipe with warm caches, about a
-/// fifth of all the time).
+/// flash-attention or matrix-matrix case).
 pub fn kept<T: Clone + 'static>(key: impl FnOnce() -> String, compute: impl FnOnce() -> T) -> T {
     let _span = vkdiff_gpu::profile::span("reference and bounds");
     if KEPT_VALUES.with(|k| k.borrow().is_none()) {

@@ -376,8 +376,9 @@ impl ChainModel {
         self.run_portable(split)
     }
 
-    /// One step per k, as [`mul_mm_bounds`] describes (D, E_k), written without branches
-    /// (every choice a select) so that the lanes vectorize.
+    /// One step per k, as [`mul_mm_bounds`] describes (D, E_k). Every choice is a select or
+    /// one of [`FpConstants`]' small ifs, which LLVM turns into selects, so the lanes
+    /// vectorize.
     #[inline(always)]
     fn run_portable<const L: usize>(self, split: SplitInputs<L>) -> Chains<L> {
         let SplitInputs { xs, exs, b, eb } = split;
@@ -396,18 +397,18 @@ impl ChainModel {
                 let lo = (ax - ex).max(0.0) * (ay - ey).max(0.0);
                 let e_p = select(
                     self.exact,
-                    flushing(unit, lo, hi),
-                    rounding(unit, lo, hi),
+                    unit.flushing(lo, hi),
+                    unit.rounding(lo, hi),
                 );
                 // The running sum as an input may be a flushed subnormal.
                 let s = sum[l].abs();
-                let e_sin = flushing(unit, (s - err[l]).max(0.0), s + err[l]);
+                let e_sin = unit.flushing((s - err[l]).max(0.0), s + err[l]);
                 sum[l] += x * y;
                 let d = err[l] + e_in + e_p + e_sin;
                 let s = sum[l].abs();
                 let (xlo, xhi) = ((s - d).max(0.0), s + d);
                 ovf[l] |= !(hi < unit.overflow && xhi < unit.overflow);
-                err[l] = d + rounding(unit, xlo, xhi);
+                err[l] = d + unit.rounding(xlo, xhi);
                 mag[l] += hi + d;
             }
         }
@@ -422,20 +423,6 @@ fn select(c: bool, a: f64, b: f64) -> f64 {
     } else {
         b
     }
-}
-
-/// [`FpConstants::rounding`] with both branches evaluated (the same value).
-#[inline(always)]
-fn rounding(c: FpConstants, lo: f64, hi: f64) -> f64 {
-    let uh = c.unit * hi;
-    let below = select(hi < c.tiny, hi, uh.max(c.tiny));
-    select(lo >= c.tiny, uh, below)
-}
-
-/// [`FpConstants::flushing`] with both branches evaluated (the same value).
-#[inline(always)]
-fn flushing(c: FpConstants, lo: f64, hi: f64) -> f64 {
-    select(lo >= c.tiny, 0.0, hi.min(c.tiny))
 }
 
 #[cfg(test)]
