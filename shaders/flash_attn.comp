@@ -310,16 +310,28 @@ void main()
         factor[r] = M[r] == NEG_HALF_MAX ? 0.0 : exp(M[r] - m);
     }
     // One row at a time, the groups' O in passes of GROUPS_PER_PASS (shared memory); invocation
-    // e < D/4 adds elements 4e..4e+3 in group order and writes them.
-    [[unroll]] for (uint r = 0; r < Br; ++r) {
+    // e < D/4 adds elements 4e..4e+3 in group order and writes them. The row loop is left to
+    // the compiler: lavapipe keeps it rolled (unrolled, its 2·Br barriers made LLVM's JIT of a
+    // Br = 8 pipeline 2-4 times slower: 22 s at D = 256); the H200 ran the same times.
+    for (uint r = 0; r < Br; ++r) {
         if (r >= rows) {
-            continue;
+            break;
+        }
+        // This row's maximum, picked by compile-time indices (no dynamic index into a register
+        // array); its O is stored under a test of r (uniform) against each compile-time row.
+        float mr = row_max[0];
+        [[unroll]] for (uint rr = 1; rr < Br; ++rr) {
+            mr = r == rr ? row_max[rr] : mr;
         }
         vec4 o = vec4(0.0);
         for (uint g0 = 0; g0 < COL_GROUPS; g0 += GROUPS_PER_PASS) {
             if (group >= g0 && group < g0 + GROUPS_PER_PASS) {
-                [[unroll]] for (uint t = 0; t < T4; ++t) {
-                    Qs[(group - g0) * (D / 4) + lane + D_split * t] = O[r][t] * factor[r];
+                [[unroll]] for (uint rr = 0; rr < Br; ++rr) {
+                    if (rr == r) {
+                        [[unroll]] for (uint t = 0; t < T4; ++t) {
+                            Qs[(group - g0) * (D / 4) + lane + D_split * t] = O[rr][t] * factor[rr];
+                        }
+                    }
                 }
             }
             barrier();
@@ -335,7 +347,7 @@ void main()
             for (uint g = 0; g < COL_GROUPS; ++g) {
                 const float mg = group_max[g * Br + r];
                 if (mg != NEG_HALF_MAX) {
-                    l += group_sum[g * Br + r] * exp(mg - row_max[r]);
+                    l += group_sum[g * Br + r] * exp(mg - mr);
                 }
             }
             const uint d = 4 * tid;
@@ -347,7 +359,7 @@ void main()
                 data_o[at + 3] = o.w;
                 if (tid == 0) {
                     data_o[split_l_offset(r)] = l;
-                    data_o[split_m_offset(r)] = row_max[r];
+                    data_o[split_m_offset(r)] = mr;
                 }
             } else {
                 const vec4 out4 = l == 0.0 ? vec4(ROW_NAN) : o * (1.0 / l);
