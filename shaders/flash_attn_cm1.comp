@@ -383,24 +383,48 @@ void main()
             // A zero weight times a finite V adds exactly 0, so the select is needed only
             // where one of the lane's V is not finite (it cost the H100's prefill row 38%).
             bool v_finite = true;
+#if QUANT_K > 1
             [[unroll]] for (uint m = 0; m < KEYS_PER_GROUP; ++m) {
-                v_finite = v_finite && finite4(vec4(vv[m]));
+                v_finite = v_finite && finite4(vv[m]);
             }
-            // Rows in fours, skipping fours past N (uniform: in decode most rows are padding).
-            // Behind a test per row the rows' add chains ran one after another: the H100's
-            // prefill row spent 61% of its time here. Rows past N in a valid four compute with
-            // finite P (zero Q) and are never stored.
-            [[unroll]] for (uint r0 = 0; r0 < Br; r0 += 4) {
-                if (!row_valid(r0)) {
-                    continue;
-                }
-                if (v_finite) {
-                    [[unroll]] for (uint r = r0; r < min(r0 + 4, Br); ++r) {
-                        Of[r] = pv_grouped(false, r, vg, vv, Of[r]);
+#else
+            // On the bits of packed f16 pairs: a half is ±∞ or NaN when its exponent bits are
+            // all set, and only then does adding 0x0400 to them carry into its sign bit (no
+            // carry crosses into the other half). Widening to f32 for finite4 cost the H200's
+            // prefill row 16%.
+            uint carries = 0;
+            [[unroll]] for (uint m = 0; m < KEYS_PER_GROUP; ++m) {
+                carries |= (packFloat2x16(vv[m].xy) & 0x7C007C00u) + 0x04000400u;
+                carries |= (packFloat2x16(vv[m].zw) & 0x7C007C00u) + 0x04000400u;
+            }
+            v_finite = (carries & 0x80008000u) == 0;
+#endif
+            if (v_finite) {
+                // Rows in fours, skipping fours past N (uniform: in decode most rows are
+                // padding). Behind a test per row the rows' add chains ran one after another:
+                // the H100's prefill row spent 61% of its time here. Rows past N in a valid four
+                // compute with finite P (zero Q) and are never stored.
+                [[unroll]] for (uint r0 = 0; r0 < Br; r0 += 4) {
+                    if (row_valid(r0)) {
+                        [[unroll]] for (uint r = r0; r < min(r0 + 4, Br); ++r) {
+                            Of[r] = pv_grouped(false, r, vg, vv, Of[r]);
+                        }
                     }
-                } else {
-                    [[unroll]] for (uint r = r0; r < min(r0 + 4, Br); ++r) {
-                        Of[r] = pv_grouped(true, r, vg, vv, Of[r]);
+                }
+            } else {
+                // The rare lane with a non-finite V: a rolled loop over the rows, each row's O
+                // taken and put back by compile-time index (selects; no dynamic index into
+                // Of, which would move it to local memory). A second unrolled copy of the
+                // step made the pipeline 1.7 times larger and the H200's prefill row 1.26
+                // times slower (instruction fetch).
+                [[dont_unroll]] for (uint r = 0; r < Br; ++r) {
+                    ACC_TYPEV4 o = Of[0];
+                    [[unroll]] for (uint rr = 1; rr < Br; ++rr) {
+                        o = r == rr ? Of[rr] : o;
+                    }
+                    o = pv_grouped(true, r, vg, vv, o);
+                    [[unroll]] for (uint rr = 0; rr < Br; ++rr) {
+                        Of[rr] = r == rr ? o : Of[rr];
                     }
                 }
             }
