@@ -185,10 +185,12 @@ ACC_TYPE store_mm(const in uint32_t row, const in uint32_t col, const in ACC_TYP
 #endif
 
 // Every K step of a tile is one BK-deep coopMatMulAdd; UNROLL_K / BK of them are issued per
-// pass of the K loop (256 for block types: a K-quant super-block, 8 legacy blocks; 8 steps
-// for f16/bf16), and the steps left over run one at a time. H200, f16 4096x512x4096 and
+// pass of the K loop (a K-quant super-block of 256; 8 steps for f16/bf16 and the 32-element
+// blocks), and the steps left over run one at a time. H200, f16 4096x512x4096 and
 // 14336x512x4096 (BK = 64): 8 steps 112.7 / 238.9 us, 4 steps 123.0 / 257.5, 2 steps 141.1 /
-// 293.5, 1 step 173.1 / 354.8; q4_0 gained nothing from 8 (its pipeline grew by half).
+// 293.5, 1 step 173.1 / 354.8. q4_0 (with its 16-bit decode) 14336x512x4096 and
+// 4096x512x14336: upstream's time / ours 1.06 / 1.07 with 8 steps, 1.01 / 1.02 with 4; q8_0
+// unchanged (0.89-0.91).
 // MUL_MAT_ID does not unroll: its gathered B loads go through decodeFuncB, and one step per
 // pass ran the 128 x 768 x 2048 MoE row 1.3x faster on the H100. (UNROLL_K = 0: the
 // unrolled loop is left out and every step runs in the one-step loop.)
@@ -196,7 +198,7 @@ ACC_TYPE store_mm(const in uint32_t row, const in uint32_t col, const in ACC_TYP
 const uint UNROLL_K = 0;
 #define B_VIEW_ARGS view_b, decodeFuncB
 #else
-const uint UNROLL_K = QUANT_K == 1 ? 8 * BK : 256;
+const uint UNROLL_K = QUANT_K == 256 ? 256 : 8 * BK;
 #define B_VIEW_ARGS view_b
 #endif
 
