@@ -111,18 +111,22 @@ fn product(a: &TensorView, b: &TensorView, kind: Values) -> Result<Output> {
     let (r2, r3) = (ne12 / ne02, ne13 / ne03);
     let bv = b.decode_all(kind.decoder())?;
     let mut values = zeroed(OP, ne.iter().try_fold(1usize, |x, &y| x.checked_mul(y)))?;
-    // One job per dst batch: its b rows against a's broadcast matrix.
-    let jobs: Vec<Job> = (0..ne12 * ne13)
-        .map(|batch| {
-            let (i2, i3) = (batch % ne12, batch / ne12);
-            let rows: Vec<usize> = (batch * n_rows..(batch + 1) * n_rows).collect();
-            Job {
-                a_mat: (i2 / r2, i3 / r3),
-                b_rows: rows.clone(),
-                dst_rows: rows,
-            }
+    // One job per matrix of a: the b rows of every dst batch that broadcasts it, so that each
+    // of its panels is decoded once for all of them (each output is still its own sum in k
+    // order, whichever rows share a panel).
+    let mut jobs: Vec<Job> = (0..ne02 * ne03)
+        .map(|mat| Job {
+            a_mat: (mat % ne02, mat / ne02),
+            b_rows: Vec::new(),
+            dst_rows: Vec::new(),
         })
         .collect();
+    for batch in 0..ne12 * ne13 {
+        let (i2, i3) = (batch % ne12, batch / ne12);
+        let job = &mut jobs[i3 / r3 * ne02 + i2 / r2];
+        job.b_rows.extend(batch * n_rows..(batch + 1) * n_rows);
+        job.dst_rows.extend(batch * n_rows..(batch + 1) * n_rows);
+    }
     gemm(a, kind, &jobs, &bv, sum_init(), &mut values)?;
     Ok(Output { ne, values })
 }
