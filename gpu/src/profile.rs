@@ -88,6 +88,21 @@ pub fn report() -> String {
         .iter()
         .take(SLOWEST_SHOWN)
         .map(|(label, wall)| format!("profile first use {:>8.2}s {label}\n", wall.as_secs_f64()));
+    // Per shader (a label's first word): where a cold run's compiles go, family by family.
+    let mut by_shader: BTreeMap<&str, (Duration, u64)> = BTreeMap::new();
+    for (label, wall) in &first {
+        let e = by_shader
+            .entry(label.split_whitespace().next().unwrap_or(""))
+            .or_default();
+        e.0 += *wall;
+        e.1 += 1;
+    }
+    let by_shader = by_shader.into_iter().map(|(shader, (wall, n))| {
+        format!(
+            "profile first uses {:>8.2}s {n:>4}× {shader}\n",
+            wall.as_secs_f64()
+        )
+    });
     t.iter()
         .map(|(name, (wall, cpu, n))| {
             format!(
@@ -98,6 +113,7 @@ pub fn report() -> String {
             )
         })
         .chain(slowest)
+        .chain(by_shader)
         .collect()
 }
 
@@ -115,6 +131,8 @@ mod tests {
         let before = count(FIRST_USE);
         drop(first_use("shader [1, 2]".into()));
         assert_eq!(count(FIRST_USE), before + 1);
-        assert!(report().contains("s shader [1, 2]\n"));
+        let r = report();
+        assert!(r.contains("s shader [1, 2]\n"), "{r}");
+        assert!(r.contains("× shader\n"), "{r}");
     }
 }
