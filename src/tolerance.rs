@@ -324,6 +324,52 @@ pub fn mul_mat_specials(
         .collect()
 }
 
+/// [`mul_mat_specials`] for a B without NaN or ±∞, from A's rows that hold one (keyed by row,
+/// in [`vkdiff_reference::TensorView::rows`] order; every other row is finite, and its
+/// products are then Finite without its values): a caller need not decode the rest of A.
+pub fn mul_mat_specials_sparse(
+    a_special_rows: &std::collections::HashMap<usize, Vec<f64>>,
+    b_rows: &[f64],
+    k: usize,
+    m: usize,
+    columns: &[(usize, usize)],
+    (fa, fb, acc): (Fp, Fp, Fp),
+    a_exact: bool,
+) -> Vec<Special> {
+    use rayon::prelude::*;
+    columns
+        .par_iter()
+        .flat_map_iter(|&(a_first, b_row)| {
+            let b = &b_rows[b_row * k..][..k];
+            (0..m).map(move |i| match a_special_rows.get(&(a_first + i)) {
+                Some(a) => dot_special(a, b, fa, fb, acc, a_exact),
+                None => Special::Finite,
+            })
+        })
+        .collect()
+}
+
+/// The rows of `t` (index in [`vkdiff_reference::TensorView::rows`] order) that hold a NaN or
+/// ±∞, with their values: decoded one row at a time, so a large tensor with few such rows
+/// never lives in memory as f64.
+pub fn rows_with_specials(
+    t: &vkdiff_reference::Tensor,
+) -> vkdiff_reference::Result<std::collections::HashMap<usize, Vec<f64>>> {
+    use rayon::prelude::*;
+    let [k, n1, n2, _] = t.ne();
+    (0..t.nrows())
+        .into_par_iter()
+        .map_init(
+            || vec![0.0; k],
+            |row, r| {
+                t.row_into(r % n1, r / n1 % n2, r / (n1 * n2), row)?;
+                Ok((row.iter().any(|x| !x.is_finite())).then(|| (r, row.clone())))
+            },
+        )
+        .filter_map(Result::transpose)
+        .collect()
+}
+
 /// Per row of `k` > 0 values (the last may be short), whether any value satisfies `pred`.
 fn rows_with(values: &[f64], k: usize, pred: impl Fn(f64) -> bool + Sync) -> Vec<bool> {
     use rayon::prelude::*;
@@ -404,5 +450,32 @@ mod tests {
         // 4,162 f16 roundings (a KV = 4096 sum): d·u > 1, where d·u/(1 − d·u) is negative.
         assert_eq!(gamma_of(U16, 4162.0), f64::INFINITY);
         assert!(gamma_of(U16, 130.0) > 0.06 && gamma_of(U16, 130.0) < 0.07);
+    }
+
+    #[test]
+    fn sparse_specials_match_the_dense_ones() {
+        use vkdiff_reference::{DType, Tensor};
+        // q8_0 A, K = 64, 3 rows × 2 matrices; blocks with scale +∞, NaN and −∞, some
+        // quants 0 (0·∞ is NaN) or of either sign; a finite B with a zero.
+        let (k, m) = (64, 3);
+        let scales: [u16; 12] = [
+            0x3C00, 0x7C00, 0x3C00, 0x3800, 0x7E00, 0x3C00, 0x4000, 0x3C00, 0x3C00, 0xFC00,
+            0x3C00, 0x3C00,
+        ];
+        let mut bytes = Vec::new();
+        for (i, d) in scales.iter().enumerate() {
+            bytes.extend(d.to_le_bytes());
+            bytes.extend((0..32).map(|j| [0u8, 1, 0xFF, 3][(i + j) % 4]));
+        }
+        let a = Tensor::from_bytes(DType::Q8_0, [k, m, 2, 1], bytes).unwrap();
+        let b: Vec<f64> = (0..2 * k).map(|i| [0.5, -2.0, 0.0, 1.0][i % 4]).collect();
+        let columns = [(0, 0), (m, 1), (m, 0)];
+        let f = (Fp::F32, Fp::F32, Fp::F32);
+        let dense = mul_mat_specials(&a.rows().unwrap(), &b, k, m, &columns, f, false);
+        let rows = rows_with_specials(&a).unwrap();
+        assert_eq!(rows.keys().count(), 3, "rows 0, 2 and 4 hold specials");
+        let sparse = mul_mat_specials_sparse(&rows, &b, k, m, &columns, f, false);
+        assert_eq!(format!("{dense:?}"), format!("{sparse:?}"));
+        assert!(dense.iter().any(|s| *s != Special::Finite), "{dense:?}");
     }
 }

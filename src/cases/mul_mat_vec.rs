@@ -252,44 +252,63 @@ impl CaseModel for MulMatVecCase {
         // NaN and ±∞: IEEE propagation through f32 arithmetic on the operands as stored (their
         // format says what may be flushed); block formats as `dot_special` says.
         let mut expected = want.values.clone();
-        match (a.rows(), b.rows()) {
-            (Ok(a_rows), Ok(b_rows)) => {
-                let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
-                let fmt = |t: DType| match t {
-                    DType::F16 => Fp::F16,
-                    DType::Bf16 => Fp::Bf16,
-                    _ => Fp::F32,
-                };
-                let specials = tolerance::mul_mat_specials(
+        let b_rows = match b.rows() {
+            Ok(r) => r,
+            Err(e) => return Outcome::Error(e.to_string()),
+        };
+        let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
+        let fmt = |t: DType| match t {
+            DType::F16 => Fp::F16,
+            DType::Bf16 => Fp::Bf16,
+            _ => Fp::F32,
+        };
+        let formats = (fmt(self.a_type), fmt(self.b_type), Fp::F32);
+        let specials = if self.a_type.is_quantized() && b_rows.iter().all(|x| x.is_finite()) {
+            // Only A's rows with a NaN or ±∞ (a raw block's scale) can make an output special:
+            // those alone are decoded (the huge-M rows' A is hundreds of MB as f64).
+            match tolerance::rows_with_specials(&a) {
+                Ok(rows) => tolerance::mul_mat_specials_sparse(
+                    &rows, &b_rows, self.k, self.m, &columns, formats, false,
+                ),
+                Err(e) => return Outcome::Error(e.to_string()),
+            }
+        } else {
+            let a_rows = match a.rows() {
+                Ok(r) => r,
+                Err(e) => return Outcome::Error(e.to_string()),
+            };
+            // Float A: its operands are the stored values, which may be flushed.
+            if !self.a_type.is_quantized() {
+                let flush = tolerance::mul_mat_flushable(
                     &a_rows,
                     &b_rows,
                     self.k,
                     self.m,
                     &columns,
-                    (fmt(self.a_type), fmt(self.b_type), Fp::F32),
-                    !self.a_type.is_quantized(),
+                    (formats.0, formats.1),
                 );
-                // Float A: its operands are the stored values, which may be flushed.
-                if !self.a_type.is_quantized() {
-                    let formats = (fmt(self.a_type), fmt(self.b_type));
-                    let flush = tolerance::mul_mat_flushable(
-                        &a_rows, &b_rows, self.k, self.m, &columns, formats,
-                    );
-                    for (b, f) in bounds.iter_mut().zip(flush) {
-                        *b += f;
-                    }
-                }
-                tolerance::apply_specials(&specials, &mut expected, &mut bounds);
-                // The f32 sums may overflow in some order where Σ|a·b|, grown by the
-                // roundings of its depth, reaches f32's range: ±∞ there is legitimate.
-                let depth = crate::cases::mul_mat_vec::bounds::mul_mat_vec_depth_of(self.a_type, self.k, block_size);
-                for (b, m) in bounds.iter_mut().zip(&magnitude.values) {
-                    if m * (1.0 + tolerance::gamma(depth)) >= f32::MAX as f64 {
-                        *b = f64::NAN;
-                    }
+                for (b, f) in bounds.iter_mut().zip(flush) {
+                    *b += f;
                 }
             }
-            (Err(e), _) | (_, Err(e)) => return Outcome::Error(e.to_string()),
+            tolerance::mul_mat_specials(
+                &a_rows,
+                &b_rows,
+                self.k,
+                self.m,
+                &columns,
+                formats,
+                !self.a_type.is_quantized(),
+            )
+        };
+        tolerance::apply_specials(&specials, &mut expected, &mut bounds);
+        // The f32 sums may overflow in some order where Σ|a·b|, grown by the roundings of its
+        // depth, reaches f32's range: ±∞ there is legitimate.
+        let depth = crate::cases::mul_mat_vec::bounds::mul_mat_vec_depth_of(self.a_type, self.k, block_size);
+        for (b, m) in bounds.iter_mut().zip(&magnitude.values) {
+            if m * (1.0 + tolerance::gamma(depth)) >= f32::MAX as f64 {
+                *b = f64::NAN;
+            }
         }
         let mut verdict = match compare(
             &run.values,
