@@ -459,8 +459,8 @@ mod tests {
         // quants 0 (0·∞ is NaN) or of either sign; a finite B with a zero.
         let (k, m) = (64, 3);
         let scales: [u16; 12] = [
-            0x3C00, 0x7C00, 0x3C00, 0x3800, 0x7E00, 0x3C00, 0x4000, 0x3C00, 0x3C00, 0xFC00,
-            0x3C00, 0x3C00,
+            0x3C00, 0x7C00, 0x3C00, 0x3800, 0x7E00, 0x3C00, 0x4000, 0x3C00, 0x3C00, 0xFC00, 0x3C00,
+            0x3C00,
         ];
         let mut bytes = Vec::new();
         for (i, d) in scales.iter().enumerate() {
