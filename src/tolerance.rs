@@ -300,28 +300,24 @@ pub fn mul_mat_specials(
     k: usize,
     m: usize,
     columns: &[(usize, usize)],
-    (fa, fb, acc): (Fp, Fp, Fp),
+    formats: (Fp, Fp, Fp),
     a_exact: bool,
 ) -> Vec<Special> {
-    use rayon::prelude::*;
-    if k == 0 {
-        return vec![Special::Finite; columns.len() * m];
-    }
-    // A product of two rows without NaN or ±∞ is Finite (dot_special's loop can only say so):
-    // the loop runs for the few elements that have a special operand.
-    let a_special = rows_with(a_rows, k, |x| !x.is_finite());
-    let b_special = rows_with(b_rows, k, |x| !x.is_finite());
-    columns
-        .par_iter()
-        .flat_map_iter(|&(a_first, b_row)| {
-            let b = &b_rows[b_row * k..][..k];
-            let (a_special, b_special) = (&a_special, b_special[b_row]);
-            (0..m).map(move |i| match b_special || a_special[a_first + i] {
-                true => dot_special(&a_rows[(a_first + i) * k..][..k], b, fa, fb, acc, a_exact),
-                false => Special::Finite,
-            })
-        })
-        .collect()
+    let a_special = if k == 0 {
+        Vec::new()
+    } else {
+        rows_with(a_rows, k, |x| !x.is_finite())
+    };
+    specials_where(
+        |r| a_special[r],
+        |r| &a_rows[r * k..][..k],
+        b_rows,
+        k,
+        m,
+        columns,
+        formats,
+        a_exact,
+    )
 }
 
 /// [`mul_mat_specials`] for a B without NaN or ±∞, from A's rows that hold one (keyed by row,
@@ -333,17 +329,49 @@ pub fn mul_mat_specials_sparse(
     k: usize,
     m: usize,
     columns: &[(usize, usize)],
+    formats: (Fp, Fp, Fp),
+    a_exact: bool,
+) -> Vec<Special> {
+    // (With a special B row every A row would be needed: the lookup below would panic.)
+    specials_where(
+        |r| a_special_rows.contains_key(&r),
+        |r| &a_special_rows[&r],
+        b_rows,
+        k,
+        m,
+        columns,
+        formats,
+        a_exact,
+    )
+}
+
+/// The two above: [`dot_special`] for the elements whose A row (`a_special`) or B row holds a
+/// NaN or ±∞, with A row r's values from `a_row(r)`; a product of two rows without one is
+/// Finite (dot_special's loop can only say so), so the loop runs for those few elements.
+#[allow(clippy::too_many_arguments)]
+fn specials_where<'a>(
+    a_special: impl Fn(usize) -> bool + Sync,
+    a_row: impl Fn(usize) -> &'a [f64] + Sync,
+    b_rows: &[f64],
+    k: usize,
+    m: usize,
+    columns: &[(usize, usize)],
     (fa, fb, acc): (Fp, Fp, Fp),
     a_exact: bool,
 ) -> Vec<Special> {
     use rayon::prelude::*;
+    if k == 0 {
+        return vec![Special::Finite; columns.len() * m];
+    }
+    let b_special = rows_with(b_rows, k, |x| !x.is_finite());
     columns
         .par_iter()
         .flat_map_iter(|&(a_first, b_row)| {
             let b = &b_rows[b_row * k..][..k];
-            (0..m).map(move |i| match a_special_rows.get(&(a_first + i)) {
-                Some(a) => dot_special(a, b, fa, fb, acc, a_exact),
-                None => Special::Finite,
+            let (a_special, a_row, b_special) = (&a_special, &a_row, b_special[b_row]);
+            (0..m).map(move |i| match b_special || a_special(a_first + i) {
+                true => dot_special(a_row(a_first + i), b, fa, fb, acc, a_exact),
+                false => Special::Finite,
             })
         })
         .collect()
