@@ -113,7 +113,7 @@ pub enum Command {
     Run {
         #[command(flatten)]
         target: Target,
-        /// Cases per variant (default 200; with --time, no limit but the time).
+        /// Cases per variant (default 200 on a GPU, 160 on a CPU device such as lavapipe; with --time, no limit but the time).
         #[arg(long)]
         cases: Option<u32>,
         /// Time budget for the whole campaign, shared evenly by the variants: 90, 90s, 10m, 1h.
@@ -374,6 +374,8 @@ struct RunPlan {
     /// `--repeat-every` (None: the device's default, [`worker::repeat_every`]).
     repeat_every: Option<u64>,
     in_process: bool,
+    /// `--cases` (None: the device's default, [`worker::cases_per_variant`]).
+    cases: Option<u32>,
 }
 
 /// What every device's thread of a run shares.
@@ -576,6 +578,10 @@ impl RunPlan {
         announce: bool,
     ) {
         let caps = eval.caps().clone();
+        let settings = &Settings {
+            cases: worker::cases_per_variant(self.cases, &caps),
+            ..settings.clone()
+        };
         let validation = if vkdiff_gpu::device::validation_requested() {
             ", validation on"
         } else {
@@ -606,6 +612,14 @@ impl RunPlan {
                     ),
                 }
             );
+            if self.cases.is_none() && caps.kind == "cpu" {
+                // Said because the count differs from a GPU's.
+                println!(
+                    "cases: {} a variant (the default on a CPU device, so the main job ends within 10 minutes on 2 cores; --cases {} as on a GPU)",
+                    settings.cases,
+                    worker::GPU_CASES
+                );
+            }
             let start = Line::Start {
                 device: caps.name.clone(),
                 config: label.to_string(),
@@ -846,12 +860,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 .map(parse_duration)
                 .transpose()?
                 .map(|t| t / runs);
+            // None: the device's default ([`worker::cases_per_variant`]).
             let cases = match (time_budget, cases) {
-                (Some(_), None) => u32::MAX,
-                (_, c) => c.unwrap_or(200),
+                (Some(_), None) => Some(u32::MAX),
+                (_, c) => c,
             };
             let settings = Settings {
-                cases,
+                cases: cases.unwrap_or(worker::GPU_CASES),
                 seed,
                 shrink_budget,
                 repro_dir: Some(out.join("repro")),
@@ -866,6 +881,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 repeat: !no_repeat,
                 repeat_every,
                 in_process,
+                cases,
             };
             let json_path = out.join("report.jsonl");
             let json = match JsonReport::create(&json_path) {

@@ -173,6 +173,26 @@ pub fn repeat_every(every: Option<u64>, caps: &DeviceCaps) -> u64 {
     })
 }
 
+/// Cases per variant when `--cases` (and `--time`) are not given: [`GPU_CASES`] on a GPU,
+/// [`CPU_CASES`] on a CPU device.
+pub const GPU_CASES: u32 = 200;
+
+/// The default on a CPU device (lavapipe): the main job's cases are as cheap as we could make
+/// them, and on a 2-core machine its 200 cases a variant took 625 s from empty caches
+/// (docs/bench.md, session 34), of which about 290 s per worker are compiles that do not shrink
+/// with fewer cases (shaderc, LLVM's JIT of each pipeline); at 160 it ends within 10 minutes
+/// there. `--cases 200` runs the GPU's count.
+pub const CPU_CASES: u32 = 160;
+
+/// `cases`, or the default for `caps` (see [`CPU_CASES`]).
+pub fn cases_per_variant(cases: Option<u32>, caps: &DeviceCaps) -> u32 {
+    cases.unwrap_or(if caps.kind == "cpu" {
+        CPU_CASES
+    } else {
+        GPU_CASES
+    })
+}
+
 /// The worker's side: opens the device, then answers requests until stdin closes.
 pub fn serve(
     device: Option<&str>,

@@ -12,7 +12,7 @@ OUT=$1
 U=.devbin/upstream-shaders
 V=.devbin/vkdiff
 T=.devbin/trees
-LOGS=$(mktemp -d)
+LOGS=$OUT/logs; mkdir -p $LOGS
 bash .gl/on-device.sh true
 c() { # name, limit, tree, extra args
     local n=$1 l=$2 t=$3; shift 3
@@ -43,4 +43,4 @@ b fround 50 --shaders $T/fround --against shaders $FA --rounds 2
 for t in fnomask fnoexp fnosum fnopv fnoalpha fnomax; do
     b $t 25 --shaders $T/$t $FA --rounds 1 --time-wrong
 done
-tar czf $OUT/s33a.tgz -C $LOGS . 2>/dev/null
+nvidia-smi -q -d CLOCK,POWER > $LOGS/gpu.txt 2>&1 || true
