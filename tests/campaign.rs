@@ -65,6 +65,29 @@ fn two_workers_share_the_variants_and_one_report() {
 }
 
 #[test]
+fn a_cpu_device_runs_its_default_count_and_says_why() {
+    let out = common::scratch("default-count");
+    let (code, text) = vkdiff(&["run", "-o", "wkv7", "--out", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+    let caps = vkdiff_gpu::Gpu::open(None).unwrap().caps().clone();
+    let want = vkdiff::worker::cases_per_variant(None, &caps);
+    let cases = vkdiff::report::read(&out.join("report.jsonl"))
+        .unwrap()
+        .iter()
+        .filter(|l| matches!(l, vkdiff::report::Line::Case(_)))
+        .count();
+    assert_eq!(cases as u32, want, "{text}");
+    if caps.kind == "cpu" {
+        assert!(
+            text.contains(&format!(
+                "cases: {want} a variant (the default on a CPU device"
+            )),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn shards_partition_the_variants() {
     let (a, b) = (common::scratch("shard-0"), common::scratch("shard-1"));
     for (shard, out) in [("0/2", &a), ("1/2", &b)] {
