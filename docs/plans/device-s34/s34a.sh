@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Device call 2 (session 34). cm2 flash attention's mask (session 34's call 1: without the
+# mask block the prefill row took 168.4 us against 238.5): copies in .devbin/trees/
+#   mund   the mask's tensor layout takes the pipeline's Clamp mode: on the aligned pipeline
+#          no bounds checks, dimension (nem1, kv_end) (mund.patch)
+#   mkhr   as mund, and on the aligned pipeline without GQA a plain strided coopMatLoad (mkhr.patch)
+OUT=$1
+U=.devbin/upstream-shaders
+V=.devbin/vkdiff
+T=.devbin/trees
+LOGS=$OUT/logs; mkdir -p $LOGS
+bash .gl/on-device.sh true
+c() { # name, limit, tree, extra args
+    local n=$1 l=$2 t=$3; shift 3
+    local s=$(date +%s)
+    timeout $l bash .gl/on-device.sh $V run --shaders $t "$@" --out $LOGS/$n > $LOGS/$n.log 2>&1
+    echo "$n rc=$? $(( $(date +%s) - s )) s"; grep -E "cases, " $LOGS/$n.log | cut -c1-120; tail -2 $LOGS/$n.log | cut -c1-200
+}
+b() { # name, limit, extra args
+    local n=$1 l=$2; shift 2
+    local s=$(date +%s)
+    timeout $((l + 40)) bash .gl/on-device.sh $V bench "$@" --time-limit $l > $LOGS/$n.log 2> $LOGS/$n.err
+    echo "$n rc=$? $(( $(date +%s) - s )) s"
+    grep -E '^(flash_|mul_|summary)' $LOGS/$n.log | cut -c1-250
+}
+FV='f32_f16_f16_cm2$,f32_f16_f16_f16acc_cm2$,f32_f16_q4_0_cm2$,f32_f16_q8_0_cm2$'
+FA="-o flash_attn --variant f32_f16_f16_cm2$ --row N=512"
+b mund 40 --shaders $T/mund --against shaders $FA --rounds 2
+c mund_run 80 $T/mund -o flash_attn --variant "$FV" --cases 30 --devices 0,0,0,0
+b mkhr 40 --shaders $T/mkhr --against shaders $FA --rounds 2
+b mund_up 60 --shaders $T/mund --against $U -o flash_attn --variant 'f32_f16_f16_cm2$' --rounds 2
+c mkhr_run 60 $T/mkhr -o flash_attn --variant "$FV" --cases 20 --devices 0,0,0,0
