@@ -25,7 +25,7 @@ b() { # name, limit, extra args
 }
 FV='f32_f16_f16_cm2$,f32_f16_f16_f16acc_cm2$,f32_f16_q4_0_cm2$,f32_f16_q8_0_cm2$'
 FA="-o flash_attn --variant f32_f16_f16_cm2$ --row N=512"
-b mund 40 --shaders $T/mund --against shaders $FA --rounds 2
-c mund_run 70 $T/mund -o flash_attn --variant "$FV" --cases 25 --devices 0,0,0,0
-b mund_up 45 --shaders $T/mund --against $U -o flash_attn --variant 'f32_f16_f16_cm2$' --rounds 2
-b mkhr 40 --shaders $T/mkhr --against shaders $FA --rounds 2
+b mund 30 --shaders $T/mund --against shaders $FA --rounds 2
+c mund_run 60 $T/mund -o flash_attn --variant "$FV" --cases 20 --devices 0,0,0,0
+b mund_up 30 --shaders $T/mund --against $U $FA --rounds 2
+b mkhr 30 --shaders $T/mkhr --against shaders $FA --rounds 2
