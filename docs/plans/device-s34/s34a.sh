@@ -6,26 +6,13 @@
 #   mkhr   as mund, and on the aligned pipeline without GQA a plain strided coopMatLoad (mkhr.patch)
 OUT=$1
 U=.devbin/upstream-shaders
-V=.devbin/vkdiff
 T=.devbin/trees
 LOGS=$OUT/logs; mkdir -p $LOGS
 bash .gl/on-device.sh true
-c() { # name, limit, tree, extra args
-    local n=$1 l=$2 t=$3; shift 3
-    local s=$(date +%s)
-    timeout $l bash .gl/on-device.sh $V run --shaders $t "$@" --out $LOGS/$n > $LOGS/$n.log 2>&1
-    echo "$n rc=$? $(( $(date +%s) - s )) s"; grep -E "cases, " $LOGS/$n.log | cut -c1-120; tail -2 $LOGS/$n.log | cut -c1-200
-}
-b() { # name, limit, extra args
-    local n=$1 l=$2; shift 2
-    local s=$(date +%s)
-    timeout $((l + 40)) bash .gl/on-device.sh $V bench "$@" --time-limit $l > $LOGS/$n.log 2> $LOGS/$n.err
-    echo "$n rc=$? $(( $(date +%s) - s )) s"
-    grep -E '^(flash_|mul_|summary)' $LOGS/$n.log | cut -c1-250
-}
+source ci/device-calls.sh
 FV='f32_f16_f16_cm2$,f32_f16_f16_f16acc_cm2$,f32_f16_q4_0_cm2$,f32_f16_q8_0_cm2$'
 FA="-o flash_attn --variant f32_f16_f16_cm2$ --row N=512"
-b mund 30 --shaders $T/mund --against shaders $FA --rounds 2
-c mund_run 60 $T/mund -o flash_attn --variant "$FV" --cases 20 --devices 0,0,0,0
-b mund_up 30 --shaders $T/mund --against $U $FA --rounds 2
-b mkhr 30 --shaders $T/mkhr --against shaders $FA --rounds 2
+device_bench mund 30 --shaders $T/mund --against shaders $FA --rounds 2
+device_run mund_run 60 $T/mund -o flash_attn --variant "$FV" --cases 20 --devices 0,0,0,0
+device_bench mund_up 30 --shaders $T/mund --against $U $FA --rounds 2
+device_bench mkhr 30 --shaders $T/mkhr --against shaders $FA --rounds 2

@@ -1,0 +1,23 @@
+# Helpers for one-off device scripts (docs/plans/*, docs/runs/*/sNNx.sh), sourced on the GPU
+# machine from the repository root after `bash .gl/on-device.sh true`. Each writes its log
+# under $LOGS and prints a short summary for the device reply's tail.
+#   device_run NAME LIMIT TREE [vkdiff run args]   cases of the shader tree TREE
+#   device_bench NAME LIMIT [vkdiff bench args]    bench rows, starting none after LIMIT s
+V=${V:-.devbin/vkdiff}
+
+device_run() {
+    local n=$1 l=$2 t=$3; shift 3
+    local s=$(date +%s)
+    timeout "$l" bash .gl/on-device.sh "$V" run --shaders "$t" "$@" --out "$LOGS/$n" > "$LOGS/$n.log" 2>&1
+    echo "$n rc=$? $(( $(date +%s) - s )) s"
+    grep -E "cases, " "$LOGS/$n.log" | cut -c1-120
+    tail -2 "$LOGS/$n.log" | cut -c1-200
+}
+
+device_bench() {
+    local n=$1 l=$2; shift 2
+    local s=$(date +%s)
+    timeout $((l + 40)) bash .gl/on-device.sh "$V" bench "$@" --time-limit "$l" > "$LOGS/$n.log" 2> "$LOGS/$n.err"
+    echo "$n rc=$? $(( $(date +%s) - s )) s"
+    grep -E '^(flash_|mul_|wkv7|summary)' "$LOGS/$n.log" | cut -c1-250
+}
