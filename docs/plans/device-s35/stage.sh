@@ -10,4 +10,4 @@ for p in "$here"/*.patch "$here"/../device-s34/*.patch; do
     rm -rf "$t" && mkdir -p "$(dirname "$t")" && cp -r shaders "$t"
     (cd "$t" && patch -s -p1 < "$OLDPWD/$p")
 done
-cp "$here/s35a.sh" .devbin/
+cp "$here"/s35?.sh .devbin/
