@@ -19,6 +19,5 @@ device_bench smask8 30 --shaders $T/smask8 --against $U $SA --rounds 2
 device_bench sraw 30 --shaders $T/sraw --against $U $SA --rounds 2
 device_bench smr 30 --shaders $T/smr --against $U $SA --rounds 2
 device_bench smr_dec 60 --shaders $T/smr --against shaders -o flash_attn --variant 'f32_f16_f16$' --row 'N=1 ' --rounds 2
-device_bench smask4_dec 60 --shaders $T/smask4 --against shaders -o flash_attn --variant 'f32_f16_f16$' --row 'N=1 ' --rounds 2
-device_run smr_run 90 $T/smr -o flash_attn --variant 'f32_f16_f16$,f32_f16_q4_0$,f32_f16_q8_0$' --cases 60 --devices 0,0,0,0
-device_run smask4_run 90 $T/smask4 -o flash_attn --variant 'f32_f16_f16$,f32_f16_q4_0$,f32_f16_q8_0$' --cases 60 --devices 0,0,0,0
+device_run smr_run 90 $T/smr -o flash_attn --variant 'f32_f16_f16$,f32_f16_q4_0$,f32_f16_q8_0$' --cases 40 --devices 0,0,0,0
+device_run smask4_run 90 $T/smask4 -o flash_attn --variant 'f32_f16_f16$,f32_f16_q4_0$,f32_f16_q8_0$' --cases 40 --devices 0,0,0,0
