@@ -11,13 +11,12 @@ LOGS=$OUT/logs; mkdir -p $LOGS
 bash .gl/on-device.sh true
 source ci/device-calls.sh
 SA="-o flash_attn --variant f32_f16_f16$ --row N=512"
-for c in snobar snolive; do
+for c in snobar; do
     device_bench $c 30 --shaders $T/$c $SA --rounds 1 --time-wrong
 done
 device_bench smask4 30 --shaders $T/smask4 --against $U $SA --rounds 2
 device_bench smask8 30 --shaders $T/smask8 --against $U $SA --rounds 2
 device_bench sraw 30 --shaders $T/sraw --against $U $SA --rounds 2
 device_bench smr 30 --shaders $T/smr --against $U $SA --rounds 2
-device_bench smr_dec 60 --shaders $T/smr --against shaders -o flash_attn --variant 'f32_f16_f16$' --row 'N=1 ' --rounds 2
+device_bench smr_dec 60 --shaders $T/smr --against shaders -o flash_attn --variant 'f32_f16_f16$' --row 'N=1 ' --rounds 1
 device_run smr_run 90 $T/smr -o flash_attn --variant 'f32_f16_f16$,f32_f16_q4_0$,f32_f16_q8_0$' --cases 40 --devices 0,0,0,0
-device_run smask4_run 90 $T/smask4 -o flash_attn --variant 'f32_f16_f16$,f32_f16_q4_0$,f32_f16_q8_0$' --cases 40 --devices 0,0,0,0
