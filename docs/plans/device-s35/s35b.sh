@@ -18,5 +18,6 @@ device_bench smask4 30 --shaders $T/smask4 --against $U $SA --rounds 2
 device_bench smask8 30 --shaders $T/smask8 --against $U $SA --rounds 2
 device_bench sraw 30 --shaders $T/sraw --against $U $SA --rounds 2
 device_bench smr 30 --shaders $T/smr --against $U $SA --rounds 2
+device_bench smr8 30 --shaders $T/smr8 --against $U $SA --rounds 2
 device_bench smr_dec 60 --shaders $T/smr --against shaders -o flash_attn --variant 'f32_f16_f16$' --row 'N=1 ' --rounds 1
 device_run smr_run 90 $T/smr -o flash_attn --variant 'f32_f16_f16$,f32_f16_q4_0$,f32_f16_q8_0$' --cases 40 --devices 0,0,0,0
