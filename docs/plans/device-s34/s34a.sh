@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 2 of session 34, not run (its device time ran out; stage with stage.sh). cm2 flash attention's mask (session 34's call 1: without the
+# Device call 2 of session 34, run in session 35 as part of its call 1 (docs/bench.md, session 35: a tie). cm2 flash attention's mask (session 34's call 1: without the
 # mask block the prefill row took 168.4 us against 238.5): copies in .devbin/trees/
 #   mund   the mask's tensor layout takes the pipeline's Clamp mode: on the aligned pipeline
 #          no bounds checks, dimension (nem1, kv_end) (mund.patch)

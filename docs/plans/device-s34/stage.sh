@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Not run: the session's device time ran out before call 2 (docs/bench.md, session 34). Here,
+# Run in session 35 as part of its call 1 (docs/plans/device-s35; results in docs/bench.md, session 35). Here,
 # from the repository root, after `UPSTREAM=0.1.109 bash ci/gpu.sh stage`: makes .devbin/trees/NAME
 # from shaders/ and NAME.patch (against shaders/ at this commit) and copies s34a.sh to
 # .devbin/; then on the device (carry .gl and .devbin) `bash .devbin/s34a.sh $OUT`.
