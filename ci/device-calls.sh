@@ -1,9 +1,16 @@
 # Helpers for one-off device scripts (docs/plans/*, docs/runs/*/sNNx.sh), sourced on the GPU
-# machine from the repository root after `bash .gl/on-device.sh true`. Each writes its log
-# under $LOGS and prints a short summary for the device reply's tail.
+# machine from the repository root as `source ci/device-calls.sh "$OUT"` (the device call's
+# $OUT): it readies the machine (.gl/on-device.sh), then each helper writes its log under
+# $LOGS (OUT/logs) and prints a short summary for the device reply's tail. Trees: $U
+# (upstream's, from `ci/gpu.sh stage`) and $T/NAME (from `ci/stage-trees.sh`).
 #   device_run NAME LIMIT TREE [vkdiff run args]   cases of the shader tree TREE
 #   device_bench NAME LIMIT [vkdiff bench args]    bench rows, starting none after LIMIT s
 V=${V:-.devbin/vkdiff}
+U=.devbin/upstream-shaders
+T=.devbin/trees
+LOGS=${1:?usage: source ci/device-calls.sh OUT}/logs
+mkdir -p "$LOGS"
+bash .gl/on-device.sh true
 
 device_run() {
     local n=$1 l=$2 t=$3; shift 3

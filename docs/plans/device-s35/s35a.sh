@@ -1,16 +1,11 @@
 #!/usr/bin/env bash
-# Session 35, device call 1 (stage with stage.sh): session 34's prepared cm2 mask call
+# Session 35, device call 1 (staged by `bash ci/stage-trees.sh docs/plans/device-s35 docs/plans/device-s34`): session 34's prepared cm2 mask call
 # (mund, mkhr: docs/plans/device-s34/s34a.sh), then where scalar flash attention's prefill row
 # goes (0.79 of upstream): timing copies with one part taken out, one round each, --time-wrong:
 #   snomask  no mask          snopv  P·V only adds V to one row (V still loaded)
 #   snos     scores without Q (K still loaded)    snoexp  the weights without exp
 # and snoahead (a candidate: K and V a tile ahead only on Br = 1 pipelines; same arithmetic).
-OUT=$1
-U=.devbin/upstream-shaders
-T=.devbin/trees
-LOGS=$OUT/logs; mkdir -p $LOGS
-bash .gl/on-device.sh true
-source ci/device-calls.sh
+source ci/device-calls.sh "$1"
 FV='f32_f16_f16_cm2$,f32_f16_f16_f16acc_cm2$,f32_f16_q4_0_cm2$,f32_f16_q8_0_cm2$'
 FA="-o flash_attn --variant f32_f16_f16_cm2$ --row N=512"
 device_bench mund 30 --shaders $T/mund --against shaders $FA --rounds 2

@@ -1,15 +1,10 @@
 #!/usr/bin/env bash
-# Session 35, device call 2 (stage with stage.sh). Call 1: scalar prefill 2,877 us, without the
+# Session 35, device call 2 (staged by `bash ci/stage-trees.sh docs/plans/device-s35 docs/plans/device-s34`). Call 1: scalar prefill 2,877 us, without the
 # mask 1,894 (upstream 2,276). Here: is it the mask's barrier (snobar: no barrier, racy) or the
 # live test (snolive)? And the candidate smask4 / smask8: the mask staged 4 / 8 key tiles at a
 # time, one barrier per stage (same arithmetic); sraw: f16 K and V kept packed while a tile ahead
 # (2 registers a vector, widened where used); smr: both.
-OUT=$1
-U=.devbin/upstream-shaders
-T=.devbin/trees
-LOGS=$OUT/logs; mkdir -p $LOGS
-bash .gl/on-device.sh true
-source ci/device-calls.sh
+source ci/device-calls.sh "$1"
 SA="-o flash_attn --variant f32_f16_f16$ --row N=512"
 for c in snobar; do
     device_bench $c 30 --shaders $T/$c $SA --rounds 1 --time-wrong
