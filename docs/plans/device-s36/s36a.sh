@@ -8,6 +8,7 @@
 #   slive2  no live flags: a key that is not live keeps the finite score -FLT_MAX, which never
 #           raises the maximum; its weight is 0 by a compare where it is used
 #   srl     sraw + slive2         srn  sraw with K/V a tile ahead only at Br = 1
+#   srln    srl with K/V a tile ahead only at Br = 1
 # ~200 s. Every copy's prefill row against the committed tree (2 rounds), decode rows of the
 # best, then 40 cases of each scalar variant for each copy. Stage here first:
 #   UPSTREAM=0.1.109 bash ci/gpu.sh stage && bash ci/stage-trees.sh docs/plans/device-s36
@@ -15,7 +16,7 @@ source ci/device-calls.sh "$1"
 SA="-o flash_attn --variant f32_f16_f16$ --row N=512"
 SD="-o flash_attn --variant f32_f16_f16$ --row N=1 "
 device_bench base 20 --shaders shaders --against $U $SA --rounds 1
-for c in sraw slive2 srl srn; do
+for c in sraw slive2 srl srn srln; do
     device_bench $c 20 --shaders $T/$c --against shaders $SA --rounds 2
 done
 device_bench srl_dec 40 --shaders $T/srl --against shaders $SD --rounds 2
