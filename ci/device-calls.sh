@@ -1,5 +1,5 @@
 # Helpers for one-off device scripts (docs/plans/*, docs/runs/*/sNNx.sh), sourced on the GPU
-# machine from the repository root as `source ci/device-calls.sh "$OUT"` (the device call's
+# machine from the repository root as `source ci/device-calls.sh "$OUT" || exit 1` (the call's
 # $OUT): it readies the machine (.gl/on-device.sh), then each helper writes its log under
 # $LOGS (OUT/logs) and prints a short summary for the device reply's tail. Trees: $U
 # (upstream's, from `ci/gpu.sh stage`) and $T/NAME (from `ci/stage-trees.sh`).
@@ -10,6 +10,13 @@ U=.devbin/upstream-shaders
 T=.devbin/trees
 LOGS=${1:?usage: source ci/device-calls.sh OUT}/logs
 mkdir -p "$LOGS"
+# .gl/on-device.sh unpacks .gl's packages into / (a newer validation layer among them, which
+# needs a newer glibc than the CPU machines' Debian 12): only where on-device.sh finds the
+# NVIDIA driver's ICD.
+if [ ! -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
+    echo "ci/device-calls.sh: for the GPU machine only (.gl/on-device.sh would overwrite this machine's Vulkan layers)" >&2
+    return 1
+fi
 bash .gl/on-device.sh true
 
 device_run() {

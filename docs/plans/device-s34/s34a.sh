@@ -4,7 +4,7 @@
 #   mund   the mask's tensor layout takes the pipeline's Clamp mode: on the aligned pipeline
 #          no bounds checks, dimension (nem1, kv_end) (mund.patch)
 #   mkhr   as mund, and on the aligned pipeline without GQA a plain strided coopMatLoad (mkhr.patch)
-source ci/device-calls.sh "$1"
+source ci/device-calls.sh "$1" || exit 1
 FV='f32_f16_f16_cm2$,f32_f16_f16_f16acc_cm2$,f32_f16_q4_0_cm2$,f32_f16_q8_0_cm2$'
 FA="-o flash_attn --variant f32_f16_f16_cm2$ --row N=512"
 device_bench mund 30 --shaders $T/mund --against shaders $FA --rounds 2

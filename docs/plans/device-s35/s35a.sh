@@ -5,7 +5,7 @@
 #   snomask  no mask          snopv  P·V only adds V to one row (V still loaded)
 #   snos     scores without Q (K still loaded)    snoexp  the weights without exp
 # and snoahead (a candidate: K and V a tile ahead only on Br = 1 pipelines; same arithmetic).
-source ci/device-calls.sh "$1"
+source ci/device-calls.sh "$1" || exit 1
 FV='f32_f16_f16_cm2$,f32_f16_f16_f16acc_cm2$,f32_f16_q4_0_cm2$,f32_f16_q8_0_cm2$'
 FA="-o flash_attn --variant f32_f16_f16_cm2$ --row N=512"
 device_bench mund 30 --shaders $T/mund --against shaders $FA --rounds 2

@@ -4,7 +4,7 @@
 # live test (snolive)? And the candidate smask4 / smask8: the mask staged 4 / 8 key tiles at a
 # time, one barrier per stage (same arithmetic); sraw: f16 K and V kept packed while a tile ahead
 # (2 registers a vector, widened where used); smr: both.
-source ci/device-calls.sh "$1"
+source ci/device-calls.sh "$1" || exit 1
 SA="-o flash_attn --variant f32_f16_f16$ --row N=512"
 for c in snobar; do
     device_bench $c 30 --shaders $T/$c $SA --rounds 1 --time-wrong

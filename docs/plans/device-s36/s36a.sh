@@ -12,7 +12,7 @@
 # ~200 s. Every copy's prefill row against the committed tree (2 rounds), decode rows of the
 # best, then 40 cases of each scalar variant for each copy. Stage here first:
 #   UPSTREAM=0.1.109 bash ci/gpu.sh stage && bash ci/stage-trees.sh docs/plans/device-s36
-source ci/device-calls.sh "$1"
+source ci/device-calls.sh "$1" || exit 1
 SA="-o flash_attn --variant f32_f16_f16$ --row N=512"
 SD="-o flash_attn --variant f32_f16_f16$ --row N=1 "
 device_bench base 20 --shaders shaders --against $U $SA --rounds 1
