@@ -14,13 +14,12 @@
 #   UPSTREAM=0.1.109 bash ci/gpu.sh stage && bash ci/stage-trees.sh docs/plans/device-s36
 source ci/device-calls.sh "$1" || exit 1
 SA="-o flash_attn --variant f32_f16_f16$ --row N=512"
-SD="-o flash_attn --variant f32_f16_f16$ --row N=1 "
 device_bench base 20 --shaders shaders --against $U $SA --rounds 1
 for c in sraw slive2 srl srn srln; do
     device_bench $c 20 --shaders $T/$c --against shaders $SA --rounds 2
 done
-device_bench srl_dec 40 --shaders $T/srl --against shaders $SD --rounds 2
-device_bench sraw_dec 40 --shaders $T/sraw --against shaders $SD --rounds 2
+device_bench srl_dec 40 --shaders $T/srl --against shaders -o flash_attn --variant 'f32_f16_f16$' --row 'N=1 ' --rounds 2
+device_bench sraw_dec 40 --shaders $T/sraw --against shaders -o flash_attn --variant 'f32_f16_f16$' --row 'N=1 ' --rounds 2
 for c in sraw slive2 srl; do
     device_run ${c}_run 40 $T/$c -o flash_attn --variant 'f32_f16_f16$,f32_f16_q4_0$,f32_f16_q8_0$' --cases 40 --devices 0,0,0,0
 done
