@@ -10,13 +10,7 @@ U=.devbin/upstream-shaders
 T=.devbin/trees
 LOGS=${1:?usage: source ci/device-calls.sh OUT}/logs
 mkdir -p "$LOGS"
-# .gl/on-device.sh unpacks .gl's packages into / (a newer validation layer among them, which
-# needs a newer glibc than the CPU machines' Debian 12): only where on-device.sh finds the
-# NVIDIA driver's ICD.
-if [ ! -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
-    echo "ci/device-calls.sh: for the GPU machine only (.gl/on-device.sh would overwrite this machine's Vulkan layers)" >&2
-    return 1
-fi
+source ci/gpu-machine.sh || return 1
 bash .gl/on-device.sh true
 
 device_run() {

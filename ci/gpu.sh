@@ -21,6 +21,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
+ggml | campaign | bench) source ci/gpu-machine.sh || exit 1 ;;
+esac
+case "${1:-}" in
 stage)
     source ci/env.sh
     [ -x .gl/on-device.sh ] || bash ../shared/device/prepare.sh
@@ -74,7 +77,7 @@ ggml)
     # Unpack the loader once (on-device.sh), then start both runs with its environment: two
     # on-device.sh side by side would unpack over each other.
     bash .gl/on-device.sh true
-    export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+    export VK_DRIVER_FILES=${VK_DRIVER_FILES:-$GPU_MACHINE_ICD}
     export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
     versions=()
     for t in .devbin/ggml-*.tgz; do
