@@ -50,6 +50,7 @@ const uint COL_GROUPS = WorkGroupSize / D_split;
 const uint D_PER_LANE = D / D_split;
 const uint T4 = D_PER_LANE / 4;                           // vec4s per lane and row
 const uint KEYS_PER_GROUP = (Bc + COL_GROUPS - 1) / COL_GROUPS;
+#define DEAD uintBitsToFloat(0xFF7FFFFFu)
 
 // Q (Br ≤ 16 rows) during the key loop, then one row of up to 16 groups' O (the combination).
 shared vec4 Qs[16 * D / 4];
@@ -95,17 +96,52 @@ void store_mask(uint buf, const uint bits[MASK_SLOTS])
     }
 }
 
+// K and V as loaded, widened to f32 where used: an f16 vector stays packed (2 registers, not
+// 4) while it waits a tile ahead. Blocks are decoded as loaded.
+#if QUANT_K > 1
+#define KV_RAW vec4
+KV_RAW load_k_raw(const bool vectors, uint key, uint d) { return load_k4_as(vectors, k_base, key, d); }
+KV_RAW load_v_raw(const bool vectors, uint key, uint d) { return load_v4_as(vectors, v_base, key, d); }
+vec4 widen(const KV_RAW x) { return x; }
+#else
+layout(binding = 1) readonly buffer KU2 { uvec2 data_k_u2[]; };
+layout(binding = 2) readonly buffer VU2 { uvec2 data_v_u2[]; };
+layout(binding = 1) readonly buffer KBits { uint16_t data_k_bits[]; };
+layout(binding = 2) readonly buffer VBits { uint16_t data_v_bits[]; };
+#define KV_RAW uvec2
+uvec2 pack4(uint a, uint b, uint c, uint d) { return uvec2(a | (b << 16), c | (d << 16)); }
+KV_RAW load_k_raw(const bool vectors, uint key, uint d)
+{
+    const uint e = k_base + key * p.nb11 + d;
+    if (vectors) {
+        return data_k_u2[e / 4];
+    }
+    return pack4(uint(data_k_bits[e]), uint(data_k_bits[e + 1]), uint(data_k_bits[e + 2]),
+                 uint(data_k_bits[e + 3]));
+}
+KV_RAW load_v_raw(const bool vectors, uint key, uint d)
+{
+    const uint e = v_base + key * p.nb21 + d;
+    if (vectors) {
+        return data_v_u2[e / 4];
+    }
+    return pack4(uint(data_v_bits[e]), uint(data_v_bits[e + 1]), uint(data_v_bits[e + 2]),
+                 uint(data_v_bits[e + 3]));
+}
+vec4 widen(const KV_RAW x) { return vec4(unpackHalf2x16(x.x), unpackHalf2x16(x.y)); }
+#endif
+
 // This group's K and V vectors of the tile at `first` (keys past the tile re-read its last key,
 // in bounds and not live).
 void load_tile(const bool vectors, uint first, uint ncols, uint group, uint lane,
-               out vec4 kt[KEYS_PER_GROUP][T4], out vec4 vt[KEYS_PER_GROUP][T4])
+               out KV_RAW kt[KEYS_PER_GROUP][T4], out KV_RAW vt[KEYS_PER_GROUP][T4])
 {
     [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
         const uint key = first + min(group + i * COL_GROUPS, ncols - 1);
         [[unroll]] for (uint t = 0; t < T4; ++t) {
             const uint d = 4 * lane + 4 * D_split * t;
-            kt[i][t] = load_k4_as(vectors, k_base, key, d);
-            vt[i][t] = load_v4_as(vectors, v_base, key, d);
+            kt[i][t] = load_k_raw(vectors, key, d);
+            vt[i][t] = load_v_raw(vectors, key, d);
         }
     }
 }
@@ -129,8 +165,8 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
         fetch_mask(kv_begin, min(Bc, kv_end - kv_begin), rows, next_mask);
         store_mask(0, next_mask);
     }
-    vec4 kt[KEYS_PER_GROUP][T4], vt[KEYS_PER_GROUP][T4];
-    vec4 k_ahead[KEYS_PER_GROUP][T4], v_ahead[KEYS_PER_GROUP][T4];
+    KV_RAW kt[KEYS_PER_GROUP][T4], vt[KEYS_PER_GROUP][T4];
+    KV_RAW k_ahead[KEYS_PER_GROUP][T4], v_ahead[KEYS_PER_GROUP][T4];
     if (KV_AHEAD && kv_begin < kv_end) {
         load_tile(vectors, kv_begin, min(Bc, kv_end - kv_begin), group, lane, k_ahead, v_ahead);
     }
@@ -162,7 +198,6 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
         //    rows past N compute with their zero Q, so every K (and later V) load of the tile
         //    can be in flight together.
         float S[KEYS_PER_GROUP][Br];
-        bool live[KEYS_PER_GROUP][Br];
         float tile_max[Br];
         [[unroll]] for (uint r = 0; r < Br; ++r) {
             tile_max[r] = NEG_HALF_MAX;
@@ -174,7 +209,7 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
             }
             [[unroll]] for (uint t = 0; t < T4; ++t) {
                 const uint d = 4 * lane + 4 * D_split * t;
-                const vec4 k = kt[i][t];
+                const vec4 k = widen(kt[i][t]);
                 [[unroll]] for (uint r = 0; r < Br; ++r) {
                     const vec4 q = Qs[r * (D / 4) + d / 4];
                     float a = acc[r];
@@ -210,9 +245,11 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
                     is_live = is_live && floatBitsToUint(m) != F32_NEG_INF_BITS;
                     s += slope_of[r] * m;
                 }
-                tile_max[r] = is_live ? max(tile_max[r], s) : tile_max[r];
-                S[i][r] = s;
-                live[i][r] = is_live;
+                // A key that is not live keeps the score DEAD (−FLT_MAX, finite and below
+                // the running maximum's start −FLT_MAX/2): it never raises the maximum, and its
+                // weight is set to 0 by a compare where it is used, with no flag kept.
+                S[i][r] = is_live ? s : DEAD;
+                tile_max[r] = max(tile_max[r], S[i][r]);
             }
         }
 
@@ -223,9 +260,8 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
             M[r] = m_new;
             float sum = 0.0;
             [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
-                // A key that is not live has weight exactly 0 (its score, possibly ±∞ or
-                // NaN after a −∞ mask, is never used).
-                const float e = live[i][r] ? exp(S[i][r] - m_new) : 0.0;
+                // A key that is not live (score DEAD) has weight exactly 0.
+                const float e = S[i][r] != DEAD ? exp(S[i][r] - m_new) : 0.0;
                 S[i][r] = e;
                 sum += e;
             }
@@ -236,7 +272,7 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
         }
         [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
             [[unroll]] for (uint t = 0; t < T4; ++t) {
-                const vec4 v = vt[i][t];
+                const vec4 v = widen(vt[i][t]);
                 [[unroll]] for (uint r = 0; r < Br; ++r) {
                     // A zero weight adds nothing, and must not meet an infinite V (0·∞ = NaN).
                     O[r][t] = S[i][r] != 0.0 ? fma(vec4(S[i][r]), v, O[r][t]) : O[r][t];
