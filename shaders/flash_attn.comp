@@ -8,15 +8,18 @@
 // D_split lanes. Each group is an independent flash-attention pass over its own keys (key c of
 // every Bc-key tile with c ≡ group mod COL_GROUPS), keeping its own running maximum M, sum L and
 // unnormalised output O in registers (lane l holds the elements 4l + 4·D_split·t .. +3 of each
-// row); nothing is shared between groups until the end, so the key loop's only barrier is the
-// mask tile's (staged in shared memory by the whole workgroup, when there is a mask).
+// row); nothing is shared between groups until the end, and the key loop has no barrier.
 // Per tile and group:
 //   1. scores: each of the group's keys is dotted with each row, lane l summing its
-//      D/D_split elements sequentially with fma, then the lanes' partial sums combined by a
-//      butterfly (subgroupShuffleXor, depth log₂ D_split; IEEE addition commutes, so every
-//      lane gets the same bits). Then S = softcap·tanh(S) when a softcap is set, S += slope·mask.
-//   2. softmax update: M' = max(M, the tile's scores), α = exp(M − M'), P = exp(S − M'),
-//      L = L·α + Σ P, O = O·α + Σ P·V (fma, in key order).
+//      D/D_split elements sequentially with fma, then the lanes' partial sums combined
+//      (subgroupShuffleXor, depth log₂ D_split; IEEE addition commutes, so each sum has the
+//      same bits in whichever lane gets it). With Br ≥ D_split each lane ends with Br/D_split
+//      rows' sums (a reduce-scatter), with Br < D_split every lane with every row's. Then, per
+//      row a lane holds, S = softcap·tanh(S) when a softcap is set, S += slope·mask (the lane
+//      reads its rows' mask entries itself).
+//   2. softmax update, per held row: M' = max(M, the tile's scores), α = exp(M − M'),
+//      P = exp(S − M'), L = L·α + Σ P; then O = O·α + Σ P·V (fma, in key order) in every lane,
+//      with α and P of each row from the lane that holds it (subgroupShuffle).
 // At the end the groups are combined (one rescale each: f_g = exp(M_g − max_g M_g)), in group
 // order, through shared memory; the row is O·(1/L) in dst, or (O, L, M) in the split-k scratch
 // for flash_attn_split_k_reduce.comp. A key whose mask entry is −∞ is skipped (weight 0, like
@@ -25,17 +28,18 @@
 // the pinned commit (Vulkan leaves 1/0 undefined, so the kernel writes the NaN itself).
 //
 // Needs: D_split ≤ the subgroup size (the host takes D_split = min(sg, 8, lsb(D)/4)) and lanes
-// of a group in one subgroup (D_split divides the subgroup size: both are powers of two).
+// of a group in one subgroup, as consecutive invocations from a multiple of D_split (D_split
+// divides the subgroup size: both are powers of two; the shuffles address a group's lanes by
+// gl_SubgroupInvocationID).
 // Needs D/4 ≤ WorkGroupSize (the host's 128 and D ≤ 256).
 // Shared memory: 16·D (Q, then up to 16 groups' O in the combination) + 2·COL_GROUPS·Br (the
-// groups' M and L) + Br + 2·Bc·Br (the mask tile) words: 20 KiB at most (D = 256, D_split = 4,
-// the host's tiles: Br·Bc ≤ 256).
+// groups' M and L) + Br words: 18 KiB at most (D = 256, D_split = 4, Br = 8).
 //
 // Worked example (q4_0 K/V, D = 64, N = 3, H = 2, H_kv = 2, KV = 40, no mask, Br = 8,
 // Bc = 32, D_split = 8, WorkGroupSize = 128): dispatch (1, 2, 1). In workgroup (0, 1, 0) rows
 // 0..2 are queries 0..2 of head 1 (rows 3..7 are past N: neither computed nor stored); 16
 // groups of 8 lanes. Invocation 77 is group 9, lane 5: it holds elements 20..23 and 52..55 of
-// O for rows 0..2, and scores key 9 in tile 0 and key 32 + 9 = 41 ≥ KV in tile 1 (not live:
+// O for rows 0..2 (and M, L of row 5, past N), and scores key 9 in tile 0 and key 32 + 9 = 41 ≥ KV in tile 1 (not live:
 // keys 40.. are never read). Key 9's elements 20..23 are in block 9·nb11 + 0 of the head's
 // slice (nb11 = 2 blocks per row), high nibbles of qs[4..7]; 52..55 in block 9·nb11 + 1.
 // At the end invocation 5 (< D/4 = 16) sums the groups' elements 20..23 of row 1 and writes
@@ -61,39 +65,22 @@ shared float slope_of[Br];
 const uint GROUPS_PER_PASS = COL_GROUPS > 16 ? 16 : COL_GROUPS;
 shared float group_max[COL_GROUPS * Br];
 shared float group_sum[COL_GROUPS * Br];
-// The mask tile, staged by the whole workgroup (coalesced along keys) as f32, key-major (a lane
-// reads its key's Br rows side by side). Read per lane straight from memory (two 2-byte loads
-// per key and row, bits and value), the mask took more than half of the H100's prefill row.
-// Two buffers, one barrier a tile: tile j + 1's mask is fetched into registers as tile j starts
-// and written to buffer (j + 1) % 2 as it ends, when every lane has passed tile j's barrier and
-// so has done with tile j − 1's buffer; tile j + 1's barrier then orders the writes before the
-// reads.
-shared float mask_tile[2][Bc * Br];
-const uint MASK_SLOTS = (Br * Bc + WorkGroupSize - 1) / WorkGroupSize;
-
-// This invocation's entries of the mask tile at `first` (as f16 bits): keys past the tile
-// re-read its last key, rows past N row N − 1 (both in bounds; neither is live).
-void fetch_mask(uint first, uint ncols, uint rows, out uint bits[MASK_SLOTS])
+// After the scores' reduction each lane holds HELD of the Br rows: with Br ≥ D_split the
+// lanes' partial sums are reduce-scattered (a halving butterfly: lane l ends with rows
+// l·HELD .. l·HELD + HELD − 1, each the same sum, bits included, as the full butterfly's), so a
+// lane masks, exponentiates and sums only its own rows, and reads its own mask entries from
+// memory: no mask tile in shared memory and no barrier in the key loop. The lanes' weights and
+// rescale factors then reach every lane by subgroupShuffle for O. With Br < D_split (decode's
+// Br = 1) every lane holds every row. With every row's scores in every lane and the mask staged
+// in shared memory behind a barrier a tile, the H100's prefill row (N=512 KV=4096 D=128) took
+// 2,810 µs; reduce-scattered, 1,624 µs, and the decode rows 10-23% less.
+const bool SCATTER = Br >= D_split;
+const uint HELD = SCATTER ? Br / D_split : Br;
+uint held_row(uint lane, uint j) { return SCATTER ? lane * HELD + j : j; }
+// Row r's value of x, from the lane that holds it.
+float of_row(const float x[HELD], uint r, uint lane0)
 {
-    [[unroll]] for (uint i = 0; i < MASK_SLOTS; ++i) {
-        const uint e = min(gl_LocalInvocationID.x + i * WorkGroupSize, Br * Bc - 1);
-        const uint r = e / Bc, c = e % Bc;
-        bits[i] = uint(data_m_bits[(row_tile * Br + min(r, rows - 1)) * m_stride + first +
-                                   min(c, ncols - 1)]);
-    }
-}
-
-// −∞ by its bits (no arithmetic on an infinity); other values widen exactly.
-void store_mask(uint buf, const uint bits[MASK_SLOTS])
-{
-    [[unroll]] for (uint i = 0; i < MASK_SLOTS; ++i) {
-        const uint e = gl_LocalInvocationID.x + i * WorkGroupSize;
-        if (e < Br * Bc) {
-            mask_tile[buf][(e % Bc) * Br + e / Bc] = bits[i] == F16_NEG_INF_BITS
-                                                        ? uintBitsToFloat(F32_NEG_INF_BITS)
-                                                        : unpackHalf2x16(bits[i]).x;
-        }
-    }
+    return SCATTER ? subgroupShuffle(x[r % HELD], lane0 + r / HELD) : x[r];
 }
 
 // K and V as loaded, widened to f32 where used: an f16 vector stays packed (2 registers, not
@@ -131,13 +118,20 @@ KV_RAW load_v_raw(const bool vectors, uint key, uint d)
 vec4 widen(const KV_RAW x) { return vec4(unpackHalf2x16(x.x), unpackHalf2x16(x.y)); }
 #endif
 
-// This group's K and V vectors of the tile at `first` (keys past the tile re-read its last key,
-// in bounds and not live).
-void load_tile(const bool vectors, uint first, uint ncols, uint group, uint lane,
-               out KV_RAW kt[KEYS_PER_GROUP][T4], out KV_RAW vt[KEYS_PER_GROUP][T4])
+// This group's K and V vectors of the tile at `first`, and the mask's f16 bits for its keys and
+// this lane's held rows (keys past the tile re-read its last key, rows past N row N − 1: in
+// bounds, and not live).
+void load_tile(const bool vectors, uint first, uint ncols, uint group, uint lane, uint rows,
+               out KV_RAW kt[KEYS_PER_GROUP][T4], out KV_RAW vt[KEYS_PER_GROUP][T4],
+               out uint mask_bits[KEYS_PER_GROUP][HELD])
 {
     [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
         const uint key = first + min(group + i * COL_GROUPS, ncols - 1);
+        [[unroll]] for (uint j = 0; j < HELD; ++j) {
+            const uint r = min(held_row(lane, j), rows - 1);
+            mask_bits[i][j] =
+                p.mask != 0 ? uint(data_m_bits[(row_tile * Br + r) * m_stride + key]) : 0;
+        }
         [[unroll]] for (uint t = 0; t < T4; ++t) {
             const uint d = 4 * lane + 4 * D_split * t;
             kt[i][t] = load_k_raw(vectors, key, d);
@@ -156,52 +150,42 @@ const bool KV_AHEAD = KEYS_PER_GROUP * T4 <= 8;
 // one block: with the alignment tested at every load, the H100 ran the decode rows 1.35-4.3
 // times slower.
 void key_loop(const bool vectors, const uint group, const uint lane, const uint rows,
-              inout float M[Br], inout float L[Br], inout vec4 O[Br][T4])
+              inout float M[HELD], inout float L[HELD], inout vec4 O[Br][T4])
 {
     const bool masked = p.mask != 0;
-    uint buf = 0;
-    uint next_mask[MASK_SLOTS];
-    if (masked && kv_begin < kv_end) {
-        fetch_mask(kv_begin, min(Bc, kv_end - kv_begin), rows, next_mask);
-        store_mask(0, next_mask);
-    }
+    const uint lane0 = gl_SubgroupInvocationID - lane;   // this group's lane 0
     KV_RAW kt[KEYS_PER_GROUP][T4], vt[KEYS_PER_GROUP][T4];
     KV_RAW k_ahead[KEYS_PER_GROUP][T4], v_ahead[KEYS_PER_GROUP][T4];
+    uint mt[KEYS_PER_GROUP][HELD], m_ahead[KEYS_PER_GROUP][HELD];
     if (KV_AHEAD && kv_begin < kv_end) {
-        load_tile(vectors, kv_begin, min(Bc, kv_end - kv_begin), group, lane, k_ahead, v_ahead);
+        load_tile(vectors, kv_begin, min(Bc, kv_end - kv_begin), group, lane, rows, k_ahead,
+                  v_ahead, m_ahead);
     }
-    for (uint first = kv_begin; first < kv_end; first += Bc, buf ^= 1) {
+    for (uint first = kv_begin; first < kv_end; first += Bc) {
         const uint ncols = min(Bc, kv_end - first);
-        const bool more = first + Bc < kv_end;
-        if (masked) {
-            barrier();
-            if (more) {
-                fetch_mask(first + Bc, min(Bc, kv_end - first - Bc), rows, next_mask);
-            }
-        }
         if (KV_AHEAD) {
             [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
                 [[unroll]] for (uint t = 0; t < T4; ++t) {
                     kt[i][t] = k_ahead[i][t];
                     vt[i][t] = v_ahead[i][t];
                 }
+                [[unroll]] for (uint j = 0; j < HELD; ++j) {
+                    mt[i][j] = m_ahead[i][j];
+                }
             }
             // The last tile loads itself again (in bounds; unused): no branch around the loads.
-            const uint next = more ? first + Bc : first;
-            load_tile(vectors, next, min(Bc, kv_end - next), group, lane, k_ahead, v_ahead);
+            const uint next = first + Bc < kv_end ? first + Bc : first;
+            load_tile(vectors, next, min(Bc, kv_end - next), group, lane, rows, k_ahead, v_ahead,
+                      m_ahead);
         } else {
-            load_tile(vectors, first, ncols, group, lane, kt, vt);
+            load_tile(vectors, first, ncols, group, lane, rows, kt, vt, mt);
         }
 
         // 1. Scores of this group's keys. The tile body has no branch around a load: a slot
         //    past the tile re-reads the tile's last key (in bounds) and is marked not live, and
         //    rows past N compute with their zero Q, so every K (and later V) load of the tile
         //    can be in flight together.
-        float S[KEYS_PER_GROUP][Br];
-        float tile_max[Br];
-        [[unroll]] for (uint r = 0; r < Br; ++r) {
-            tile_max[r] = NEG_HALF_MAX;
-        }
+        float S[KEYS_PER_GROUP][HELD];
         [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
             float acc[Br];
             [[unroll]] for (uint r = 0; r < Br; ++r) {
@@ -220,67 +204,92 @@ void key_loop(const bool vectors, const uint group, const uint lane, const uint 
                     acc[r] = a;
                 }
             }
+            // The lanes' sums: at each step a lane adds its partner's partial sums of the rows
+            // it keeps (with SCATTER, the half of its rows on its side of bit w; the partner
+            // gets the other half), so every kept sum is own + partner's, as in the butterfly.
+            uint n = Br;
             [[unroll]] for (uint w = D_split / 2; w > 0; w /= 2) {
-                [[unroll]] for (uint r = 0; r < Br; ++r) {
-                    acc[r] += subgroupShuffleXor(acc[r], w);
+                if (SCATTER) {
+                    const bool upper = (lane & w) != 0;
+                    n /= 2;
+                    [[unroll]] for (uint r = 0; r < n; ++r) {
+                        const float sent = upper ? acc[r] : acc[r + n];
+                        const float kept = upper ? acc[r + n] : acc[r];
+                        acc[r] = kept + subgroupShuffleXor(sent, w);
+                    }
+                } else {
+                    [[unroll]] for (uint r = 0; r < Br; ++r) {
+                        acc[r] += subgroupShuffleXor(acc[r], w);
+                    }
                 }
             }
-            [[unroll]] for (uint r = 0; r < Br; ++r) {
-                S[i][r] = acc[r];
+            [[unroll]] for (uint j = 0; j < HELD; ++j) {
+                S[i][j] = acc[j];
             }
         }
-        // Then the logits: with the mask, softcap and live flags applied in the loop above,
-        // the D=128 pipeline spilled 80 B and the H100's prefill row took 1.22 times as long.
+        // Then the logits of the held rows: with the mask, softcap and live tests applied in
+        // the loop above, the D=128 pipeline spilled 80 B and the H100's prefill row took 1.22
+        // times as long.
+        float tile_max[HELD];
+        [[unroll]] for (uint j = 0; j < HELD; ++j) {
+            tile_max[j] = NEG_HALF_MAX;
+        }
         [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
-            const uint c = group + i * COL_GROUPS;
-            const bool in_tile = c < ncols;
-            [[unroll]] for (uint r = 0; r < Br; ++r) {
+            const bool in_tile = group + i * COL_GROUPS < ncols;
+            [[unroll]] for (uint j = 0; j < HELD; ++j) {
+                const uint r = held_row(lane, j);
                 bool is_live = in_tile && r < rows;
-                float s = S[i][r];
+                float s = S[i][j];
                 if (p.logit_softcap != 0.0) {
                     s = p.logit_softcap * tanh(s);
                 }
                 if (masked) {
-                    const float m = mask_tile[buf][min(c, Bc - 1) * Br + r];
-                    is_live = is_live && floatBitsToUint(m) != F32_NEG_INF_BITS;
-                    s += slope_of[r] * m;
+                    // −∞ by its bits (no arithmetic on an infinity); other values widen exactly.
+                    is_live = is_live && mt[i][j] != F16_NEG_INF_BITS;
+                    s += slope_of[r] * unpackHalf2x16(mt[i][j]).x;
                 }
                 // A key that is not live keeps the score DEAD (−FLT_MAX, finite and below
                 // the running maximum's start −FLT_MAX/2): it never raises the maximum, and its
                 // weight is set to 0 by a compare where it is used, with no flag kept.
-                S[i][r] = is_live ? s : DEAD;
-                tile_max[r] = max(tile_max[r], S[i][r]);
+                S[i][j] = is_live ? s : DEAD;
+                tile_max[j] = max(tile_max[j], S[i][j]);
             }
         }
 
-        // 2. The softmax update. Nothing is accumulated while M is still −FLT_MAX/2.
-        [[unroll]] for (uint r = 0; r < Br; ++r) {
-            const float m_new = max(M[r], tile_max[r]);
-            const float alpha = M[r] == NEG_HALF_MAX ? 0.0 : exp(M[r] - m_new);
-            M[r] = m_new;
+        // 2. The softmax update of the held rows. Nothing is accumulated while M is still
+        //    −FLT_MAX/2.
+        float alpha[HELD];
+        [[unroll]] for (uint j = 0; j < HELD; ++j) {
+            const float m_new = max(M[j], tile_max[j]);
+            alpha[j] = M[j] == NEG_HALF_MAX ? 0.0 : exp(M[j] - m_new);
+            M[j] = m_new;
             float sum = 0.0;
             [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
                 // A key that is not live (score DEAD) has weight exactly 0.
-                const float e = S[i][r] != DEAD ? exp(S[i][r] - m_new) : 0.0;
-                S[i][r] = e;
+                const float e = S[i][j] != DEAD ? exp(S[i][j] - m_new) : 0.0;
+                S[i][j] = e;
                 sum += e;
             }
-            L[r] = L[r] * alpha + sum;
+            L[j] = L[j] * alpha[j] + sum;
+        }
+        [[unroll]] for (uint r = 0; r < Br; ++r) {
+            const float a = of_row(alpha, r, lane0);
             [[unroll]] for (uint t = 0; t < T4; ++t) {
-                O[r][t] *= alpha;
+                O[r][t] *= a;
             }
         }
         [[unroll]] for (uint i = 0; i < KEYS_PER_GROUP; ++i) {
+            float P[Br];
+            [[unroll]] for (uint r = 0; r < Br; ++r) {
+                P[r] = of_row(S[i], r, lane0);
+            }
             [[unroll]] for (uint t = 0; t < T4; ++t) {
                 const vec4 v = widen(vt[i][t]);
                 [[unroll]] for (uint r = 0; r < Br; ++r) {
                     // A zero weight adds nothing, and must not meet an infinite V (0·∞ = NaN).
-                    O[r][t] = S[i][r] != 0.0 ? fma(vec4(S[i][r]), v, O[r][t]) : O[r][t];
+                    O[r][t] = P[r] != 0.0 ? fma(vec4(P[r]), v, O[r][t]) : O[r][t];
                 }
             }
-        }
-        if (masked && more) {
-            store_mask(buf ^ 1, next_mask);
         }
     }
 }
@@ -310,11 +319,13 @@ void main()
     }
     barrier();
 
-    float M[Br], L[Br];
+    float M[HELD], L[HELD];
+    [[unroll]] for (uint j = 0; j < HELD; ++j) {
+        M[j] = NEG_HALF_MAX;
+        L[j] = 0.0;
+    }
     vec4 O[Br][T4];
     [[unroll]] for (uint r = 0; r < Br; ++r) {
-        M[r] = NEG_HALF_MAX;
-        L[r] = 0.0;
         [[unroll]] for (uint t = 0; t < T4; ++t) {
             O[r][t] = vec4(0.0);
         }
@@ -328,10 +339,10 @@ void main()
 
     // The combination: M = max_g M_g, every group's O and L rescaled by exp(M_g − M) and added
     // in group order.
-    if (lane == 0) {
-        [[unroll]] for (uint r = 0; r < Br; ++r) {
-            group_max[group * Br + r] = M[r];
-            group_sum[group * Br + r] = L[r];
+    if (SCATTER || lane == 0) {
+        [[unroll]] for (uint j = 0; j < HELD; ++j) {
+            group_max[group * Br + held_row(lane, j)] = M[j];
+            group_sum[group * Br + held_row(lane, j)] = L[j];
         }
     }
     barrier();
@@ -343,7 +354,8 @@ void main()
         }
         row_max[r] = m;
         // A group that saw no live key holds O = 0, L = 0 (and M at −FLT_MAX/2: no exp of it).
-        factor[r] = M[r] == NEG_HALF_MAX ? 0.0 : exp(M[r] - m);
+        const float mg = group_max[group * Br + r];
+        factor[r] = mg == NEG_HALF_MAX ? 0.0 : exp(mg - m);
     }
     // One row at a time, the groups' O in passes of GROUPS_PER_PASS (shared memory); invocation
     // e < D/4 adds elements 4e..4e+3 in group order and writes them. The row loop is left to
