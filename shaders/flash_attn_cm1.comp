@@ -17,41 +17,40 @@
 //   f32 and multiplied by the f16 P in f32, then accumulated into O in ACC_TYPE (f16vec4 for
 //   the f16acc variants: every add rounds to f16); the final O·float16_t(1/L) in ACC_TYPE.
 //
-// Per tile of keys [first, first + ncols):
-//   1. K staging: Ksh row c = K[first + c] as f16, zero for c ≥ ncols (keys past the
-//      split or KV are never read, so any KV and split length work). The tile's K was fetched
-//      into registers during the previous tile; right after this tile's staging the next
-//      tile's K, this tile's V (grouped step 4) and the softmax lanes' mask are fetched, so
+// The workgroup's 4 subgroups are independent passes over their own keys: subgroup g takes keys
+// 16g .. 16g + 15 of every tile [first, first + ncols), with its own running maximum M, sum L
+// and O per row; nothing in the key loop is shared between subgroups (subgroup barriers only).
+// Per tile and subgroup:
+//   1. K staging: the subgroup's Ksh rows c = K[first + c] as f16, zero for c ≥ ncols (keys
+//      past the split or KV are never read, so any KV and split length work). At D = 64 the
+//      tile's K was fetched into registers during the previous tile; right after this tile's
+//      staging the next tile's K, this tile's V and the softmax lanes' mask are fetched, so
 //      their loads are in flight during steps 2 and 3.
-//   2. S: subgroup g computes columns 16g .. 16g + 15 of S (Bc / 16 = 4 blocks for 4
-//      subgroups) as Σ over D/16 steps of Q[:, 16s..] × Kᵀ[16s.., cols], stored row-major in
-//      Ssh.
-//   3. softmax, ROW_LANES = WorkGroupSize/Br consecutive invocations per row (keys
-//      lane, lane + ROW_LANES, ...): keys with a −∞ mask (by bits) and keys ≥ ncols are not
-//      live (weight exactly 0, no arithmetic on the infinity); the new maximum
-//      M' = max(M, max S) and the tile's Σ P are reduced over the row's lanes by butterfly
-//      (subgroupShuffleXor: the lanes are in one subgroup, and every lane gets the same bits);
-//      α = exp(M − M'), P = f16(exp(S − M')), L = L·α + Σ P, with M and L in registers.
-//   4. O (registers): O = O·α + Σ_c P_c·V_c. Grouped (D = 32, 64, 128 at the host's sizes):
-//      KEY_GROUPS adjacent lanes own the same 4 elements of every row, each lane the partial
-//      sum over its own KEYS_PER_GROUP consecutive keys of every tile (V from registers, read
-//      once per workgroup); the partial sums are added at the end by butterfly over the
-//      groups. Otherwise each invocation owns fixed vec4 slots and sums all keys: when every
-//      slot of an invocation has the same elements (D/4 divides WorkGroupSize) V is read once
-//      per key for all of them, in chunks of V_CHUNK keys.
-// A row whose keys are all masked keeps L = 0 and is written as NaN (bits), like the scalar
-// path; with split-k the reduce handles it.
+//   2. S: the subgroup's 16 × 16 block of S, Σ over D/16 steps of Q[:, 16s..] × Kᵀ[16s.., cols],
+//      stored row-major in its Ssh region.
+//   3. softmax, ROW_LANES = 2 lanes per row, 8 consecutive keys each: keys with a −∞ mask (by
+//      bits) and keys ≥ ncols are not live (weight exactly 0, no arithmetic on the infinity);
+//      M' = max(M, max S) and the tile's Σ P over the row's lanes by subgroupShuffleXor (every
+//      lane gets the same bits); α = exp(M − M'), P = f16(exp(S − M')), L = L·α + Σ P.
+//   4. O (registers): O = O·α + Σ_c P_c·V_c over the subgroup's 16 keys, in key order. Lane l
+//      holds slots l + 32i of the subgroup's Br × D/4 vec4s of O; at D = 64 and 128 all of a
+//      lane's slots are the same 4 elements of different rows, so its V is one vec4 a key,
+//      loaded at the tile's start.
+// At the end the subgroups are combined (one rescale each: f_g = exp(M_g − max_g M_g)), in
+// subgroup order, through shared memory. A row whose keys are all masked keeps L = 0 and is
+// written as NaN (bits), like the scalar path; with split-k the reduce handles it.
 //
-// Shared memory (D = 256, f32 accumulators): Qsh 8.25 KiB + Ksh 33 KiB + Ssh 4 KiB + Psh4 2 KiB
-// + 3 row arrays: 47.4 KiB.
+// Shared memory (D = 256, f32 accumulators): Qsh 8.25 KiB + Ksh 33 KiB + Ssh 4 KiB + Psh4
+// 2 KiB + row arrays 0.75 KiB: 48 KiB, the limit.
 //
 // Worked example (f16 K/V, D = 80, N = 20, KV = 70, H = 1): dispatch (2, 1, 1); workgroup 1
 // takes queries 16..19 (rows 4..15 zero, never stored). Tile 0 holds keys 0..63, tile 1 keys
-// 64..69 (Ksh rows 6..63 zero, not live). Subgroup 2 computes S columns 32..47 from five
-// 16-wide slices of D. D/4 = 20 does not divide 128, so step 4 is not grouped: invocation 5
-// owns O slots 5, 133, 261 (rows 0, 6, 13; elements 20..23, 52..55, 4..7 of their rows). With
-// D = 128 it would be grouped: 4 groups, invocation 5 in group 1 owning elements 4..7 of all
-// 16 rows over keys 16..31 of each tile.
+// 64..69; in tile 1 subgroup 0 takes keys 64..69 (Ksh rows 6..15 zero, not live) and
+// subgroups 1..3 none (all zero, not live). Subgroup 2 computes S columns 32..47 of tile 0
+// from five 16-wide slices of D. D/4 = 20 does not divide 32: lane 5 of a subgroup holds O
+// slots 5, 37, 69, ... (rows 0, 1, 3, ...; elements 20..23, 68..71, 36..39, ...), each with its
+// own V column, read 4 keys at a time. With D = 128 lane 5 would hold elements 20..23 of all
+// 16 rows.
 
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : enable
@@ -67,35 +66,33 @@
 
 // Cooperative matrix edge (M = N = K = 16).
 const uint MAT = 16;
-const uint SUBGROUPS = WorkGroupSize / 32;
-// O slots (vec4) per invocation (the chunked and general step 4).
-const uint O_SLOTS = (Br * D / 4 + WorkGroupSize - 1) / WorkGroupSize;
-// Invocations per row in step 3 (8 for the host's Br = 16, WorkGroupSize = 128), and keys each.
-const uint ROW_LANES = WorkGroupSize / Br;
-const uint KEYS_PER_LANE = Bc / ROW_LANES;
-// Every O slot of an invocation covers the same 4 elements of its row.
-const bool SAME_D = (WorkGroupSize % (D / 4)) == 0;
-// Keys whose V the chunked step 4 loads together (Bc is a multiple of 16).
-const uint V_CHUNK = 8;
-// The K tile's vec4s, and those each invocation stages in step 1.
-const uint K_VECS = Bc * D / 4;
-const uint K_SLOTS = (K_VECS + WorkGroupSize - 1) / WorkGroupSize;
-
-// Grouped step 4 (KEY_GROUPS adjacent lanes share 4 elements of every row, each lane its own
-// KEYS_PER_GROUP consecutive keys of the tile): a lane's V is KEYS_PER_GROUP vec4s, loaded
-// once per workgroup and early (before S), and its O is all Br rows at its 4 elements; the
-// groups' partial sums are added at the end (subgroupShuffleXor). Where D/4 divides
-// WorkGroupSize in 4 to 16 groups (V registers; one subgroup; Bc, a multiple of 16, splits
-// evenly, into multiples of 4 keys as P is read 4 weights a load; at most WorkGroupSize/D_split
-// groups for the host's D_split ≤ 8, the error model's bound on partial sums per element):
-// D = 32, 64, 128 at the host's sizes. Else step 4 reads V in chunks of V_CHUNK keys, every
-// lane all keys.
-// (KEY_GROUPS rounds up, so it is at least 1. The H100's pipeline compiler crashed (SIGSEGV)
-// on `SAME_D && Bc % KEY_GROUPS == 0` and on `SAME_D && KEY_GROUPS <= WorkGroupSize /
-// D_split` as specialization-constant expressions, hence the plain bounds.)
-const uint KEY_GROUPS = (WorkGroupSize + D / 4 - 1) / (D / 4);
-const bool GROUPED = SAME_D && KEY_GROUPS >= 4 && KEY_GROUPS <= 16;
-const uint KEYS_PER_GROUP = Bc / KEY_GROUPS;
+// The pipeline's required subgroup size, and its subgroups.
+const uint SG = 32;
+const uint SUBGROUPS = WorkGroupSize / SG;
+// Each subgroup is an independent pass over its own keys of every tile (SG_KEYS = 16 of the
+// host's Bc = 64): its own K staging, S block, running maximum, sum and O, with subgroup
+// barriers only; the subgroups' results are combined once at the end. Sharing one maximum per
+// row across the workgroup took three workgroup barriers a tile and 224 registers; this takes
+// 182 and the H100 runs the prefill row (N=512 KV=4096 D=128) 1.02 and the decode rows
+// 1.02-1.15 times as fast.
+const uint SG_KEYS = Bc / SUBGROUPS;
+// Softmax: ROW_LANES lanes per row (2 for Br = 16), KEYS_PER_LANE consecutive keys each.
+const uint ROW_LANES = SG / Br;
+const uint KEYS_PER_LANE = SG_KEYS / ROW_LANES;
+// O: lane l of a subgroup holds slots l + SG·i (i < SLOTS) of the Br × D/4 vec4s, slot o
+// being row o / (D/4), elements 4·(o % (D/4)) .. +3. Its slots use V_SETS distinct vec4
+// columns of V (one where D/4 divides SG, D/4 / SG where SG divides D/4, else one a slot).
+const uint SLOTS = Br * (D / 4) / SG;
+// Slots computed together (one test of their first row): a divisor of SLOTS (D/8).
+const uint SLOT_GROUP = SLOTS % 4 == 0 ? 4 : 2;
+const uint V_SETS = (D / 4) % SG == 0 ? (D / 4) / SG : (SG % (D / 4) == 0 ? 1 : SLOTS);
+// With one V column a lane loads its keys' V once per tile, at the tile's start; otherwise in
+// chunks of 4 keys during P·V.
+const bool V_AHEAD = V_SETS == 1;
+// K vec4s each lane stages per tile; they are fetched a tile ahead where they are few (at
+// D = 128 ahead took 53 more registers and the H100's prefill row 3% longer).
+const uint K_SLOTS = SG_KEYS * (D / 4) / SG;
+const bool K_AHEAD = K_SLOTS <= 8;
 
 // V as held in registers: f16 V widens exactly when used; block V is d·q in f32.
 #if QUANT_K > 1
@@ -105,75 +102,88 @@ const uint KEYS_PER_GROUP = Bc / KEY_GROUPS;
 #endif
 
 // Shared rows are padded against bank conflicts (a row stride that is a multiple of 128 bytes
-// puts a coopmat block's rows, and the softmax lanes' rows, in the same banks): Q and K rows by
-// 8 halves (Ksh in f16vec4 units), S and P rows by 8 elements where D ≤ 128 (the factor
-// 256 / (D + 128) is 1 there and 0 above, where the padding would not fit in 48 KiB).
+// puts a coopmat block's rows in the same banks): Q and K rows by 8 halves (Ksh in f16vec4
+// units), S rows by 8 elements where D ≤ 128 (the factor 256 / (D + 128) is 1 there and 0
+// above, where the padding would not fit in 48 KiB). Ksh, Ssh and Psh4 have one region per
+// subgroup; at the end Ssh holds a subgroup's O, SLOT_GROUP slots at a time.
 const uint QS = D + 8;
 const uint KS4 = D / 4 + 2;
-const uint SS = Bc + 8 * (256 / (D + 128));
+const uint SS = SG_KEYS + 8 * (256 / (D + 128));
+const uint PS4 = SG_KEYS / 4 + 256 / (D + 128);
 shared float16_t Qsh[Br * QS];
 shared f16vec4 Ksh[Bc * KS4];
-shared ACC_TYPE Ssh[Br * SS];
-// P, row-major with stride SS (a multiple of 4): vectors, so the grouped step 4 reads four
-// consecutive keys' weights in one load.
-shared f16vec4 Psh4[Br * SS / 4];
-float16_t psh(uint at) { return Psh4[at / 4][at % 4]; }
-shared float row_max[Br];
-shared float row_sum[Br];
-shared float row_alpha[Br];
+shared ACC_TYPE Ssh[SUBGROUPS * Br * SS];
+shared f16vec4 Psh4[SUBGROUPS * Br * PS4];
+// During the key loop each subgroup's α per row; at the end the rows' M and L (D = 256 with f32
+// accumulators has no room for more: 48 KiB in all).
+shared float row_scratch[SUBGROUPS * Br];
+#define sg_alpha row_scratch
+float row_max(uint r) { return row_scratch[r]; }
+float row_sum(uint r) { return row_scratch[Br + r]; }
+shared float sg_max[SUBGROUPS * Br];
+shared float sg_sum[SUBGROUPS * Br];
 
-// 1. The K tile as f16: fetch_k issues every load of the unrolled slots into registers
+// A subgroup's own shared data, written and read by its lanes only.
+void subgroup_sync()
+{
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+}
+
+// Slot i's row and V column (vec4 index) for this lane.
+uint slot_row(uint lane, uint i) { return (lane + SG * i) / (D / 4); }
+uint v_column(uint lane, uint set) { return (lane + SG * set) % (D / 4); }
+// Slot i computes when its subgroup's first row of that slot is below N (uniform: rows past
+// N in a computing slot have zero Q and finite weights, and are never stored; decode's rows
+// are mostly padding).
+bool slot_live(uint i) { return row_valid((SG * i) / (D / 4)); }
+
+// 1. The subgroup's keys of the tile as f16: fetch_k issues every load into registers
 // (`vectors` = KV_VECTORS a constant in each call; keys past ncols re-read the tile's last key;
-// the f16 rounding is store_k's Ksh rounding, done earlier), store_k writes them to Ksh, 0 past
-// ncols. Behind a test at every load the loads went one at a time on the H100 (docs/bench.md,
-// session 8). The next tile's K is fetched while this one's S and softmax run.
-void fetch_k(const bool vectors, uint first, uint ncols, out f16vec4 x[K_SLOTS])
+// the f16 rounding is done here), store_k writes them to the subgroup's Ksh rows, 0 past ncols.
+// Behind a test at every load the loads went one at a time on the H100 (docs/bench.md,
+// session 8). The next tile's K is fetched while this one's S, softmax and P·V run.
+void fetch_k(const bool vectors, uint first, uint ncols, uint sg, uint lane,
+             out f16vec4 x[K_SLOTS])
 {
     [[unroll]] for (uint i = 0; i < K_SLOTS; ++i) {
-        const uint e = min(gl_LocalInvocationID.x + i * WorkGroupSize, K_VECS - 1);
-        const uint key = first + min(e / (D / 4), ncols - 1);
+        const uint e = lane + i * SG;
+        const uint key = first + min(sg * SG_KEYS + e / (D / 4), ncols - 1);
         x[i] = f16vec4(load_k4_as(vectors, k_base, key, (e % (D / 4)) * 4));
     }
 }
 
-void fetch_k_any(uint first, uint ncols, out f16vec4 x[K_SLOTS])
+void fetch_k_any(uint first, uint ncols, uint sg, uint lane, out f16vec4 x[K_SLOTS])
 {
     if (KV_VECTORS) {
-        fetch_k(true, first, ncols, x);
+        fetch_k(true, first, ncols, sg, lane, x);
     } else {
-        fetch_k(false, first, ncols, x);
+        fetch_k(false, first, ncols, sg, lane, x);
     }
 }
 
-void store_k(uint ncols, const in f16vec4 x[K_SLOTS])
+void store_k(uint ncols, uint sg, uint lane, const in f16vec4 x[K_SLOTS])
 {
     [[unroll]] for (uint i = 0; i < K_SLOTS; ++i) {
-        const uint e = gl_LocalInvocationID.x + i * WorkGroupSize;
-        if (e < K_VECS) {
-            const uint c = e / (D / 4);
-            const f16vec4 kc = c < ncols ? x[i] : f16vec4(0.0);
-            Ksh[c * KS4 + e % (D / 4)] = kc;
-        }
+        const uint e = lane + i * SG;
+        const uint c = sg * SG_KEYS + e / (D / 4);
+        Ksh[c * KS4 + e % (D / 4)] = c < ncols ? x[i] : f16vec4(0.0);
     }
 }
 
-// The grouped step 4's V: keys c0 .. c0 + KEYS_PER_GROUP - 1 of the tile at d0, a key past
-// ncols reading the tile's last key (in bounds; its P is 0).
-void fetch_v_group(const bool vectors, uint first, uint c0, uint ncols, uint d0,
-                   out V_REG vv[KEYS_PER_GROUP])
+// V of the subgroup's keys c0 .. c0 + n − 1 (n = SG_KEYS or 4) at V column `col`, a key
+// past ncols reading the tile's last key (in bounds; its P is 0).
+void fetch_v(const bool vectors, uint first, uint c0, uint ncols, uint col,
+             out V_REG vv[SG_KEYS])
 {
-    [[unroll]] for (uint m = 0; m < KEYS_PER_GROUP; ++m) {
-        vv[m] = V_REG(load_v4_as(vectors, v_base, first + min(c0 + m, ncols - 1), d0));
+    [[unroll]] for (uint m = 0; m < SG_KEYS; ++m) {
+        vv[m] = V_REG(load_v4_as(vectors, v_base, first + min(c0 + m, ncols - 1), 4 * col));
     }
 }
-
-// The chunked step 4's V rows of keys c0 .. c0 + V_CHUNK - 1 at d0, in one basic block (see
-// fetch_k); a key past ncols reads the tile's last key (in bounds).
-void load_v_chunk(const bool vectors, uint first, uint c0, uint ncols, uint d0,
-                  out vec4 vv[V_CHUNK])
+void fetch_v4(const bool vectors, uint first, uint c0, uint ncols, uint col, out V_REG vv[4])
 {
-    [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
-        vv[j] = load_v4_as(vectors, v_base, first + min(c0 + j, ncols - 1), d0);
+    [[unroll]] for (uint m = 0; m < 4; ++m) {
+        vv[m] = V_REG(load_v4_as(vectors, v_base, first + min(c0 + m, ncols - 1), 4 * col));
     }
 }
 
@@ -183,27 +193,50 @@ bool finite4(vec4 v)
     return all(notEqual(floatBitsToUint(v) & 0x7F800000u, uvec4(0x7F800000u)));
 }
 
-// The grouped step 4 of row r: O·α + Σ P·V over the lane's keys, in key order. `guard` (a
-// constant at each call) skips zero weights, so that 0·∞ is never added. f16 V: P·V is exact in
-// f32, so fma in ACC_TYPE rounds as the product rounded to ACC_TYPE and then added (or once, if
-// fused); block V (d·q in f32) is multiplied in f32 first.
-ACC_TYPEV4 pv_grouped(const bool guard, uint r, uint vg, const in V_REG vv[KEYS_PER_GROUP],
-                      ACC_TYPEV4 o)
+// All of a lane's V this tile is finite. f16 V on the bits of packed pairs: a half is ±∞ or
+// NaN when its exponent bits are all set, and only then does adding 0x0400 to them carry into
+// its sign bit (no carry crosses into the other half); widening to f32 for finite4 cost the
+// H200's prefill row 16%.
+bool all_finite(const in V_REG vv[SG_KEYS])
 {
-    o *= ACC_TYPE(row_alpha[r]);
-    [[unroll]] for (uint m4 = 0; m4 < KEYS_PER_GROUP / 4; ++m4) {
-        const f16vec4 p4 = Psh4[(r * SS + vg * KEYS_PER_GROUP) / 4 + m4];
-        [[unroll]] for (uint k = 0; k < 4; ++k) {
-            const uint m = 4 * m4 + k;
 #if QUANT_K > 1
-            const ACC_TYPEV4 t = o + ACC_TYPEV4(float(p4[k]) * vv[m]);
-#else
-            const ACC_TYPEV4 t = fma(ACC_TYPEV4(p4[k]), ACC_TYPEV4(vv[m]), o);
-#endif
-            o = (!guard || p4[k] != float16_t(0.0)) ? t : o;
-        }
+    bool ok = true;
+    [[unroll]] for (uint m = 0; m < SG_KEYS; ++m) {
+        ok = ok && finite4(vv[m]);
     }
-    return o;
+    return ok;
+#else
+    uint carries = 0;
+    [[unroll]] for (uint m = 0; m < SG_KEYS; ++m) {
+        carries |= (packFloat2x16(vv[m].xy) & 0x7C007C00u) + 0x04000400u;
+        carries |= (packFloat2x16(vv[m].zw) & 0x7C007C00u) + 0x04000400u;
+    }
+    return (carries & 0x80008000u) == 0;
+#endif
+}
+
+// o + p·v, skipping a zero weight when `guard` (so that 0·∞ is never added). f16 V: P·V is
+// exact in f32, so fma in ACC_TYPE rounds as the product rounded to ACC_TYPE and then added
+// (or once, if fused); block V (d·q in f32) is multiplied in f32 first.
+ACC_TYPEV4 pv_step(const bool guard, float16_t pw, const V_REG v, ACC_TYPEV4 o)
+{
+#if QUANT_K > 1
+    const ACC_TYPEV4 t = o + ACC_TYPEV4(float(pw) * v);
+#else
+    const ACC_TYPEV4 t = fma(ACC_TYPEV4(pw), ACC_TYPEV4(v), o);
+#endif
+    return (!guard || pw != float16_t(0.0)) ? t : o;
+}
+
+// Slot i's O over the keys c0 .. c0 + 3 of the subgroup's tile share (weights in Psh4).
+ACC_TYPEV4 pv4(const bool guard, uint pbase, uint lane, uint i, uint c0, const V_REG v0,
+               const V_REG v1, const V_REG v2, const V_REG v3, ACC_TYPEV4 o)
+{
+    const f16vec4 p4 = Psh4[pbase + slot_row(lane, i) * PS4 + c0 / 4];
+    o = pv_step(guard, p4.x, v0, o);
+    o = pv_step(guard, p4.y, v1, o);
+    o = pv_step(guard, p4.z, v2, o);
+    return pv_step(guard, p4.w, v3, o);
 }
 
 // Row r's elements d .. d + 3 of the result (normalised by the row's L), or of split-k's
@@ -217,13 +250,13 @@ void store_o(uint r, uint d, const vec4 o4)
         data_o[at + 2] = o4.z;
         data_o[at + 3] = o4.w;
         if (d == 0) {
-            data_o[split_l_offset(r)] = row_sum[r];
-            data_o[split_m_offset(r)] = row_max[r];
+            data_o[split_l_offset(r)] = row_sum(r);
+            data_o[split_m_offset(r)] = row_max(r);
         }
     } else {
         vec4 out4 = vec4(ROW_NAN);
-        if (row_sum[r] != 0.0) {
-            out4 = vec4(ACC_TYPEV4(o4) * ACC_TYPE(float16_t(1.0 / row_sum[r])));
+        if (row_sum(r) != 0.0) {
+            out4 = vec4(ACC_TYPEV4(o4) * ACC_TYPE(float16_t(1.0 / row_sum(r))));
         }
         const uint at = dst_offset(r) + d;
         data_o[at] = out4.x;
@@ -237,6 +270,8 @@ void main()
 {
     init_indices();
     const uint tid = gl_LocalInvocationID.x;
+    const uint sg = gl_SubgroupID;
+    const uint lane = gl_SubgroupInvocationID;
 
     // Q rows: q·scale in f32, rounded to f16 (rows past N are zero and never stored).
     for (uint e = tid; e < Br * D; e += WorkGroupSize) {
@@ -247,101 +282,96 @@ void main()
         }
         Qsh[r * QS + e % D] = float16_t(q);
     }
-    // O: the grouped layout's Br rows at (vg, vd), or the O_SLOTS slots tid + i·WorkGroupSize
-    // (the unused part of the array is never read, and compiled away).
-    ACC_TYPEV4 Of[Br + O_SLOTS];
-    [[unroll]] for (uint i = 0; i < Br + O_SLOTS; ++i) {
+    ACC_TYPEV4 Of[SLOTS];
+    [[unroll]] for (uint i = 0; i < SLOTS; ++i) {
         Of[i] = ACC_TYPEV4(0.0);
     }
-    const uint vg = tid % KEY_GROUPS;
-    const uint vd = (tid / KEY_GROUPS) * 4;
-    // Step 3's row and lane; the row's running maximum and sum (the same on all its lanes).
-    const uint srow = tid / ROW_LANES;
-    const uint slane = tid % ROW_LANES;
+    // Step 3's row and lane; the row's running maximum and sum over this subgroup's keys (the
+    // same on both of its lanes).
+    const uint srow = lane / ROW_LANES;
+    const uint slane = lane % ROW_LANES;
     const float slope = alibi_slope(row_head(srow));
     float m_run = NEG_HALF_MAX;
     float l_run = 0.0;
     const bool masked = p.mask != 0 && row_valid(srow);
+    const uint sbase = sg * Br * SS;
+    const uint pbase = sg * Br * PS4;
     f16vec4 kv[K_SLOTS];
-    [[unroll]] for (uint i = 0; i < K_SLOTS; ++i) {
-        kv[i] = f16vec4(0.0);
-    }
-    if (kv_begin < kv_end) {
-        fetch_k_any(kv_begin, min(Bc, kv_end - kv_begin), kv);
+    if (K_AHEAD && kv_begin < kv_end) {
+        fetch_k_any(kv_begin, min(Bc, kv_end - kv_begin), sg, lane, kv);
     }
     barrier();
 
     for (uint first = kv_begin; first < kv_end; first += Bc) {
         const uint ncols = min(Bc, kv_end - first);
+        const uint c_sg = sg * SG_KEYS;   // the subgroup's first key in the tile
 
-        store_k(ncols, kv);
-        barrier();
-
-        // Loads for later steps, in flight during S: the grouped V, the next tile's K, the
-        // softmax lane's mask.
-        V_REG vv[KEYS_PER_GROUP];
-        [[unroll]] for (uint m = 0; m < KEYS_PER_GROUP; ++m) {
-            vv[m] = V_REG(0.0);
+        if (!K_AHEAD) {
+            fetch_k_any(first, ncols, sg, lane, kv);
         }
-        if (GROUPED) {
+        store_k(ncols, sg, lane, kv);
+        subgroup_sync();
+
+        // Loads for later steps, in flight during S: V, the next tile's K, the softmax
+        // lane's mask.
+        V_REG vv[SG_KEYS];
+        if (V_AHEAD) {
             if (KV_VECTORS) {
-                fetch_v_group(true, first, vg * KEYS_PER_GROUP, ncols, vd, vv);
+                fetch_v(true, first, c_sg, ncols, v_column(lane, 0), vv);
             } else {
-                fetch_v_group(false, first, vg * KEYS_PER_GROUP, ncols, vd, vv);
+                fetch_v(false, first, c_sg, ncols, v_column(lane, 0), vv);
             }
         }
-        if (first + Bc < kv_end) {
-            fetch_k_any(first + Bc, min(Bc, kv_end - first - Bc), kv);
+        if (K_AHEAD && first + Bc < kv_end) {
+            fetch_k_any(first + Bc, min(Bc, kv_end - first - Bc), sg, lane, kv);
         }
-        const uint mask_row = (row_tile * Br + srow) * m_stride + first;
         uint mbits[KEYS_PER_LANE];
-        float mval[KEYS_PER_LANE];
         [[unroll]] for (uint m = 0; m < KEYS_PER_LANE; ++m) {
             mbits[m] = 0;
-            mval[m] = 0.0;
         }
         if (masked) {
+            const uint mask_row = (row_tile * Br + srow) * m_stride + first;
             [[unroll]] for (uint m = 0; m < KEYS_PER_LANE; ++m) {
-                const uint c = min(slane + m * ROW_LANES, ncols - 1);
+                const uint c = min(c_sg + slane * KEYS_PER_LANE + m, ncols - 1);
                 mbits[m] = uint(data_m_bits[mask_row + c]);
-                mval[m] = float(data_m[mask_row + c]);
             }
         }
 
-        // 2. S = Q·Kᵀ, 16 columns per subgroup and block.
-        for (uint cb = gl_SubgroupID; cb < Bc / MAT; cb += SUBGROUPS) {
+        // 2. S = Q·Kᵀ for the subgroup's keys, 16 columns a block.
+        [[unroll]] for (uint cb = 0; cb < SG_KEYS / MAT; ++cb) {
             coopmat<ACC_TYPE, gl_ScopeSubgroup, MAT, MAT, gl_MatrixUseAccumulator> s =
                 coopmat<ACC_TYPE, gl_ScopeSubgroup, MAT, MAT, gl_MatrixUseAccumulator>(0.0);
             for (uint dk = 0; dk < D; dk += MAT) {
                 coopmat<float16_t, gl_ScopeSubgroup, MAT, MAT, gl_MatrixUseA> qa;
                 coopmat<float16_t, gl_ScopeSubgroup, MAT, MAT, gl_MatrixUseB> kb;
                 coopMatLoad(qa, Qsh, dk, QS, gl_CooperativeMatrixLayoutRowMajor);
-                // Kᵀ block (d, c) = K element dk + d of key 16cb + c: column-major, stride
-                // KS4 (in f16vec4 units, as the offset).
-                coopMatLoad(kb, Ksh, cb * MAT * KS4 + dk / 4, KS4,
+                // Kᵀ block (d, c) = K element dk + d of key c_sg + 16cb + c: column-major,
+                // stride KS4 (in f16vec4 units, as the offset).
+                coopMatLoad(kb, Ksh, (c_sg + cb * MAT) * KS4 + dk / 4, KS4,
                             gl_CooperativeMatrixLayoutColumnMajor);
                 s = coopMatMulAdd(qa, kb, s);
             }
-            coopMatStore(s, Ssh, cb * MAT, SS, gl_CooperativeMatrixLayoutRowMajor);
+            coopMatStore(s, Ssh, sbase + cb * MAT, SS, gl_CooperativeMatrixLayoutRowMajor);
         }
-        barrier();
+        subgroup_sync();
 
-        // 3. Softmax update, ROW_LANES invocations per row.
+        // 3. Softmax update, ROW_LANES lanes per row: keys with a −∞ mask (by bits) and keys
+        //    ≥ ncols are not live (weight exactly 0, no arithmetic on the infinity).
         {
-            const uint r = srow;
             ACC_TYPE sv[KEYS_PER_LANE];
             bool live[KEYS_PER_LANE];
             float tile_max = NEG_HALF_MAX;
             [[unroll]] for (uint m = 0; m < KEYS_PER_LANE; ++m) {
-                const uint c = slane + m * ROW_LANES;
-                live[m] = c < ncols && (!masked || mbits[m] != F16_NEG_INF_BITS);
-                ACC_TYPE s = Ssh[r * SS + c];
+                const uint c = slane * KEYS_PER_LANE + m;
+                live[m] = c_sg + c < ncols && (!masked || mbits[m] != F16_NEG_INF_BITS);
+                ACC_TYPE s = Ssh[sbase + srow * SS + c];
                 if (live[m]) {
                     if (p.logit_softcap != 0.0) {
                         s = ACC_TYPE(p.logit_softcap * tanh(float(s)));
                     }
                     if (masked) {
-                        s = ACC_TYPE(float(s) + slope * mval[m]);
+                        // f16 widens exactly.
+                        s = ACC_TYPE(float(s) + slope * unpackHalf2x16(mbits[m]).x);
                     }
                     tile_max = max(tile_max, float(s));
                 }
@@ -354,14 +384,14 @@ void main()
             // Nothing is accumulated while the maximum is still the initial −FLT_MAX/2.
             const float alpha = m_run == NEG_HALF_MAX ? 0.0 : exp(m_run - m_new);
             float sum = 0.0;
-            [[unroll]] for (uint m = 0; m < KEYS_PER_LANE; ++m) {
-                float16_t pc = float16_t(0.0);
-                if (live[m]) {
-                    pc = float16_t(exp(float(sv[m]) - m_new));
+            [[unroll]] for (uint m4 = 0; m4 < KEYS_PER_LANE / 4; ++m4) {
+                f16vec4 p4;
+                [[unroll]] for (uint k = 0; k < 4; ++k) {
+                    const uint m = 4 * m4 + k;
+                    p4[k] = live[m] ? float16_t(exp(float(sv[m]) - m_new)) : float16_t(0.0);
+                    sum += float(p4[k]);
                 }
-                const uint at = r * SS + slane + m * ROW_LANES;
-                Psh4[at / 4][at % 4] = pc;
-                sum += float(pc);
+                Psh4[pbase + srow * PS4 + (slane * KEYS_PER_LANE) / 4 + m4] = p4;
             }
             [[unroll]] for (uint w = ROW_LANES / 2; w > 0; w /= 2) {
                 sum += subgroupShuffleXor(sum, w);
@@ -369,142 +399,146 @@ void main()
             l_run = l_run * alpha + sum;
             m_run = m_new;
             if (slane == 0) {
-                row_alpha[r] = alpha;
+                sg_alpha[sg * Br + srow] = alpha;
             }
         }
-        barrier();
+        subgroup_sync();
 
-        // 4. O = O·α + Σ_c P_c·V_c, keys outer within a lane; the sums run in key order, and
-        //    P = 0 (keys past ncols, masked keys) adds nothing (0·∞ is never added: a select,
-        //    in the grouped step only where the lane's V is not all finite). The next tile's
-        //    step 1 writes only Ksh, and its barrier orders its step 3 (Psh4, row_alpha) after
-        //    this.
-        if (GROUPED) {
-            // A zero weight times a finite V adds exactly 0, so the select is needed only
-            // where one of the lane's V is not finite (it cost the H100's prefill row 38%).
-            bool v_finite = true;
-#if QUANT_K > 1
-            [[unroll]] for (uint m = 0; m < KEYS_PER_GROUP; ++m) {
-                v_finite = v_finite && finite4(vv[m]);
+        // 4. O = O·α + Σ_c P_c·V_c over the subgroup's keys, in key order; P = 0 (keys past
+        //    ncols, masked keys) adds nothing (0·∞ is never added: a select, where the lane's
+        //    V is not all finite). The next tile's Psh4 and sg_alpha writes come after its two
+        //    subgroup barriers.
+        [[unroll]] for (uint i0 = 0; i0 < SLOTS; i0 += SLOT_GROUP) {
+            if (slot_live(i0)) {
+                [[unroll]] for (uint i = i0; i < i0 + SLOT_GROUP; ++i) {
+                    Of[i] *= ACC_TYPE(sg_alpha[sg * Br + slot_row(lane, i)]);
+                }
             }
-#else
-            // On the bits of packed f16 pairs: a half is ±∞ or NaN when its exponent bits are
-            // all set, and only then does adding 0x0400 to them carry into its sign bit (no
-            // carry crosses into the other half). Widening to f32 for finite4 cost the H200's
-            // prefill row 16%.
-            uint carries = 0;
-            [[unroll]] for (uint m = 0; m < KEYS_PER_GROUP; ++m) {
-                carries |= (packFloat2x16(vv[m].xy) & 0x7C007C00u) + 0x04000400u;
-                carries |= (packFloat2x16(vv[m].zw) & 0x7C007C00u) + 0x04000400u;
-            }
-            v_finite = (carries & 0x80008000u) == 0;
-#endif
-            if (v_finite) {
-                // Rows in fours, skipping fours past N (uniform: in decode most rows are
-                // padding). Behind a test per row the rows' add chains ran one after another:
-                // the H100's prefill row spent 61% of its time here. Rows past N in a valid four
-                // compute with finite P (zero Q) and are never stored.
-                [[unroll]] for (uint r0 = 0; r0 < Br; r0 += 4) {
-                    if (row_valid(r0)) {
-                        [[unroll]] for (uint r = r0; r < min(r0 + 4, Br); ++r) {
-                            Of[r] = pv_grouped(false, r, vg, vv, Of[r]);
+        }
+        if (V_AHEAD) {
+            if (all_finite(vv)) {
+                // A zero weight times a finite V adds exactly 0: no select (it cost the H100's
+                // prefill row 38%). Slots in fours, keys outer, so that four slots' add chains
+                // interleave (behind a test per row they ran one after another: the H100's
+                // prefill row spent 61% of its time here).
+                [[unroll]] for (uint i0 = 0; i0 < SLOTS; i0 += SLOT_GROUP) {
+                    if (slot_live(i0)) {
+                        [[unroll]] for (uint c0 = 0; c0 < SG_KEYS; c0 += 4) {
+                            [[unroll]] for (uint i = i0; i < i0 + SLOT_GROUP; ++i) {
+                                Of[i] = pv4(false, pbase, lane, i, c0, vv[c0], vv[c0 + 1],
+                                            vv[c0 + 2], vv[c0 + 3], Of[i]);
+                            }
                         }
                     }
                 }
             } else {
-                // The rare lane with a non-finite V: a rolled loop over the rows, each row's O
-                // taken and put back by compile-time index (selects; no dynamic index into
-                // Of, which would move it to local memory). A second unrolled copy of the
-                // step made the pipeline 1.7 times larger and the H200's prefill row 1.26
-                // times slower (instruction fetch).
-                [[dont_unroll]] for (uint r = 0; r < Br; ++r) {
+                // The rare lane with a non-finite V: a rolled loop over the slots, each slot's
+                // O taken and put back by compile-time index (selects; no dynamic index into
+                // Of, which would move it to local memory). A second unrolled copy made the
+                // pipeline 1.7 times larger and the H200's prefill row 1.26 times slower.
+                [[dont_unroll]] for (uint i = 0; i < SLOTS; ++i) {
                     ACC_TYPEV4 o = Of[0];
-                    [[unroll]] for (uint rr = 1; rr < Br; ++rr) {
-                        o = r == rr ? Of[rr] : o;
+                    [[unroll]] for (uint ii = 1; ii < SLOTS; ++ii) {
+                        o = i == ii ? Of[ii] : o;
                     }
-                    o = pv_grouped(true, r, vg, vv, o);
-                    [[unroll]] for (uint rr = 0; rr < Br; ++rr) {
-                        Of[rr] = r == rr ? o : Of[rr];
+                    [[unroll]] for (uint c0 = 0; c0 < SG_KEYS; c0 += 4) {
+                        o = pv4(true, pbase, lane, i, c0, vv[c0], vv[c0 + 1], vv[c0 + 2],
+                                vv[c0 + 3], o);
                     }
-                }
-            }
-            continue;
-        }
-        [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
-            const uint o = tid + i * WorkGroupSize;
-            if (o < Br * D / 4) {
-                Of[i] = Of[i] * ACC_TYPE(row_alpha[o / (D / 4)]);
-            }
-        }
-        if (SAME_D) {
-            // Keys in chunks of V_CHUNK, their loads together (load_v_chunk): with a load a
-            // key, each behind an alignment test, the decode rows spent 44% of their time on
-            // V on the H100.
-            const uint d0 = (tid % (D / 4)) * 4;
-            for (uint c0 = 0; c0 < ncols; c0 += V_CHUNK) {
-                vec4 vc[V_CHUNK];
-                if (KV_VECTORS) {
-                    load_v_chunk(true, first, c0, ncols, d0, vc);
-                } else {
-                    load_v_chunk(false, first, c0, ncols, d0, vc);
-                }
-                [[unroll]] for (uint j = 0; j < V_CHUNK; ++j) {
-                    [[unroll]] for (uint i = 0; i < O_SLOTS; ++i) {
-                        const uint o = tid + i * WorkGroupSize;
-                        const float16_t pc = o < Br * D / 4 ? psh((o / (D / 4)) * SS + c0 + j)
-                                                            : float16_t(0.0);
-                        Of[i] = pc != float16_t(0.0) ? Of[i] + ACC_TYPEV4(float(pc) * vc[j]) : Of[i];
+                    [[unroll]] for (uint ii = 0; ii < SLOTS; ++ii) {
+                        Of[ii] = i == ii ? o : Of[ii];
                     }
                 }
             }
         } else {
-            for (uint c = 0; c < ncols; ++c) {
-                for (uint i = 0; i < O_SLOTS; ++i) {
-                    const uint o = tid + i * WorkGroupSize;
-                    if (o >= Br * D / 4) {
-                        break;
+            // Several V columns (D = 256, or D/4 not a divisor or multiple of SG): V in chunks
+            // of 4 keys, every step guarded.
+            for (uint c0 = 0; c0 < SG_KEYS; c0 += 4) {
+                [[unroll]] for (uint set = 0; set < V_SETS; ++set) {
+                    V_REG v4[4];
+                    if (KV_VECTORS) {
+                        fetch_v4(true, first, c_sg + c0, ncols, v_column(lane, set), v4);
+                    } else {
+                        fetch_v4(false, first, c_sg + c0, ncols, v_column(lane, set), v4);
                     }
-                    const float16_t pc = psh((o / (D / 4)) * SS + c);
-                    if (pc != float16_t(0.0)) {
-                        Of[i] += ACC_TYPEV4(float(pc) * load_v4(v_base, first + c, (o % (D / 4)) * 4));
+                    [[unroll]] for (uint i = set; i < SLOTS; i += V_SETS) {
+                        if (slot_live(i)) {
+                            Of[i] = pv4(true, pbase, lane, i, c0, v4[0], v4[1], v4[2], v4[3],
+                                        Of[i]);
+                        }
                     }
                 }
             }
         }
     }
-    // The rows' L and M for the results.
+
+    // The combination: per row M = max_s M_s over the subgroups, each subgroup's O and L
+    // rescaled by f_s = exp(M_s − M) (0 for a subgroup that saw no live key), added in
+    // subgroup order.
     if (slane == 0) {
-        row_sum[srow] = l_run;
-        row_max[srow] = m_run;
+        sg_max[sg * Br + srow] = m_run;
+        sg_sum[sg * Br + srow] = l_run;
     }
     barrier();
-
-    // Results.
-    if (GROUPED) {
-        // The KEY_GROUPS lanes of an element add their partial sums (butterfly: every lane
-        // gets the same bits); the group's first lane writes.
-        [[unroll]] for (uint r = 0; r < Br; ++r) {
-            if (row_valid(r)) {
-                ACC_TYPEV4 o = Of[r];
-                [[unroll]] for (uint w = 1; w < KEY_GROUPS; w *= 2) {
-                    // Through f32 (exact for f16 O): no f16 subgroup extension needed.
-                    o += ACC_TYPEV4(subgroupShuffleXor(vec4(o), w));
+    if (tid < Br) {
+        float mx = NEG_HALF_MAX;
+        [[unroll]] for (uint s2 = 0; s2 < SUBGROUPS; ++s2) {
+            mx = max(mx, sg_max[s2 * Br + tid]);
+        }
+        float l = 0.0;
+        [[unroll]] for (uint s2 = 0; s2 < SUBGROUPS; ++s2) {
+            const float ms = sg_max[s2 * Br + tid];
+            if (ms != NEG_HALF_MAX) {
+                l += sg_sum[s2 * Br + tid] * exp(ms - mx);
+            }
+        }
+        row_scratch[tid] = mx;
+        row_scratch[Br + tid] = l;
+    }
+    [[unroll]] for (uint i = 0; i < SLOTS; ++i) {
+        if (slot_live(i)) {
+            const uint r = slot_row(lane, i);
+            float mx = NEG_HALF_MAX;
+            [[unroll]] for (uint s2 = 0; s2 < SUBGROUPS; ++s2) {
+                mx = max(mx, sg_max[s2 * Br + r]);
+            }
+            const float ms = sg_max[sg * Br + r];
+            Of[i] *= ACC_TYPE(ms == NEG_HALF_MAX ? 0.0 : exp(ms - mx));
+        }
+    }
+    // Subgroup s > 0 passes its O to subgroup 0 through Ssh, SLOT_GROUP slots a pass (the
+    // same lane and slot on both sides; fixed loop bounds keep Of in registers).
+    [[unroll]] for (uint i0 = 0; i0 < SLOTS; i0 += SLOT_GROUP) {
+        if (!slot_live(i0)) {
+            break;   // uniform: the later slots' rows are past N too
+        }
+        [[unroll]] for (uint s2 = 1; s2 < SUBGROUPS; ++s2) {
+            barrier();
+            if (sg == s2) {
+                [[unroll]] for (uint i = i0; i < i0 + SLOT_GROUP; ++i) {
+                    const uint at = ((i - i0) * SG + lane) * 4;
+                    Ssh[at] = Of[i].x;
+                    Ssh[at + 1] = Of[i].y;
+                    Ssh[at + 2] = Of[i].z;
+                    Ssh[at + 3] = Of[i].w;
                 }
-                if (vg == 0) {
-                    store_o(r, vd, vec4(o));
+            }
+            barrier();
+            if (sg == 0) {
+                [[unroll]] for (uint i = i0; i < i0 + SLOT_GROUP; ++i) {
+                    const uint at = ((i - i0) * SG + lane) * 4;
+                    Of[i] += ACC_TYPEV4(Ssh[at], Ssh[at + 1], Ssh[at + 2], Ssh[at + 3]);
                 }
             }
         }
-        return;
     }
-    for (uint i = 0; i < O_SLOTS; ++i) {
-        const uint o = tid + i * WorkGroupSize;
-        if (o >= Br * D / 4) {
-            break;
-        }
-        const uint r = o / (D / 4);
-        if (row_valid(r)) {
-            store_o(r, (o % (D / 4)) * 4, vec4(Of[i]));
+    barrier();   // the rows' M and L (row_scratch), when there is no pass
+    if (sg == 0) {
+        [[unroll]] for (uint i = 0; i < SLOTS; ++i) {
+            const uint r = slot_row(lane, i);
+            if (row_valid(r)) {
+                store_o(r, 4 * ((lane + SG * i) % (D / 4)), vec4(Of[i]));
+            }
         }
     }
 }
