@@ -188,8 +188,8 @@ pub fn tanh_error(ax: f64) -> f64 {
 ///   flushing it or rounding it as a subnormal is a relative change in [−1, 1].
 /// * Sums: cm1 O chains in ACC_TYPE (γ_e(KV + tiles + groups + 2): the keys of a tile may be
 ///   summed in up to groups = WorkGroupSize/D_split partial sums per element, added at the
-///   end: upstream keeps 32/D_split, ours WorkGroupSize/(D/4) where that is at most
-///   WorkGroupSize/D_split), L in f32 over the rounded P (γ_u(KV + tiles + groups + 2));
+///   end: upstream keeps 32/D_split, ours one per subgroup, 4, each with its own maximum
+///   like upstream's), L in f32 over the rounded P (γ_u(KV + tiles + groups + 2));
 ///   cm2 P·V in an f16 accumulator per tile (γ_h(Bc + 1)) then added to
 ///   O in ACC_TYPE (γ_e(tiles + 2) on top), L in ACC_TYPE as a tile's row sum (any order, at
 ///   most Bc − 1 additions; ours and upstream's at 0.1.109: P times a matrix of ones on the
