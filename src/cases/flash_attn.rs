@@ -86,6 +86,13 @@ pub enum KvLayout {
         /// Keys past KV in each head.
         spare: u8,
     },
+    /// Dense, but each key's row holds `pad` more elements (f16) or blocks (quantized) past D,
+    /// NaN: nb1 = row(D + pad·block). ggml accepts any row stride; an f16 one that is not a
+    /// multiple of 4 elements leaves the shaders' vector loads.
+    PaddedRows {
+        /// Elements (f16) or blocks past D in each key's row.
+        pad: u8,
+    },
 }
 
 /// V's head count.
@@ -393,6 +400,7 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
             Just(KvLayout::Contiguous),
             (1u8..=40).prop_map(|spare| KvLayout::Cache { spare }),
             (1u8..=40).prop_map(|spare| KvLayout::PerHead { spare }),
+            (1u8..=7).prop_map(|pad| KvLayout::PaddedRows { pad }),
         ],
     );
     // ALiBi needs a mask (ggml asserts one whenever max_bias > 0): max_bias after the mask.
@@ -560,6 +568,7 @@ impl fmt::Display for FlashAttnCase {
             KvLayout::Contiguous => "dense".to_string(),
             KvLayout::Cache { spare } => format!("cache+{spare}"),
             KvLayout::PerHead { spare } => format!("per-head+{spare}"),
+            KvLayout::PaddedRows { pad } => format!("rows+{pad}"),
         };
         write!(
             f,
@@ -632,7 +641,7 @@ impl CaseModel for FlashAttnCase {
             return Err("a forced split_k must be at least 2".into());
         }
         let spare = match self.kv_layout {
-            KvLayout::Contiguous => 0,
+            KvLayout::Contiguous | KvLayout::PaddedRows { .. } => 0,
             KvLayout::Cache { spare } | KvLayout::PerHead { spare } => spare as usize,
         };
         super::check_sizes(
@@ -1057,6 +1066,9 @@ impl FlashAttnCase {
     ) -> Result<Tensor, String> {
         let (t, kv, b) = (self.kv_type, self.kv, self.ne3);
         let row = t.row_bytes(d).map_err(|e| e.to_string())?;
+        if let KvLayout::PaddedRows { pad } = self.kv_layout {
+            return self.padded_kv_tensor(d, heads, blocks, stream, pad as usize * t.block_len());
+        }
         let (stored_ne, nb, keys, key_stride, head_stride) = match self.kv_layout {
             KvLayout::Contiguous => ([d, kv, heads, b], [0, row, row * kv, 0], kv, row, row * kv),
             KvLayout::Cache { spare } => {
@@ -1079,6 +1091,7 @@ impl FlashAttnCase {
                     row * keys,
                 )
             }
+            KvLayout::PaddedRows { .. } => unreachable!("handled above"),
         };
         let stored = tensor(t, stored_ne, blocks, self.seed, stream);
         let mut bytes = stored.data().to_vec();
@@ -1095,6 +1108,34 @@ impl FlashAttnCase {
             t,
             [d, kv, heads, b],
             [t.block_bytes(), nb[1], nb[2], batch],
+            bytes,
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    /// K or V in [`KvLayout::PaddedRows`]: rows of D + `pad` elements, the pad NaN, viewed
+    /// as (D, KV, heads, ne3).
+    fn padded_kv_tensor(
+        &self,
+        d: usize,
+        heads: usize,
+        blocks: Blocks,
+        stream: u64,
+        pad: usize,
+    ) -> Result<Tensor, String> {
+        let (t, kv, b) = (self.kv_type, self.kv, self.ne3);
+        let row = t.row_bytes(d).map_err(|e| e.to_string())?;
+        let padded = t.row_bytes(d + pad).map_err(|e| e.to_string())?;
+        let stored = tensor(t, [d + pad, kv, heads, b], blocks, self.seed, stream);
+        let mut bytes = stored.data().to_vec();
+        for key_row in bytes.chunks_exact_mut(padded) {
+            poison_row(t, &mut key_row[row..]);
+        }
+        let batch = padded * kv * heads;
+        Tensor::new(
+            t,
+            [d, kv, heads, b],
+            [t.block_bytes(), padded, padded * kv, batch],
             bytes,
         )
         .map_err(|e| e.to_string())
