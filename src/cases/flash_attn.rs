@@ -1056,7 +1056,7 @@ impl FlashAttnCase {
     }
 
     /// K or V (head size `d`) with `heads` heads in the case's layout, ne3 batches one after
-    /// the other; keys past KV are NaN.
+    /// the other; keys past KV, and padding past D in a key's row, are NaN.
     fn kv_tensor(
         &self,
         d: usize,
@@ -1066,11 +1066,20 @@ impl FlashAttnCase {
     ) -> Result<Tensor, String> {
         let (t, kv, b) = (self.kv_type, self.kv, self.ne3);
         let row = t.row_bytes(d).map_err(|e| e.to_string())?;
-        if let KvLayout::PaddedRows { pad } = self.kv_layout {
-            return self.padded_kv_tensor(d, heads, blocks, stream, pad as usize * t.block_len());
-        }
+        // Elements stored past D in each key's row (PaddedRows), and the stored row's bytes.
+        let pad = match self.kv_layout {
+            KvLayout::PaddedRows { pad } => pad as usize * t.block_len(),
+            _ => 0,
+        };
+        let padded = t.row_bytes(d + pad).map_err(|e| e.to_string())?;
         let (stored_ne, nb, keys, key_stride, head_stride) = match self.kv_layout {
-            KvLayout::Contiguous => ([d, kv, heads, b], [0, row, row * kv, 0], kv, row, row * kv),
+            KvLayout::Contiguous | KvLayout::PaddedRows { .. } => (
+                [d + pad, kv, heads, b],
+                [0, padded, padded * kv, 0],
+                kv,
+                padded,
+                padded * kv,
+            ),
             KvLayout::Cache { spare } => {
                 let keys = kv + spare as usize;
                 (
@@ -1091,7 +1100,6 @@ impl FlashAttnCase {
                     row * keys,
                 )
             }
-            KvLayout::PaddedRows { .. } => unreachable!("handled above"),
         };
         let stored = tensor(t, stored_ne, blocks, self.seed, stream);
         let mut bytes = stored.data().to_vec();
@@ -1104,38 +1112,15 @@ impl FlashAttnCase {
                 }
             }
         }
+        if pad > 0 {
+            for key_row in bytes.chunks_exact_mut(padded) {
+                poison_row(t, &mut key_row[row..]);
+            }
+        }
         Tensor::new(
             t,
             [d, kv, heads, b],
             [t.block_bytes(), nb[1], nb[2], batch],
-            bytes,
-        )
-        .map_err(|e| e.to_string())
-    }
-
-    /// K or V in [`KvLayout::PaddedRows`]: rows of D + `pad` elements, the pad NaN, viewed
-    /// as (D, KV, heads, ne3).
-    fn padded_kv_tensor(
-        &self,
-        d: usize,
-        heads: usize,
-        blocks: Blocks,
-        stream: u64,
-        pad: usize,
-    ) -> Result<Tensor, String> {
-        let (t, kv, b) = (self.kv_type, self.kv, self.ne3);
-        let row = t.row_bytes(d).map_err(|e| e.to_string())?;
-        let padded = t.row_bytes(d + pad).map_err(|e| e.to_string())?;
-        let stored = tensor(t, [d + pad, kv, heads, b], blocks, self.seed, stream);
-        let mut bytes = stored.data().to_vec();
-        for key_row in bytes.chunks_exact_mut(padded) {
-            poison_row(t, &mut key_row[row..]);
-        }
-        let batch = padded * kv * heads;
-        Tensor::new(
-            t,
-            [d, kv, heads, b],
-            [t.block_bytes(), padded, padded * kv, batch],
             bytes,
         )
         .map_err(|e| e.to_string())
