@@ -3,7 +3,8 @@
 # $OUT): it readies the machine (.gl/on-device.sh), then each helper writes its log under
 # $LOGS (OUT/logs) and prints a short summary for the device reply's tail. Trees: $U
 # (upstream's, from `ci/gpu.sh stage`) and $T/NAME (from `ci/stage-trees.sh`).
-#   device_run NAME LIMIT TREE [vkdiff run args]   cases of the shader tree TREE
+#   device_run NAME LIMIT TREE [vkdiff run args]   cases of the shader tree TREE (QUIET=1: no
+#                                                  line per variant, only the summary)
 #   device_bench NAME LIMIT [vkdiff bench args]    bench rows, starting none after LIMIT s
 V=${V:-.devbin/vkdiff}
 U=.devbin/upstream-shaders
@@ -18,7 +19,7 @@ device_run() {
     local s=$(date +%s)
     timeout "$l" bash .gl/on-device.sh "$V" run --shaders "$t" "$@" --out "$LOGS/$n" > "$LOGS/$n.log" 2>&1
     echo "$n rc=$? $(( $(date +%s) - s )) s"
-    grep -E "cases, " "$LOGS/$n.log" | cut -c1-120
+    [ -n "$QUIET" ] || grep -E "cases, " "$LOGS/$n.log" | cut -c1-120
     tail -2 "$LOGS/$n.log" | cut -c1-200
 }
 
