@@ -7,10 +7,11 @@
 //
 // Each workgroup computes NUM_ROWS rows x NUM_COLS columns of D. Invocation tid takes
 // K-units tid, tid + BLOCK_SIZE, ... (for float A a group of 4 elements, or one element where
-// the offsets are not multiples of 4; for block A an 8-element chunk), folds them in that
-// order into one float sum per output, UNROLL units per pass of its loop, and the
-// BLOCK_SIZE partials are then tree-reduced (reduce_and_store). Per unit and output the
-// arithmetic is fixed (see step4 and chunk_step), so results do not depend on UNROLL.
+// the offsets are not multiples of 4; for block A an 8-element chunk, for q8_0 a 4-element
+// quad), folds them in that order into one float sum per output, UNROLL units per pass of its
+// loop (2 UNROLL quads), and the BLOCK_SIZE partials are then tree-reduced (reduce_and_store).
+// Per unit and output the arithmetic is fixed (see step4, chunk_step and quad_step), so
+// results do not depend on UNROLL.
 //
 // Worked example (q4_0, M = 3, K = 64, NUM_ROWS = 2, BLOCK_SIZE = 8, NUM_COLS = 2,
 // ne02 = 1, ne12 = 2, broadcast2 = 2, batch_stride_b = 64, batch_stride_d = 3):
@@ -110,6 +111,67 @@ void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 
 #else
 
+#if defined(DATA_A_Q8_0)
+// q8_0 goes by 4-element quads, one qs word each: consecutive invocations take consecutive
+// quads, so each of the workgroup's B loads is one contiguous run of 16 BLOCK_SIZE bytes
+// (the chunks' two halves leave gaps). H100, against the chunk body: 14336x4096 1.02x with
+// one column, 1.52x with eight; q4_0, q4_1 and q5_0, whose words hold two quads, lost
+// 9-32% this way.
+const uint QUADS_PER_BLOCK = QUANT_K / 4;
+
+// The 4-term sequential fma chain q . b from 0.
+float quad_dot(vec4 q, vec4 b)
+{
+    float s = q.x * b.x;
+    s = fma(q.y, b.y, s);
+    s = fma(q.z, b.z, s);
+    return fma(q.w, b.w, s);
+}
+
+// Quad `quad` of the row (elements 4 quad .. 4 quad + 3, in block quad / QUADS_PER_BLOCK)
+// for every row and column: acc = fma(quad_dot(q, b), d, acc). A term goes through 4 + 1
+// roundings in its quad and one per later quad of the invocation: at most 2c quads for c
+// chunks' worth, 2c + 4 <= 8c (the chunk body's allowance, src/tolerance.rs).
+void quad_step(uint quad, bool valid, uint a_first_block, uint blocks_per_row,
+               uint b_offset, uint first_row, uint num_rows)
+{
+    const uint block_in_row = quad / QUADS_PER_BLOCK;
+    const uint e = 4 * (quad % QUADS_PER_BLOCK);
+
+    vec4 b[NUM_COLS];
+    [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
+        b[col] = load_b4(b_offset + col * p.batch_stride_b + 4 * quad);
+    }
+    [[unroll]] for (uint row = 0; row < NUM_ROWS; ++row) {
+        const uint ib = a_first_block
+                      + clamped_row(first_row, num_rows, row) * blocks_per_row + block_in_row;
+        const float d = block_dm(ib).x;
+        const vec4 q = quad_quants(ib, e);
+        [[unroll]] for (uint col = 0; col < NUM_COLS; ++col) {
+            const uint o = col * NUM_ROWS + row;
+            const float acc = fma(quad_dot(q, b[col]), d, partial_sums[o]);
+            partial_sums[o] = valid ? acc : partial_sums[o];
+        }
+    }
+}
+
+// Quads tid, tid + BLOCK_SIZE, ... of each row, in order, twice UNROLL per pass (a quad is
+// half a chunk); past the end as in the chunk body below.
+void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
+{
+    const uint blocks_per_row = p.ncols / QUANT_K;
+    const uint a_first_block = a_offset / QUANT_K;
+    const uint quads_per_row = p.ncols / 4;
+    for (uint quad = gl_LocalInvocationID.x; quad < quads_per_row; quad += 2 * UNROLL * BLOCK_SIZE) {
+        [[unroll]] for (uint u = 0; u < 2 * UNROLL; ++u) {
+            const uint qu = quad + u * BLOCK_SIZE;
+            quad_step(min(qu, quads_per_row - 1), qu < quads_per_row, a_first_block,
+                      blocks_per_row, b_offset, first_row, num_rows);
+        }
+    }
+}
+#else
+
 // s_low + s_high, each the 4-term sequential fma chain q . b from 0.
 float chunk_dot(vec4 q_low, vec4 q_high, vec4 b_low, vec4 b_high)
 {
@@ -185,6 +247,8 @@ void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
         }
     }
 }
+
+#endif // DATA_A_Q8_0
 
 #endif
 
