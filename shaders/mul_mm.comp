@@ -510,6 +510,42 @@ uint stage_quad_k(uint q)
 // 1-3%). Only for the types whose quad is one word and d, so that what waits in registers
 // stays small; lavapipe's JIT takes about 5 s longer for each such variant's pipelines.
 #define A_PREFETCH 1
+#if defined(DATA_A_Q4_0) && defined(FLOAT16)
+// q4_0 in fp16 mode: one prefetched qs word serves two quads, elements 4w .. 4w + 3 (its low
+// nibbles) and 16 + 4w .. 16 + 4w + 3 (its high ones) of one block, so an invocation loads
+// and keeps half as many words and scales (8 registers instead of 16 on the large tile, 12
+// 16-bit loads a K step instead of 24, half the address arithmetic). Pair t of a row covers
+// the quads at c = (t / 4) * 32 + (t % 4) * 4 and c + 16 of the K step: both in one block when
+// the step starts on a block boundary (a_pairs_ok); the host's quantized tiles all have
+// BK = 32, and other BK take the quad loop (A_PAIRS false folds it at specialization).
+#define A_WORD_PAIRS 1
+const bool A_PAIRS = BK % 32 == 0;
+const uint PAIRS_PER_ROW = BK / 8;
+const uint PAIR_LOADS_A = (BM * PAIRS_PER_ROW + BLOCK_SIZE - 1) / BLOCK_SIZE;
+uvec2 a_next[PAIR_LOADS_A];   // (qs word, bits of d), pair j at a_next[j]
+
+// Whether the step starting at block_k has every pair inside one block: rows and batches of
+// whole blocks (always, for block types) and a step on a block boundary (split_k boundaries
+// need not be). Uniform; the same for every step of a tile (BK a multiple of 32).
+bool a_pairs_ok(uint block_k)
+{
+    return ((p.stride_a | p.batch_stride_a | block_k) % QUANT_K) == 0;
+}
+
+void prefetch_a(uint a_base, uint row0, uint block_k)
+{
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint j = 0; j < PAIR_LOADS_A; ++j) {
+        const uint q = tid + j * BLOCK_SIZE;
+        const uint t = q % PAIRS_PER_ROW;
+        // Clamped into the matrix (a read for a row past M or a pair past K is masked).
+        const uint i = a_base + min(row0 + q / PAIRS_PER_ROW, p.M - 1) * p.stride_a
+                     + min(block_k + (t / 4) * 32 + (t % 4) * 4, p.K - 4);
+        const uint ib = i / QUANT_K;
+        a_next[j] = uvec2(quad_word(ib, (i % QUANT_K) & ~3u), uint(data_a16[ib].d));
+    }
+}
+#else
 uvec2 a_next[QUAD_LOADS_A];   // (quad_word, bits of d), quad j at a_next[j]
 
 void prefetch_a(uint a_base, uint row0, uint block_k)
@@ -525,14 +561,52 @@ void prefetch_a(uint a_base, uint row0, uint block_k)
     }
 }
 #endif
+#endif
 
 // Zero where element k + e is at or past end_k, or the whole quad when `inside` is false.
+bvec4 quad_keep(bool inside, uint k, uint end_k)
+{
+    return bvec4(inside && k < end_k, inside && k + 1 < end_k,
+                 inside && k + 2 < end_k, inside && k + 3 < end_k);
+}
+
 vec4 mask_quad(vec4 v, bool inside, uint k, uint end_k)
 {
-    const bvec4 keep = bvec4(inside && k < end_k, inside && k + 1 < end_k,
-                             inside && k + 2 < end_k, inside && k + 3 < end_k);
-    return mix(vec4(0.0), v, keep);
+    return mix(vec4(0.0), v, quad_keep(inside, k, end_k));
 }
+
+#if defined(A_PREFETCH) && defined(FLOAT16) && (defined(DATA_A_Q4_0) || defined(DATA_A_Q8_0))
+// fp16 mode, q4_0 and q8_0: a prefetched quad goes straight to the staged float16 values with
+// packed half arithmetic, no float32 step and no f32 -> f16 conversion (a reduced-rate
+// instruction on NVIDIA; the float path paid 4 of them a quad, plus one for d and 4 FMULs).
+// Same bits as FLOAT_TYPE(float(q) * float(d)): the byte b = q + bias (0..255) becomes the
+// f16 1024 + b by its bits (0x6400 | b), minus (1024 + bias) gives q exactly (integers below
+// 2048 are exact in f16), and q * d in f16 is the exact product rounded once to f16, which is
+// what the float path's exact float32 product rounded to f16 gives (both round to nearest
+// even; |q| <= 128 and an f16 d leave the float32 product exact).
+#define A_HALF_DECODE 1
+#if defined(DATA_A_Q8_0)
+const float16_t A_HALF_BIAS = float16_t(1024.0 + 128.0);
+#else
+const float16_t A_HALF_BIAS = float16_t(1024.0 + 8.0);
+#endif
+
+f16vec4 a_quad_half(uint w, uint e, uint d_bits)
+{
+#if defined(DATA_A_Q8_0)
+    const uint b = w ^ 0x80808080u;   // signed q -> q + 128 per byte
+#else
+    const uint b = (e >= 16 ? w >> 4 : w) & 0x0F0F0F0Fu;
+#endif
+    // Bytes 0, 1 and 2, 3 into the low byte of each 16-bit half, 0x64 above them.
+    const uint lo = (b & 0xFFu) | ((b << 8) & 0xFF0000u) | 0x64006400u;
+    const uint hi = ((b >> 16) & 0xFFu) | ((b >> 8) & 0xFF0000u) | 0x64006400u;
+    const float16_t d = unpackFloat2x16(d_bits).x;
+    const f16vec2 q01 = unpackFloat2x16(lo) - f16vec2(A_HALF_BIAS);
+    const f16vec2 q23 = unpackFloat2x16(hi) - f16vec2(A_HALF_BIAS);
+    return f16vec4(q01 * d, q23 * d);
+}
+#endif
 
 // Whether every quad of a row starts at a multiple of 4 elements of its buffer (row strides,
 // batch strides, K and the split's start all multiples of 4; uniform over the dispatch). Then
@@ -620,6 +694,54 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
 #endif
     const bool b_aligned = quads_aligned(p.stride_b, p.batch_stride_b);
 
+#ifdef A_WORD_PAIRS
+    const bool pairs_ok = a_pairs_ok(block_k);
+    [[unroll]] for (uint j = 0; j < PAIR_LOADS_A && A_PAIRS; ++j) {
+        const uint q = tid + j * BLOCK_SIZE;
+        const uint r = q / PAIRS_PER_ROW;
+        const uint t = q % PAIRS_PER_ROW;
+        const uint c = (t / 4) * 32 + (t % 4) * 4;   // and c + 16
+        const uint m = row0 + r;
+        const uint k = block_k + c;
+        f16vec4 lo;
+        f16vec4 hi;
+        if (pairs_ok) {
+            // Elements 4 (t % 4) and 16 + 4 (t % 4) of one block: the word's two nibbles.
+            lo = a_quad_half(a_next[j].x, 0, a_next[j].y);
+            hi = a_quad_half(a_next[j].x, 16, a_next[j].y);
+        } else {
+            const uint first = a_base + min(m, p.M - 1) * p.stride_a;
+            lo = f16vec4(a_quad(first, k, true));
+            hi = f16vec4(a_quad(first, k + 16, true));
+        }
+        const bool inside = m < p.M;
+        lo = mix(f16vec4(0.0), lo, quad_keep(inside, k, end_k));
+        hi = mix(f16vec4(0.0), hi, quad_keep(inside, k + 16, end_k));
+        if (r < BM) {
+            [[unroll]] for (uint e = 0; e < 4; ++e) {
+                buf_a[a_at(r, c + e)] = lo[e];
+            }
+            [[unroll]] for (uint e = 0; e < 4; ++e) {
+                buf_a[a_at(r, c + 16 + e)] = hi[e];
+            }
+        }
+    }
+    // Other BK (no host tile): the quads one by one, loaded here.
+    for (uint j = 0; j < QUAD_LOADS_A && !A_PAIRS; ++j) {
+        const uint q = tid + j * BLOCK_SIZE;
+        const uint r = q / QUADS_PER_ROW;
+        const uint c = (q % QUADS_PER_ROW) * 4;
+        const uint m = row0 + r;
+        const uint k = block_k + c;
+        const vec4 v = mask_quad(a_quad(a_base + min(m, p.M - 1) * p.stride_a, k, a_aligned),
+                                 m < p.M, k, end_k);
+        if (r < BM) {
+            [[unroll]] for (uint e = 0; e < 4; ++e) {
+                buf_a[a_at(r, c + e)] = FLOAT_TYPE(v[e]);
+            }
+        }
+    }
+#else
 #ifdef A_PREFETCH
     [[unroll]]   // a_next is indexed by j: registers only with constant indices
 #endif
@@ -630,7 +752,18 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
         const uint m = row0 + r;
         const uint k = block_k + c;
         const uint first = a_base + min(m, p.M - 1) * p.stride_a;
-#ifdef A_PREFETCH
+#ifdef A_HALF_DECODE
+        // a_quad's value rounded to FLOAT_TYPE, from prefetch_a's word and d (see
+        // a_quad_half; the unaligned branch keeps any other layout right).
+        f16vec4 a;
+        if (a_aligned) {
+            const uint e = ((first + min(k, p.K - 4)) % QUANT_K) & ~3u;
+            a = a_quad_half(a_next[j].x, e, a_next[j].y);
+        } else {
+            a = f16vec4(a_quad(first, k, false));
+        }
+        const f16vec4 v = mix(f16vec4(0.0), a, quad_keep(m < p.M, k, end_k));
+#elif defined(A_PREFETCH)
         // The value a_quad gives, from the word and d that prefetch_a loaded (always aligned
         // for block types; the test keeps any other layout right).
         vec4 a;
@@ -640,16 +773,18 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
         } else {
             a = a_quad(first, k, false);
         }
+        const vec4 v = mask_quad(a, m < p.M, k, end_k);
 #else
         const vec4 a = a_quad(first, k, a_aligned);
-#endif
         const vec4 v = mask_quad(a, m < p.M, k, end_k);
+#endif
         if (r < BM) {
             [[unroll]] for (uint e = 0; e < 4; ++e) {
                 buf_a[a_at(r, c + e)] = FLOAT_TYPE(v[e]);
             }
         }
     }
+#endif
     for (uint j = 0; j < QUAD_LOADS_B; ++j) {
         const uint q = tid + j * BLOCK_SIZE;
         const uint r = stage_quad_row(q);
