@@ -7,9 +7,10 @@
 //
 // Each workgroup computes NUM_ROWS rows x NUM_COLS columns of D. Invocation tid takes
 // K-units tid, tid + BLOCK_SIZE, ... (for float A a group of 4 elements, or one element where
-// the offsets are not multiples of 4; for block A an 8-element chunk, for q8_0 a 4-element
-// quad), folds them in that order into one float sum per output, UNROLL units per pass of its
-// loop (2 UNROLL quads), and the BLOCK_SIZE partials are then tree-reduced (reduce_and_store).
+// the offsets are not multiples of 4; for block A an 8-element chunk, for q8_0 and for q4_0
+// with 8 columns a 4-element quad), folds them in that order into one float sum per output,
+// UNROLL units per pass of its loop (2 UNROLL quads), and the BLOCK_SIZE partials are then
+// tree-reduced (reduce_and_store).
 // Per unit and output the arithmetic is fixed (see step4, chunk_step and quad_step), so
 // results do not depend on UNROLL.
 //
@@ -111,12 +112,18 @@ void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 
 #else
 
+#if defined(DATA_A_Q8_0) || defined(DATA_A_Q4_0)
+// Quads: 4 elements each, consecutive invocations on consecutive quads, so each of the
+// workgroup's B loads is one contiguous run of 16 BLOCK_SIZE bytes (the chunks' two halves
+// leave gaps). q8_0 always goes by quads (a quad is one qs word); q4_0, whose words hold two
+// quads, only with 8 columns, where B's loads dominate. H100, against the chunk body
+// (session 38): q8_0 14336x4096 1.02x with one column, 1.16-1.52x with 2-8; q4_0 1.17-1.21x
+// with 8 columns but 0.85-0.93x with 1-4; q4_1 and q5_0 lost 9-32% with one column.
 #if defined(DATA_A_Q8_0)
-// q8_0 goes by 4-element quads, one qs word each: consecutive invocations take consecutive
-// quads, so each of the workgroup's B loads is one contiguous run of 16 BLOCK_SIZE bytes
-// (the chunks' two halves leave gaps). H100, against the chunk body: 14336x4096 1.02x with
-// one column, 1.52x with eight; q4_0, q4_1 and q5_0, whose words hold two quads, lost
-// 9-32% this way.
+const bool BY_QUADS = true;
+#else
+const bool BY_QUADS = NUM_COLS >= 8;
+#endif
 const uint QUADS_PER_BLOCK = QUANT_K / 4;
 
 // The 4-term sequential fma chain q . b from 0.
@@ -157,7 +164,7 @@ void quad_step(uint quad, bool valid, uint a_first_block, uint blocks_per_row,
 
 // Quads tid, tid + BLOCK_SIZE, ... of each row, in order, twice UNROLL per pass (a quad is
 // half a chunk); past the end as in the chunk body below.
-void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
+void accumulate_quads(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     const uint blocks_per_row = p.ncols / QUANT_K;
     const uint a_first_block = a_offset / QUANT_K;
@@ -171,6 +178,8 @@ void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
     }
 }
 #else
+const bool BY_QUADS = false;
+#endif
 
 // s_low + s_high, each the 4-term sequential fma chain q . b from 0.
 float chunk_dot(vec4 q_low, vec4 q_high, vec4 b_low, vec4 b_high)
@@ -234,7 +243,7 @@ void chunk_step(uint chunk, bool valid, uint a_first_block, uint blocks_per_row,
 // 8-element chunks tid, tid + BLOCK_SIZE, ... of each row (ncols a multiple of QUANT_K), in
 // order, UNROLL per pass; in the last pass the chunks past the end re-read the last one and
 // add nothing (one copy of the step, no separate tail loop).
-void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
+void accumulate_chunks(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     const uint blocks_per_row = p.ncols / QUANT_K;
     const uint a_first_block = a_offset / QUANT_K;
@@ -248,7 +257,16 @@ void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
     }
 }
 
-#endif // DATA_A_Q8_0
+void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
+{
+#if defined(DATA_A_Q8_0) || defined(DATA_A_Q4_0)
+    if (BY_QUADS) {
+        accumulate_quads(a_offset, b_offset, first_row, num_rows);
+        return;
+    }
+#endif
+    accumulate_chunks(a_offset, b_offset, first_row, num_rows);
+}
 
 #endif
 

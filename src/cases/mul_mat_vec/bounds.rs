@@ -45,10 +45,11 @@ pub fn mul_mat_vec_bounds(
 ///   roundings), rounds their sum (1) and folds it with d into the running sum in one fma (1),
 ///   then one rounding per later chunk: c + 5 ≤ 8c). This can exceed ⌈K/BLOCK_SIZE⌉ + 3 when K
 ///   is small against 8·BLOCK_SIZE (e.g. K = 32, BLOCK_SIZE = 32: 8 against 4), which is why
-///   the count is by chunks. q8_0's body goes by 4-element quads instead (tid, tid +
-///   BLOCK_SIZE, …: at most 2c of them), each a 4-term dot product folded with d in one fma:
-///   4 + 1 + (2c − 1) = 2c + 4 ≤ 8c roundings, inside the same count. d·q is exact in f32 for every block format of this body (at most
-///   23 significant bits: 11 of d, 12 of iq4_xs's kvalue·(ls − 32)); with a min, d·q + m
+///   the count is by chunks. q8_0's body, and q4_0's with 8 columns, go by 4-element quads
+///   instead (tid, tid + BLOCK_SIZE, …: at most 2c of them), each a 4-term dot product
+///   folded with d in one fma: 4 + 1 + (2c − 1) = 2c + 4 ≤ 8c roundings, inside the same
+///   count. d·q is exact in f32 for every block format of this body (at most 23 significant
+///   bits: 11 of d, 12 of iq4_xs's kvalue·(ls − 32)); with a min, d·q + m
 ///   rounds once more (our body: before the dot products, c + 6 ≤ 8c + 1). Then the
 ///   ⌈log₂ BLOCK_SIZE⌉ tree.
 /// * **K-quant bodies** (q2_K … q6_K, `mul_mat_vec_q*_k.comp`): 16 invocations per 256-element
