@@ -18,3 +18,8 @@ device_bench u16_up 30 --shaders $T/mvq8u16 --against $U -o mul_mat_vec --varian
 device_bench q4q_up 20 --shaders shaders --against $U -o mul_mat_vec --variant 'q4_0_f32_f32' --row '8 col' --rounds 3 | cut -c1-180; pack "$1"
 device_bench mm_up 40 --shaders shaders --against $U -o mul_mm --variant 'matmul_q8_0_f32_f16acc$,matmul_f16_f32_f16acc$' --row '4096×512×14336' --rounds 3 | cut -c1-180; pack "$1"
 device_bench mmid_up 40 --shaders shaders --against $U -o mul_mm_id --variant 'matmul_id_q4_0_f32_f16acc$,matmul_id_q8_0_f32_f16acc$' --rounds 3 | cut -c1-180; pack "$1"
+# Where the quantized mat-vec's time goes (session 38's mvnob/mvnoa ran without --time-wrong,
+# so the bench printed no time for their wrong results): without B loads / without qs loads.
+for t in mvnob mvnoa; do
+    device_bench $t 30 --shaders $T/$t --against shaders -o mul_mat_vec --variant 'q4_0_f32_f32,q8_0_f32_f32' --row '· 1 col' --rounds 1 --time-wrong | cut -c1-180; pack "$1"
+done
