@@ -10,9 +10,8 @@
 // the offsets are not multiples of 4; for block A an 8-element chunk, for q8_0 and for q4_0
 // with 8 columns a 4-element quad), folds them in that order into one float sum per output,
 // UNROLL units per pass of its loop (2 UNROLL quads), and the BLOCK_SIZE partials are then
-// tree-reduced (reduce_and_store).
-// Per unit and output the arithmetic is fixed (see step4, chunk_step and quad_step), so
-// results do not depend on UNROLL.
+// tree-reduced (reduce_and_store). Per unit and output the arithmetic is fixed (see step4,
+// chunk_step and quad_step), so results do not depend on UNROLL.
 //
 // Worked example (q4_0, M = 3, K = 64, NUM_ROWS = 2, BLOCK_SIZE = 8, NUM_COLS = 2,
 // ne02 = 1, ne12 = 2, broadcast2 = 2, batch_stride_b = 64, batch_stride_d = 3):
@@ -112,6 +111,15 @@ void accumulate(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 
 #else
 
+// The 4-term sequential fma chain q . b from 0.
+float quad_dot(vec4 q, vec4 b)
+{
+    float s = q.x * b.x;
+    s = fma(q.y, b.y, s);
+    s = fma(q.z, b.z, s);
+    return fma(q.w, b.w, s);
+}
+
 #if defined(DATA_A_Q8_0) || defined(DATA_A_Q4_0)
 // Quads: 4 elements each, consecutive invocations on consecutive quads, so each of the
 // workgroup's B loads is one contiguous run of 16 BLOCK_SIZE bytes (the chunks' two halves
@@ -125,15 +133,6 @@ const bool BY_QUADS = true;
 const bool BY_QUADS = NUM_COLS >= 8;
 #endif
 const uint QUADS_PER_BLOCK = QUANT_K / 4;
-
-// The 4-term sequential fma chain q . b from 0.
-float quad_dot(vec4 q, vec4 b)
-{
-    float s = q.x * b.x;
-    s = fma(q.y, b.y, s);
-    s = fma(q.z, b.z, s);
-    return fma(q.w, b.w, s);
-}
 
 // Quad `quad` of the row (elements 4 quad .. 4 quad + 3, in block quad / QUADS_PER_BLOCK)
 // for every row and column: acc = fma(quad_dot(q, b), d, acc). A term goes through 4 + 1
@@ -184,15 +183,7 @@ const bool BY_QUADS = false;
 // s_low + s_high, each the 4-term sequential fma chain q . b from 0.
 float chunk_dot(vec4 q_low, vec4 q_high, vec4 b_low, vec4 b_high)
 {
-    float s_low = q_low.x * b_low.x;
-    s_low = fma(q_low.y, b_low.y, s_low);
-    s_low = fma(q_low.z, b_low.z, s_low);
-    s_low = fma(q_low.w, b_low.w, s_low);
-    float s_high = q_high.x * b_high.x;
-    s_high = fma(q_high.y, b_high.y, s_high);
-    s_high = fma(q_high.z, b_high.z, s_high);
-    s_high = fma(q_high.w, b_high.w, s_high);
-    return s_low + s_high;
+    return quad_dot(q_low, b_low) + quad_dot(q_high, b_high);
 }
 
 // Chunk `chunk` of the row (block chunk / CHUNKS_PER_BLOCK, its chunk chunk % CHUNKS_PER_BLOCK)

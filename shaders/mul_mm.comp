@@ -524,6 +524,12 @@ const uint PAIRS_PER_ROW = BK / 8;
 const uint PAIR_LOADS_A = (BM * PAIRS_PER_ROW + BLOCK_SIZE - 1) / BLOCK_SIZE;
 uvec2 a_next[PAIR_LOADS_A];   // (qs word, bits of d), pair j at a_next[j]
 
+// The first k in the step of pair t of a row (its second quad is 16 further).
+uint pair_k(uint t)
+{
+    return (t / 4) * 32 + (t % 4) * 4;
+}
+
 // Whether the step starting at block_k has every pair inside one block: rows and batches of
 // whole blocks (always, for block types) and a step on a block boundary (split_k boundaries
 // need not be). Uniform; the same for every step of a tile (BK a multiple of 32).
@@ -540,7 +546,7 @@ void prefetch_a(uint a_base, uint row0, uint block_k)
         const uint t = q % PAIRS_PER_ROW;
         // Clamped into the matrix (a read for a row past M or a pair past K is masked).
         const uint i = a_base + min(row0 + q / PAIRS_PER_ROW, p.M - 1) * p.stride_a
-                     + min(block_k + (t / 4) * 32 + (t % 4) * 4, p.K - 4);
+                     + min(block_k + pair_k(t), p.K - 4);
         const uint ib = i / QUANT_K;
         a_next[j] = uvec2(quad_word(ib, (i % QUANT_K) & ~3u), uint(data_a16[ib].d));
     }
@@ -700,7 +706,7 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
         const uint q = tid + j * BLOCK_SIZE;
         const uint r = q / PAIRS_PER_ROW;
         const uint t = q % PAIRS_PER_ROW;
-        const uint c = (t / 4) * 32 + (t % 4) * 4;   // and c + 16
+        const uint c = pair_k(t);   // and c + 16
         const uint m = row0 + r;
         const uint k = block_k + c;
         f16vec4 lo;
@@ -729,8 +735,8 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
     // Other BK (no host tile): the quads one by one, loaded here.
     for (uint j = 0; j < QUAD_LOADS_A && !A_PAIRS; ++j) {
         const uint q = tid + j * BLOCK_SIZE;
-        const uint r = q / QUADS_PER_ROW;
-        const uint c = (q % QUADS_PER_ROW) * 4;
+        const uint r = stage_quad_row(q);
+        const uint c = stage_quad_k(q);
         const uint m = row0 + r;
         const uint k = block_k + c;
         const vec4 v = mask_quad(a_quad(a_base + min(m, p.M - 1) * p.stride_a, k, a_aligned),
