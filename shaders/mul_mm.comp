@@ -581,6 +581,16 @@ vec4 mask_quad(vec4 v, bool inside, uint k, uint end_k)
     return mix(vec4(0.0), v, quad_keep(inside, k, end_k));
 }
 
+// A quad into the staged A tile: row r, k c .. c + 3 (rows past the tile are not stored).
+void stage_a_quad(uint r, uint c, vec4 v)
+{
+    if (r < BM) {
+        [[unroll]] for (uint e = 0; e < 4; ++e) {
+            buf_a[a_at(r, c + e)] = FLOAT_TYPE(v[e]);
+        }
+    }
+}
+
 #if defined(A_PREFETCH) && defined(FLOAT16) && (defined(DATA_A_Q4_0) || defined(DATA_A_Q8_0))
 // fp16 mode, q4_0 and q8_0: a prefetched quad goes straight to the staged float16 values with
 // packed half arithmetic, no float32 step and no f32 -> f16 conversion (a reduced-rate
@@ -611,6 +621,21 @@ f16vec4 a_quad_half(uint w, uint e, uint d_bits)
     const f16vec2 q01 = unpackFloat2x16(lo) - f16vec2(A_HALF_BIAS);
     const f16vec2 q23 = unpackFloat2x16(hi) - f16vec2(A_HALF_BIAS);
     return f16vec4(q01 * d, q23 * d);
+}
+
+// mask_quad and stage_a_quad for a quad already in f16.
+f16vec4 mask_quad(f16vec4 v, bool inside, uint k, uint end_k)
+{
+    return mix(f16vec4(0.0), v, quad_keep(inside, k, end_k));
+}
+
+void stage_a_quad(uint r, uint c, f16vec4 v)
+{
+    if (r < BM) {
+        [[unroll]] for (uint e = 0; e < 4; ++e) {
+            buf_a[a_at(r, c + e)] = v[e];
+        }
+    }
 }
 #endif
 
@@ -720,17 +745,8 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
             lo = f16vec4(a_quad(first, k, true));
             hi = f16vec4(a_quad(first, k + 16, true));
         }
-        const bool inside = m < p.M;
-        lo = mix(f16vec4(0.0), lo, quad_keep(inside, k, end_k));
-        hi = mix(f16vec4(0.0), hi, quad_keep(inside, k + 16, end_k));
-        if (r < BM) {
-            [[unroll]] for (uint e = 0; e < 4; ++e) {
-                buf_a[a_at(r, c + e)] = lo[e];
-            }
-            [[unroll]] for (uint e = 0; e < 4; ++e) {
-                buf_a[a_at(r, c + 16 + e)] = hi[e];
-            }
-        }
+        stage_a_quad(r, c, mask_quad(lo, m < p.M, k, end_k));
+        stage_a_quad(r, c + 16, mask_quad(hi, m < p.M, k + 16, end_k));
     }
     // Other BK (no host tile): the quads one by one, loaded here.
     for (uint j = 0; j < QUAD_LOADS_A && !A_PAIRS; ++j) {
@@ -739,13 +755,8 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
         const uint c = stage_quad_k(q);
         const uint m = row0 + r;
         const uint k = block_k + c;
-        const vec4 v = mask_quad(a_quad(a_base + min(m, p.M - 1) * p.stride_a, k, a_aligned),
-                                 m < p.M, k, end_k);
-        if (r < BM) {
-            [[unroll]] for (uint e = 0; e < 4; ++e) {
-                buf_a[a_at(r, c + e)] = FLOAT_TYPE(v[e]);
-            }
-        }
+        stage_a_quad(r, c, mask_quad(a_quad(a_base + min(m, p.M - 1) * p.stride_a, k, a_aligned),
+                                     m < p.M, k, end_k));
     }
 #else
 #ifdef A_PREFETCH
@@ -768,7 +779,7 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
         } else {
             a = f16vec4(a_quad(first, k, false));
         }
-        const f16vec4 v = mix(f16vec4(0.0), a, quad_keep(m < p.M, k, end_k));
+        const f16vec4 v = mask_quad(a, m < p.M, k, end_k);
 #elif defined(A_PREFETCH)
         // The value a_quad gives, from the word and d that prefetch_a loaded (always aligned
         // for block types; the test keeps any other layout right).
@@ -784,11 +795,7 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
         const vec4 a = a_quad(first, k, a_aligned);
         const vec4 v = mask_quad(a, m < p.M, k, end_k);
 #endif
-        if (r < BM) {
-            [[unroll]] for (uint e = 0; e < 4; ++e) {
-                buf_a[a_at(r, c + e)] = FLOAT_TYPE(v[e]);
-            }
-        }
+        stage_a_quad(r, c, v);
     }
 #endif
     for (uint j = 0; j < QUAD_LOADS_B; ++j) {
