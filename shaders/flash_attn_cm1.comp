@@ -40,8 +40,8 @@
 // subgroup order, through shared memory. A row whose keys are all masked keeps L = 0 and is
 // written as NaN (bits), like the scalar path; with split-k the reduce handles it.
 //
-// Shared memory (D = 256, f32 accumulators): Qsh 8 KiB + Ksh 33 KiB + Ssh 4 KiB + Psh4
-// 2 KiB + row arrays 0.625 KiB: 47.6 KiB of the 48 KiB limit.
+// Shared memory (D = 256, f32 accumulators): Qsh 8.25 KiB + Ksh 33 KiB + Ssh 4 KiB + Psh4
+// 2 KiB + row arrays 0.625 KiB: 49,024 of the 49,152 bytes allowed.
 //
 // Worked example (f16 K/V, D = 80, N = 20, KV = 70, H = 1): dispatch (2, 1, 1); workgroup 1
 // takes queries 16..19 (rows 4..15 zero, never stored). Tile 0 holds keys 0..63, tile 1 keys
@@ -91,10 +91,10 @@ const uint END_BLOCKS = 4;
 // Shared rows are padded against bank conflicts (a row stride that is a multiple of 128 bytes
 // puts a coopmat block's rows in the same banks): Q and K rows by 8 halves (Ksh in f16vec4
 // units), S rows by 8 elements and P rows by 8 halves where D ≤ 128 (the factor
-// 256 / (D + 128) is 1 there and 0 above, where the padding would not fit in 48 KiB). Every
+// 256 / (D + 128) is 1 there and 0 above, where that padding would not fit in 48 KiB). Every
 // row stride is a multiple of 16 bytes, the cooperative-matrix load alignment. Ksh, Ssh and
 // Psh4 have one region per subgroup; at the end Ssh holds O blocks.
-const uint QS = D + 8 * (256 / (D + 128));
+const uint QS = D + 8;
 const uint KS4 = D / 4 + 2;
 const uint SS = SG_KEYS + 8 * (256 / (D + 128));
 const uint PS4 = SG_KEYS / 4 + 2 * (256 / (D + 128));
@@ -155,16 +155,18 @@ void store_rows(uint ncols, uint sg, uint lane, const in f16vec4 x[KV_SLOTS])
     }
 }
 
-// No half of x is ±∞ or NaN, tested on the bits of packed pairs: a half is ±∞ or NaN when its
-// exponent bits are all set, and only then does adding 0x0400 to them carry into its sign bit
-// (no carry crosses into the other half); widening to f32 for the test cost the H200's
-// prefill row 16%.
-bool all_finite(const in f16vec4 x[KV_SLOTS])
+// No half that store_rows keeps (keys below ncols) is ±∞ or NaN, tested on the bits of packed
+// pairs: a half is ±∞ or NaN when its exponent bits are all set, and only then does adding
+// 0x0400 to them carry into its sign bit (no carry crosses into the other half); widening to
+// f32 for the test cost the H200's prefill row 16%.
+bool stored_finite(uint ncols, uint sg, uint lane, const in f16vec4 x[KV_SLOTS])
 {
     uint carries = 0;
     [[unroll]] for (uint i = 0; i < KV_SLOTS; ++i) {
-        carries |= (packFloat2x16(x[i].xy) & 0x7C007C00u) + 0x04000400u;
-        carries |= (packFloat2x16(x[i].zw) & 0x7C007C00u) + 0x04000400u;
+        const uint c = sg * SG_KEYS + (lane + i * SG) / (D / 4);
+        const uint w = ((packFloat2x16(x[i].xy) & 0x7C007C00u) + 0x04000400u)
+                     | ((packFloat2x16(x[i].zw) & 0x7C007C00u) + 0x04000400u);
+        carries |= c < ncols ? w : 0u;
     }
     return (carries & 0x80008000u) == 0;
 }
@@ -301,7 +303,7 @@ void main()
             fetch_rows_any(true, first, ncols, sg, lane, vv);
         }
         store_rows(ncols, sg, lane, vv);
-        uint v_bad = all_finite(vv) ? 0u : 1u;
+        uint v_bad = stored_finite(ncols, sg, lane, vv) ? 0u : 1u;
         [[unroll]] for (uint w = SG / 2; w > 0; w /= 2) {
             v_bad |= subgroupShuffleXor(v_bad, w);
         }
