@@ -1204,7 +1204,10 @@ impl FlashAttnCase {
             alibi: Alibi::new(self.max_bias, self.heads()),
             arith: match plan.path {
                 Path::Scalar => FaArith::Scalar,
-                Path::Cm1 => FaArith::Cm1 { f16acc },
+                Path::Cm1 => FaArith::Cm1 {
+                    f16acc,
+                    v_decoded: self.kv_type.is_quantized(),
+                },
                 Path::Cm2 => FaArith::Cm2 { f16acc },
             },
         }
@@ -1212,8 +1215,8 @@ impl FlashAttnCase {
 
     /// For a coopmat pipeline (or, with `f16_scalar`, recent ggml's f16 scalar path,
     /// [`FaArith::ScalarF16`]): per dst row the data terms of its f16 roundings
-    /// ([`FaRowData`]), and per V element the absolute error of its f16 decode (cm2 and the f16
-    /// scalar path; cm1 reads V in f32).
+    /// ([`FaRowData`]), and per V element the absolute error of its f16 decode (cm2, the f16
+    /// scalar path, and cm1 with block V: see [`FaArith::Cm1`]).
     #[allow(clippy::type_complexity)]
     pub fn coopmat_terms(
         &self,
@@ -1260,7 +1263,10 @@ impl FlashAttnCase {
                 x
             })
             .collect();
-        let v_err = if plan.path == Path::Cm2 || f16_scalar {
+        let v_decoded = plan.path == Path::Cm2
+            || f16_scalar
+            || (plan.path == Path::Cm1 && self.kv_type.is_quantized());
+        let v_err = if v_decoded {
             v.magnitudes()
                 .map_err(err)?
                 .iter()
@@ -1568,6 +1574,66 @@ mod tests {
             }
             // Most cases reach the pipeline they are drawn for.
             assert!(on_path * 3 > all * 2, "{path:?}: {on_path} of {all}");
+        }
+    }
+
+    #[test]
+    fn block_v_on_cm1_counts_its_f16_decode() {
+        // cm1 may stage block V as f16 for the cooperative matrices (ours does): its d·q
+        // rounding must be in the bound, and f16 V (exact) must not change it.
+        let caps = coopmat_caps();
+        for (kv_type, grows) in [(DType::Q8_0, true), (DType::F16, false)] {
+            let c = FlashAttnCase {
+                path: Path::Cm1,
+                kv_type,
+                n: 20,
+                kv: 300,
+                gqa: 1,
+                v_blocks: Blocks::Quantized(Dist::Normal),
+                ..case()
+            };
+            let (q, k, v, m) = c.inputs().unwrap();
+            let p = FlashAttnInputs {
+                q: &q,
+                k: &k,
+                v: &v,
+                mask: m.as_ref(),
+                params: c.params(),
+            };
+            let want = flash_attn_ext(&p).unwrap();
+            let plan = runners::flash_attn::plan(c.path, &caps, c.prec_f32, &p, c.split_k);
+            assert_eq!(plan.path, Path::Cm1);
+            let shape = c.shape(&plan, runners::flash_attn::d_split(&caps, c.d));
+            assert_eq!(
+                shape.arith,
+                FaArith::Cm1 {
+                    f16acc: true,
+                    v_decoded: grows
+                }
+            );
+            let extra = c.coopmat_terms(&plan, false, &q, &k, &v, &want).unwrap();
+            let bound = |arith, v_err: bool| {
+                let (rows, errs) = extra.as_ref().unwrap();
+                let zeros = vec![0.0; errs.len()];
+                crate::cases::flash_attn::bounds::flash_attn_bounds(
+                    &FlashAttnShape { arith, ..shape },
+                    &want,
+                    &v.rows().unwrap(),
+                    v.ne(),
+                    Some((rows, if v_err { errs } else { &zeros })),
+                )
+            };
+            let with = bound(shape.arith, true);
+            let without = bound(
+                FaArith::Cm1 {
+                    f16acc: true,
+                    v_decoded: false,
+                },
+                false,
+            );
+            let larger = with.iter().zip(&without).filter(|(a, b)| a > b).count();
+            assert!(with.iter().zip(&without).all(|(a, b)| a >= b || a.is_nan()));
+            assert_eq!(larger > 0, grows, "{kv_type}: {larger} larger bounds");
         }
     }
 

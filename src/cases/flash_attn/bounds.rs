@@ -41,6 +41,10 @@ pub enum FaArith {
     Cm1 {
         /// ACC_TYPE is float16_t.
         f16acc: bool,
+        /// V is a block format: P·V may take V's d·q rounded to f16 (ours stages V as f16 for
+        /// the cooperative matrices, as it does K), so V's f16 decode and its range count, as
+        /// on cm2. Upstream's pinned cm1 reads V in f32; the looser bound covers both.
+        v_decoded: bool,
     },
     /// `flash_attn_cm2.comp`: f16 Q·f16 scale, f16-decoded K and V, S, softmax and O in
     /// ACC_TYPE, f16 P, P·V in f16 per tile.
@@ -189,13 +193,18 @@ pub fn tanh_error(ax: f64) -> f64 {
 /// * Sums: cm1 O chains in ACC_TYPE (γ_e(KV + tiles + groups + 2): the keys of a tile may be
 ///   summed in up to groups = WorkGroupSize/D_split partial sums per element, added at the
 ///   end: upstream keeps 32/D_split, ours one per subgroup, 4, each with its own maximum
-///   like upstream's), L in f32 over the rounded P (γ_u(KV + tiles + groups + 2));
+///   like upstream's; upstream adds each key's P·V by one fma, ours adds a subgroup's
+///   share of a tile, sg_keys = Bc·32/WorkGroupSize keys, and O·α by one coopMatMulAdd, whose
+///   adds are in any order and may truncate (2e each, as in the matrix-matrix model) after a
+///   product rounded to ACC_TYPE (2e): KV is then max(KV, 2·(min(KV, sg_keys·tiles) + 1)),
+///   which exceeds KV only for KV ≤ 33 and KV = 65 at Bc = 64 and 128 invocations),
+///   L in f32 over the rounded P (γ_u(KV + tiles + groups + 2));
 ///   cm2 P·V in an f16 accumulator per tile (γ_h(Bc + 1)) then added to
 ///   O in ACC_TYPE (γ_e(tiles + 2) on top), L in ACC_TYPE as a tile's row sum (any order, at
 ///   most Bc − 1 additions; ours and upstream's at 0.1.109: P times a matrix of ones on the
 ///   tensor cores, whose adds may truncate: each within 2e) added to L·α, then one rescale
 ///   per later tile (γ_e(2Bc + tiles + 2)). V's f16 decode
-///   (cm2) adds Σ_j P_j e^λ_j |Δv_jd| / Σ_k P_k e^−λ_k. f16 flushes in P·V (cm2, and cm1's f16
+///   (cm2, and cm1 with block V, [`FaArith::Cm1`]) adds Σ_j P_j e^λ_j |Δv_jd| / Σ_k P_k e^−λ_k. f16 flushes in P·V (cm2, and cm1's f16
 ///   O) add Σ_j min(w_j e^λ_j |v_jd|, 2⁻¹⁴) for the products and Σ_tiles min(Bc·2⁻¹⁴,
 ///   Σ_(j∈tile) w_j e^λ_j |v_jd|) for the adds (w_j = e^(S_j − M) ≤ 1: a product is only
 ///   flushed while tiny in its tile's units, which are never smaller than the final ones), plus
@@ -236,7 +245,7 @@ pub fn flash_attn_bounds(
     } = *shape;
     let (cm1, cm2, f16acc) = match arith {
         FaArith::Scalar => (false, false, false),
-        FaArith::Cm1 { f16acc } => (true, false, f16acc),
+        FaArith::Cm1 { f16acc, .. } => (true, false, f16acc),
         FaArith::Cm2 { f16acc } => (false, true, f16acc),
         FaArith::ScalarF16 => (true, false, true),
     };
@@ -278,9 +287,14 @@ pub fn flash_attn_bounds(
     };
     let (g_pv, g_l) = if cm1 {
         // The partial sums of an element's key groups are added at the end (`groups`: at
-        // most WorkGroupSize/D_split of them, see the Sums paragraph).
+        // most WorkGroupSize/D_split of them, see the Sums paragraph). O's keys: one rounding
+        // each in upstream's chain; ours sums a subgroup's share of every tile on the tensor
+        // cores, 2 (directed) a key plus 2 for the product, over at most sg_keys a tile.
         let depth = chain_keys as f64 + chain_tiles + groups + 2.0;
-        (gamma_e(depth), gamma(depth))
+        let sg_keys = bc.max(1) as usize * 32 / (wg as usize).max(32);
+        let tensor_keys = 2.0 * (chain_keys.min(sg_keys * chain_tiles as usize) + 1) as f64;
+        let pv_depth = depth - chain_keys as f64 + tensor_keys.max(chain_keys as f64);
+        (gamma_e(pv_depth), gamma(depth))
     } else if cm2 {
         (
             (1.0 + gamma_h(bc as f64 + 1.0)) * (1.0 + gamma_e(chain_tiles + 2.0)) - 1.0,
@@ -454,7 +468,9 @@ pub fn flash_attn_bounds(
         // rounding term needs, and f16-range overflow of decoded V (any key, masked or not).
         let mut vmax = vec![0.0f64; dv];
         let mut v_over = vec![false; dv];
-        let v_range = cm2 || arith == FaArith::ScalarF16;
+        let v_range = cm2
+            || arith == FaArith::ScalarF16
+            || matches!(arith, FaArith::Cm1 { v_decoded: true, .. });
         for j in 0..kv {
             let vrow = &v_values[v_at(j)..v_at(j) + dv];
             if live(&j) {
