@@ -468,9 +468,9 @@ float a_value(uint i)
 // Staging works in quads: 4 consecutive k of one A row or B column per invocation and step,
 // loaded together and then stored, so an invocation waits for memory once per quad instead of
 // once per element (H100, 4096 x 512 x 4096, f16 accumulators: 1.7x to 2.5x faster on f16,
-// q4_0 and q8_0). The quad loops stay loops (except A's with A_PREFETCH): unrolled, the H100
-// spilled and ran 3x slower, the H200 0.86-0.94x on f16, and lavapipe's JIT took several times
-// longer. There is no per-element branch: an element outside
+// q4_0 and q8_0). The quad loops stay loops (except the prefetched ones, whose registers need
+// constant indices): unrolled, the H100 spilled and ran 3x slower, the H200 0.86-0.94x on f16,
+// and lavapipe's JIT took several times longer. There is no per-element branch: an element outside
 // [0, M) x [block_k, end_k) (or the valid columns) is read at a clamped position inside its
 // matrix and replaced by 0 with a select, so lavapipe, which runs both sides of a branch its
 // lanes disagree on, runs one path. Values are those of a_value / b_value, bit for bit.
@@ -507,8 +507,9 @@ uint stage_quad_k(uint q)
 // stage_tiles decodes them next step, so the loads' latency passes during the products instead
 // of between two barriers. H200, q4_0 and q8_0 rows: 1.06-1.19x, 214 registers instead of 199
 // (timing copies with no A load at all had run 1.13-1.26x faster, the quants' decode cost only
-// 1-3%). Only for the types whose quad is one word and d, so that what waits in registers
-// stays small; lavapipe's JIT takes about 5 s longer for each such variant's pipelines.
+// 1-3%). Only for the types whose quad is one word and d (and f16, below), so that what
+// waits in registers stays small; lavapipe's JIT takes about 5 s longer for each such
+// variant's pipelines.
 #define A_PREFETCH 1
 #if defined(DATA_A_Q4_0) && defined(FLOAT16)
 // q4_0 in fp16 mode: one prefetched qs word serves two quads, elements 4w .. 4w + 3 (its low
@@ -622,8 +623,10 @@ f16vec4 a_quad_half(uint w, uint e, uint d_bits)
     const f16vec2 q23 = unpackFloat2x16(hi) - f16vec2(A_HALF_BIAS);
     return f16vec4(q01 * d, q23 * d);
 }
+#endif
 
-// mask_quad and stage_a_quad for a quad already in f16.
+#if defined(FLOAT16) && (defined(A_HALF_DECODE) || defined(DATA_A_F16))
+// mask_quad and stage_a_quad for a quad already in f16 (no float32 round trip).
 f16vec4 mask_quad(f16vec4 v, bool inside, uint k, uint end_k)
 {
     return mix(f16vec4(0.0), v, quad_keep(inside, k, end_k));
@@ -654,6 +657,31 @@ bool quads_aligned(uint stride, uint batch_stride)
 #endif
     return ((stride | batch_stride | k_split | p.K) & 3u) == 0;
 }
+
+#if defined(DATA_A_F16)
+// f16 A's next K step, prefetched as the quantized types' above: each A quad's f16vec4 is
+// loaded into registers before this step's products and staged next step. Aligned quads only
+// (uniform; otherwise stage_tiles reads them as before). Alone it gained little (H200, f16
+// rows: 1.17x at 4096 x 512 x 4096, 0.90x at 14336 x 512 x 4096); with B's prefetch below,
+// B's loads no longer wait for the step either, and both matter.
+#define A_PREFETCH_F16 1
+f16vec4 a_next[QUAD_LOADS_A];
+
+void prefetch_a(uint a_base, uint row0, uint block_k)
+{
+    if (!quads_aligned(p.stride_a, p.batch_stride_a)) {
+        return;
+    }
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint j = 0; j < QUAD_LOADS_A; ++j) {
+        const uint q = tid + j * BLOCK_SIZE;
+        // Where a_quad reads quad q: clamped into the matrix.
+        const uint i = a_base + min(row0 + stage_quad_row(q), p.M - 1) * p.stride_a
+                     + min(block_k + stage_quad_k(q), p.K - 4);
+        a_next[j] = data_a4[i / 4];
+    }
+}
+#endif
 
 // The quad k .. k + 3 of the A row or B column whose element 0 is at `first`, each element
 // read at min(k + e, K - 1) (inside the row; elements past end_k are masked by the caller).
@@ -708,6 +736,66 @@ vec4 b_quad(uint first, uint k, bool aligned)
                 b_value(first + min(k + 2, last)), b_value(first + min(k + 3, last)));
 }
 
+// Where stage_tiles reads B column `at` (< n_cols) of the tile: its element 0.
+uint b_first(uint b_base, uint at)
+{
+#ifdef MUL_MAT_ID
+    const uint packed = row_ids[at];
+    return (packed >> 16) * p.batch_stride_b + ((packed & 0xFFFFu) % p.ne11) * p.stride_b;
+#else
+    return b_base + at * p.stride_b;
+#endif
+}
+
+#if LOAD_VEC_B >= 4 && !defined(B_IS_FLOAT)
+// B's next K step, prefetched like A's: each B quad as 4 floats in registers, loaded before
+// this step's products and staged next step. A quad is read through a 4-wide view of B so
+// that nothing waits on the load until it is staged (the 8-wide B_TYPE would load both halves
+// and pick one). Aligned quads only (uniform; otherwise stage_tiles reads them as before).
+// The large tile at 4096 x 512 has 128 workgroups, one per SM, so nothing else ran while a
+// step's loads came in. With A's prefetch, against the tree without either (H200): f16 rows
+// 2.05 / 1.13 / 2.15x, q4_0 1.93 / 1.19x; 164 registers on f16 (112 before), 253 on q8_0.
+#define B_PREFETCH 1
+layout(binding = 1) readonly buffer B4F { vec4 data_b4f[]; };
+layout(binding = 1) readonly buffer B4H { f16vec4 data_b4h[]; };
+bool b_is_half(vec4 v) { return false; }
+bool b_is_half(mat2x4 v) { return false; }
+bool b_is_half(f16vec4 v) { return true; }
+bool b_is_half(f16mat2x4 v) { return true; }
+vec4 b_next[QUAD_LOADS_B];
+
+void prefetch_b(uint b_base, uint col0, uint n_cols, uint block_k)
+{
+    if (!quads_aligned(p.stride_b, p.batch_stride_b)) {
+        return;
+    }
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint j = 0; j < QUAD_LOADS_B; ++j) {
+        const uint q = tid + j * BLOCK_SIZE;
+        const uint i = b_first(b_base, min(col0 + stage_quad_row(q), n_cols - 1))
+                     + min(block_k + stage_quad_k(q), p.K - 4);
+        if (b_is_half(B_TYPE(0))) {
+            b_next[j] = vec4(data_b4h[i / 4]);
+        } else {
+            b_next[j] = data_b4f[i / 4];
+        }
+    }
+}
+#endif
+
+// A quad of B column col0 + r (k = block_k + c .. + 3) into the staged B tile, zero past end_k
+// or n_cols (columns past the tile are not stored).
+void stage_b_quad(uint r, uint c, uint col0, uint block_k, uint end_k, uint n_cols, vec4 b)
+{
+    const uint k = block_k + c;
+    const vec4 v = mask_quad(b, col0 + r < n_cols, k, end_k);
+    if (r < BN) {
+        [[unroll]] for (uint e = 0; e < 4; ++e) {
+            buf_b[b_at(r, c + e)] = FLOAT_TYPE(v[e]);
+        }
+    }
+}
+
 // Stages A rows row0 .. row0 + BM - 1 and the BN columns from col0 for k in
 // [block_k, block_k + BK) into buf_a / buf_b, zero outside [0, M) x [block_k, end_k) and the
 // valid columns (n_cols >= 1).
@@ -759,6 +847,25 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
                                      m < p.M, k, end_k));
     }
 #else
+#ifdef A_PREFETCH_F16
+    // Aligned f16 A: the quads prefetch_a loaded. Unaligned: the loop below reads them, kept a
+    // loop (not copied into each unrolled step: lavapipe's JIT took about 1.5 s longer per
+    // variant with the element-wise reads unrolled).
+    if (a_aligned) {
+        [[unroll]] for (uint j = 0; j < QUAD_LOADS_A; ++j) {   // constant indices: registers
+            const uint q = tid + j * BLOCK_SIZE;
+            const uint r = stage_quad_row(q);
+            const uint c = stage_quad_k(q);
+#ifdef FLOAT16
+            const f16vec4 a = a_next[j];
+#else
+            const vec4 a = vec4(a_next[j]);
+#endif
+            stage_a_quad(r, c, mask_quad(a, row0 + r < p.M, block_k + c, end_k));
+        }
+    } else
+#endif
+    {
 #ifdef A_PREFETCH
     [[unroll]]   // a_next is indexed by j: registers only with constant indices
 #endif
@@ -797,26 +904,24 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
 #endif
         stage_a_quad(r, c, v);
     }
+    }
+#endif
+#ifdef B_PREFETCH
+    // Aligned B: the quads prefetch_b loaded; otherwise read here (a loop, as A's above).
+    if (b_aligned) {
+        [[unroll]] for (uint j = 0; j < QUAD_LOADS_B; ++j) {   // constant indices: registers
+            const uint q = tid + j * BLOCK_SIZE;
+            stage_b_quad(stage_quad_row(q), stage_quad_k(q), col0, block_k, end_k, n_cols, b_next[j]);
+        }
+        return;
+    }
 #endif
     for (uint j = 0; j < QUAD_LOADS_B; ++j) {
         const uint q = tid + j * BLOCK_SIZE;
         const uint r = stage_quad_row(q);
         const uint c = stage_quad_k(q);
-        const uint col = col0 + r;
-        const uint k = block_k + c;
-        const uint at = min(col, n_cols - 1);
-#ifdef MUL_MAT_ID
-        const uint packed = row_ids[at];
-        const uint first = (packed >> 16) * p.batch_stride_b + ((packed & 0xFFFFu) % p.ne11) * p.stride_b;
-#else
-        const uint first = b_base + at * p.stride_b;
-#endif
-        const vec4 v = mask_quad(b_quad(first, k, b_aligned), col < n_cols, k, end_k);
-        if (r < BN) {
-            [[unroll]] for (uint e = 0; e < 4; ++e) {
-                buf_b[b_at(r, c + e)] = FLOAT_TYPE(v[e]);
-            }
-        }
+        const vec4 b = b_quad(b_first(b_base, min(col0 + r, n_cols - 1)), block_k + c, b_aligned);
+        stage_b_quad(r, c, col0, block_k, end_k, n_cols, b);
     }
 }
 
@@ -889,17 +994,27 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
     }
 #endif
 
-#ifdef A_PREFETCH
+#if defined(A_PREFETCH) || defined(A_PREFETCH_F16)
     if (start_k < end_k) {
         prefetch_a(a_base, row0, start_k);
+    }
+#endif
+#ifdef B_PREFETCH
+    if (start_k < end_k) {
+        prefetch_b(b_base, col0, n_cols, start_k);
     }
 #endif
     for (uint block_k = start_k; block_k < end_k; block_k += BK) {
         stage_tiles(a_base, row0, col0, block_k, end_k, b_base, n_cols);
         barrier();
-#ifdef A_PREFETCH
+#if defined(A_PREFETCH) || defined(A_PREFETCH_F16)
         if (block_k + BK < end_k) {
             prefetch_a(a_base, row0, block_k + BK);
+        }
+#endif
+#ifdef B_PREFETCH
+        if (block_k + BK < end_k) {
+            prefetch_b(b_base, col0, n_cols, block_k + BK);
         }
 #endif
 
