@@ -751,8 +751,8 @@ uint b_first(uint b_base, uint at)
 // B's next K step, prefetched like A's: each B quad as 4 floats in registers, loaded before
 // this step's products and staged next step. A quad is read through a 4-wide view of B so
 // that nothing waits on the load until it is staged (the 8-wide B_TYPE would load both halves
-// and pick one). Aligned quads only (uniform; otherwise stage_tiles reads them as before).
-// The large tile at 4096 x 512 has 128 workgroups, one per SM, so nothing else ran while a
+// and pick one). Aligned quads only (uniform; stage_tiles reads unaligned B element by
+// element). The large tile at 4096 x 512 has 128 workgroups, one per SM, so nothing else ran while a
 // step's loads came in. With A's prefetch, against the tree without either (H200): f16 rows
 // 2.05 / 1.13 / 2.15x, q4_0 1.93 / 1.19x; 164 registers on f16 (112 before), 253 on q8_0.
 #define B_PREFETCH 1
@@ -762,17 +762,6 @@ bool b_is_half(vec4 v) { return false; }
 bool b_is_half(mat2x4 v) { return false; }
 bool b_is_half(f16vec4 v) { return true; }
 bool b_is_half(f16mat2x4 v) { return true; }
-layout(binding = 1) readonly buffer B1F { float data_b1f[]; };
-layout(binding = 1) readonly buffer B1H { float16_t data_b1h[]; };
-
-// B element i, through the scalar views (stage_tiles' unaligned B; b_value's value).
-float b_elem(uint i)
-{
-    if (b_is_half(B_TYPE(0))) {
-        return float(data_b1h[i]);
-    }
-    return data_b1f[i];
-}
 vec4 b_next[QUAD_LOADS_B];
 
 void prefetch_b(uint b_base, uint col0, uint n_cols, uint block_k)
@@ -805,6 +794,18 @@ void stage_b_quad(uint r, uint c, uint col0, uint block_k, uint end_k, uint n_co
             buf_b[b_at(r, c + e)] = FLOAT_TYPE(v[e]);
         }
     }
+}
+
+// Loads the K step at block_k into registers for stage_tiles' next call, for the types that
+// prefetch (nothing otherwise).
+void prefetch(uint a_base, uint row0, uint b_base, uint col0, uint n_cols, uint block_k)
+{
+#if defined(A_PREFETCH) || defined(A_PREFETCH_F16)
+    prefetch_a(a_base, row0, block_k);
+#endif
+#ifdef B_PREFETCH
+    prefetch_b(b_base, col0, n_cols, block_k);
+#endif
 }
 
 // Stages A rows row0 .. row0 + BM - 1 and the BN columns from col0 for k in
@@ -859,9 +860,8 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
     }
 #else
 #ifdef A_PREFETCH_F16
-    // Aligned f16 A: the quads prefetch_a loaded. Unaligned: the loop below reads them, kept a
-    // loop (not copied into each unrolled step: lavapipe's JIT took about 1.5 s longer per
-    // variant with the element-wise reads unrolled).
+    // Aligned f16 A: the quads prefetch_a loaded. Unaligned: the quad loop below reads them,
+    // kept a loop rather than copied into each unrolled step (for lavapipe's JIT time, as B's).
     if (a_aligned) {
         [[unroll]] for (uint j = 0; j < QUAD_LOADS_A; ++j) {   // constant indices: registers
             const uint q = tid + j * BLOCK_SIZE;
@@ -933,7 +933,7 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
             const uint c = e % BK;
             const uint col = col0 + r;
             const uint k = block_k + c;
-            const float v = b_elem(b_first(b_base, min(col, n_cols - 1)) + min(k, p.K - 1));
+            const float v = b_value(b_first(b_base, min(col, n_cols - 1)) + min(k, p.K - 1));
             buf_b[b_at(r, c)] = FLOAT_TYPE(col < n_cols && k < end_k ? v : 0.0);
         }
     }
@@ -1017,29 +1017,15 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
     }
 #endif
 
-#if defined(A_PREFETCH) || defined(A_PREFETCH_F16)
     if (start_k < end_k) {
-        prefetch_a(a_base, row0, start_k);
+        prefetch(a_base, row0, b_base, col0, n_cols, start_k);
     }
-#endif
-#ifdef B_PREFETCH
-    if (start_k < end_k) {
-        prefetch_b(b_base, col0, n_cols, start_k);
-    }
-#endif
     for (uint block_k = start_k; block_k < end_k; block_k += BK) {
         stage_tiles(a_base, row0, col0, block_k, end_k, b_base, n_cols);
         barrier();
-#if defined(A_PREFETCH) || defined(A_PREFETCH_F16)
         if (block_k + BK < end_k) {
-            prefetch_a(a_base, row0, block_k + BK);
+            prefetch(a_base, row0, b_base, col0, n_cols, block_k + BK);
         }
-#endif
-#ifdef B_PREFETCH
-        if (block_k + BK < end_k) {
-            prefetch_b(b_base, col0, n_cols, block_k + BK);
-        }
-#endif
 
 #ifdef COOPMAT
         [[unroll]] for (uint t = 0; t < TILES_PER_WARP; ++t) {

@@ -1206,11 +1206,16 @@ impl FlashAttnCase {
                 Path::Scalar => FaArith::Scalar,
                 Path::Cm1 => FaArith::Cm1 {
                     f16acc,
-                    v_decoded: self.kv_type.is_quantized(),
+                    v_decoded: self.cm1_v_decoded(),
                 },
                 Path::Cm2 => FaArith::Cm2 { f16acc },
             },
         }
+    }
+
+    /// Whether cm1's P·V may take V decoded to f16 ([`FaArith::Cm1`]'s `v_decoded`): block V.
+    fn cm1_v_decoded(&self) -> bool {
+        self.kv_type.is_quantized()
     }
 
     /// For a coopmat pipeline (or, with `f16_scalar`, recent ggml's f16 scalar path,
@@ -1265,7 +1270,7 @@ impl FlashAttnCase {
             .collect();
         let v_decoded = plan.path == Path::Cm2
             || f16_scalar
-            || (plan.path == Path::Cm1 && self.kv_type.is_quantized());
+            || (plan.path == Path::Cm1 && self.cm1_v_decoded());
         let v_err = if v_decoded {
             v.magnitudes()
                 .map_err(err)?
