@@ -25,6 +25,7 @@ ggml | campaign | bench) source ci/gpu-machine.sh || exit 1 ;;
 esac
 case "${1:-}" in
 stage)
+    bash ci/install.sh # shaderc's from-source build needs cmake and ninja
     source ci/env.sh
     [ -x .gl/on-device.sh ] || bash ../shared/device/prepare.sh
     cargo build --release --quiet -p vkdiff

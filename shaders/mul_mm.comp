@@ -658,6 +658,12 @@ bool quads_aligned(uint stride, uint batch_stride)
     return ((stride | batch_stride | k_split | p.K) & 3u) == 0;
 }
 
+// f16 A and B prefetch (below) in the large tile only (BN = 128, one workgroup an SM at the
+// bench shapes, where it pays): the smaller tiles run where M or N is small, were never timed
+// with it, and there the code only costs lavapipe's JIT. A spec constant: their pipelines keep
+// only the plain quad loops.
+const bool prefetch_tile = BN >= 128;
+
 #if defined(DATA_A_F16)
 // f16 A's next K step, prefetched as the quantized types' above: each A quad's f16vec4 is
 // loaded into registers before this step's products and staged next step. Aligned quads only
@@ -669,7 +675,7 @@ f16vec4 a_next[QUAD_LOADS_A];
 
 void prefetch_a(uint a_base, uint row0, uint block_k)
 {
-    if (!quads_aligned(p.stride_a, p.batch_stride_a)) {
+    if (!prefetch_tile || !quads_aligned(p.stride_a, p.batch_stride_a)) {
         return;
     }
     const uint tid = gl_LocalInvocationID.x;
@@ -766,7 +772,7 @@ vec4 b_next[QUAD_LOADS_B];
 
 void prefetch_b(uint b_base, uint col0, uint n_cols, uint block_k)
 {
-    if (!quads_aligned(p.stride_b, p.batch_stride_b)) {
+    if (!prefetch_tile || !quads_aligned(p.stride_b, p.batch_stride_b)) {
         return;
     }
     const uint tid = gl_LocalInvocationID.x;
@@ -862,7 +868,7 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
 #ifdef A_PREFETCH_F16
     // Aligned f16 A: the quads prefetch_a loaded. Unaligned: the quad loop below reads them,
     // kept a loop rather than copied into each unrolled step (for lavapipe's JIT time, as B's).
-    if (a_aligned) {
+    if (prefetch_tile && a_aligned) {
         [[unroll]] for (uint j = 0; j < QUAD_LOADS_A; ++j) {   // constant indices: registers
             const uint q = tid + j * BLOCK_SIZE;
             const uint r = stage_quad_row(q);
@@ -922,12 +928,12 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
     // multiple of 4, say): element by element in a plain loop. Lavapipe's JIT time grows
     // faster than the code: with the quad loop here as well as the unrolled one, the aligned
     // pipelines of 8 matmul families took 10 s longer to compile (of 45); with this loop, 4.
-    if (b_aligned) {
+    if (prefetch_tile && b_aligned) {
         [[unroll]] for (uint j = 0; j < QUAD_LOADS_B; ++j) {   // constant indices: registers
             const uint q = tid + j * BLOCK_SIZE;
             stage_b_quad(stage_quad_row(q), stage_quad_k(q), col0, block_k, end_k, n_cols, b_next[j]);
         }
-    } else {
+    } else if (prefetch_tile) {
         for (uint e = tid; e < BN * BK; e += BLOCK_SIZE) {
             const uint r = e / BK;
             const uint c = e % BK;
@@ -936,8 +942,8 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
             const float v = b_value(b_first(b_base, min(col, n_cols - 1)) + min(k, p.K - 1));
             buf_b[b_at(r, c)] = FLOAT_TYPE(col < n_cols && k < end_k ? v : 0.0);
         }
-    }
-#else
+    } else
+#endif
     for (uint j = 0; j < QUAD_LOADS_B; ++j) {
         const uint q = tid + j * BLOCK_SIZE;
         const uint r = stage_quad_row(q);
@@ -945,7 +951,6 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
         const vec4 b = b_quad(b_first(b_base, min(col0 + r, n_cols - 1)), block_k + c, b_aligned);
         stage_b_quad(r, c, col0, block_k, end_k, n_cols, b);
     }
-#endif
 }
 
 // Writes one result: D(m, col) of the MUL_MAT batch at d_base, or of the (slot, token) pair
