@@ -33,9 +33,11 @@ void thread_scales(uint ib, uint t, out vec2 sc[4])
     k4_thread_scales(a_bytes16(144 * ib, 16), t, sc);
 }
 
-// Two super-blocks per pass with 2 and 4 columns; with 8, rows outer and one a pass
-// (mul_mat_vec_superblock.comp).
+// Two super-blocks per pass with 2 columns; one with 4 (H100, 4096 x 4096: 1.06x two a pass,
+// which was 0.96 of upstream 0.1.109; 2 columns took 0.96x with one); with 8, rows outer and
+// one a pass (mul_mat_vec_superblock.comp).
 #define KQ_UNROLL_COLUMNS 2
+#define KQ_UNROLL_4_COLUMNS 1
 #define KQ_UNROLL_8_COLUMNS 1
 #define KQ_COLUMNS_OUTER_FROM 9
 

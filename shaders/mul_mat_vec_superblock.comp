@@ -70,11 +70,15 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
 #ifndef KQ_UNROLL_COLUMNS
 #define KQ_UNROLL_COLUMNS 1
 #endif
-// With 8 columns a type may take another count (q4_K: 1 there, 2 with 2 and 4 columns).
+// With 4 (4 to 7) or 8 columns a type may take another count (q4_K: 2 only with 2 and 3).
+#ifndef KQ_UNROLL_4_COLUMNS
+#define KQ_UNROLL_4_COLUMNS KQ_UNROLL_COLUMNS
+#endif
 #ifndef KQ_UNROLL_8_COLUMNS
 #define KQ_UNROLL_8_COLUMNS KQ_UNROLL_COLUMNS
 #endif
 const uint UNROLL = NUM_COLS >= 8 ? KQ_UNROLL_8_COLUMNS
+                  : NUM_COLS >= 4 ? KQ_UNROLL_4_COLUMNS
                   : NUM_COLS >= 2 ? KQ_UNROLL_COLUMNS
                                   : KQ_UNROLL;
 
