@@ -251,6 +251,7 @@ void chunk_step(uint chunk, bool valid, uint a_first_block, uint blocks_per_row,
 // order: whole passes of UNROLL, then the rest half as many a pass, where the chunks past the
 // end re-read the last one and add nothing (as accumulate_quads; H100, q4_0 MoE 128x2048x768
 // 1.02x one pass of 4, the 4096-wide rows 1.00-1.02x).
+const uint CHUNK_TAIL = max(UNROLL / 2, 1);
 void accumulate_chunks(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     const uint blocks_per_row = p.ncols / QUANT_K;
@@ -263,8 +264,8 @@ void accumulate_chunks(uint a_offset, uint b_offset, uint first_row, uint num_ro
                        first_row, num_rows);
         }
     }
-    for (; chunk < chunks_per_row; chunk += max(UNROLL / 2, 1) * BLOCK_SIZE) {
-        [[unroll]] for (uint u = 0; u < max(UNROLL / 2, 1); ++u) {
+    for (; chunk < chunks_per_row; chunk += CHUNK_TAIL * BLOCK_SIZE) {
+        [[unroll]] for (uint u = 0; u < CHUNK_TAIL; ++u) {
             const uint cu = chunk + u * BLOCK_SIZE;
             chunk_step(min(cu, chunks_per_row - 1), cu < chunks_per_row, a_first_block,
                        blocks_per_row, b_offset, first_row, num_rows);

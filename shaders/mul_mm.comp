@@ -925,10 +925,10 @@ void stage_tiles(uint a_base, uint row0, uint col0, uint block_k, uint end_k,
 #endif
 #ifdef B_PREFETCH
     // Large tile (prefetch_tile), aligned B: the quads prefetch_b loaded; unaligned B (a batch
-    // stride that is not a multiple of 4, say): element by element in a plain loop. Smaller
-    // tiles: the quad loop below. Lavapipe's JIT time grows
-    // faster than the code: with the quad loop here as well as the unrolled one, the aligned
-    // pipelines of 8 matmul families took 10 s longer to compile (of 45); with this loop, 4.
+    // stride that is not a multiple of 4, say): element by element in a plain loop, as
+    // lavapipe's JIT time grows faster than the code (with the quad loop here as well as the
+    // unrolled one, the aligned pipelines of 8 matmul families took 10 s longer to compile, of
+    // 45; with this loop, 4). Smaller tiles: the quad loop below.
     if (prefetch_tile && b_aligned) {
         [[unroll]] for (uint j = 0; j < QUAD_LOADS_B; ++j) {   // constant indices: registers
             const uint q = tid + j * BLOCK_SIZE;
