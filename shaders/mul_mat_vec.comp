@@ -251,7 +251,7 @@ void chunk_step(uint chunk, bool valid, uint a_first_block, uint blocks_per_row,
 // order: whole passes of UNROLL, then the rest half as many a pass, where the chunks past the
 // end re-read the last one and add nothing (as accumulate_quads; H100, q4_0 MoE 128x2048x768
 // 1.02x one pass of 4, the 4096-wide rows 1.00-1.02x).
-const uint CHUNK_TAIL = max(UNROLL / 2, 1);
+const uint CHUNK_TAIL = UNROLL >= 2 ? UNROLL / 2 : 1;   // (max() is no spec-constant op)
 void accumulate_chunks(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     const uint blocks_per_row = p.ncols / QUANT_K;
