@@ -250,20 +250,30 @@ void chunk_step(uint chunk, bool valid, uint a_first_block, uint blocks_per_row,
 // 8-element chunks tid, tid + BLOCK_SIZE, ... of each row (ncols a multiple of QUANT_K), in
 // order: whole passes of UNROLL, then the rest half as many a pass, where the chunks past the
 // end re-read the last one and add nothing (as accumulate_quads; H100, q4_0 MoE 128x2048x768
-// 1.02x one pass of 4, the 4096-wide rows 1.00-1.02x).
+// 1.02x one pass of 4, the 4096-wide rows 1.00-1.02x). iq4_nl keeps one loop of UNROLL a pass
+// with the clamp in every step: H100 (session 42), its one-column rows ran 1.05 / 1.01 / 1.09x
+// faster that way, while iq4_xs ran 0.92-0.96x and q4_1 / q5_1 0.97-1.00x.
+#if defined(DATA_A_IQ4_NL)
+#define CHUNK_WHOLE_PASSES 0
+const uint CHUNK_TAIL = UNROLL;
+#else
+#define CHUNK_WHOLE_PASSES 1
 const uint CHUNK_TAIL = UNROLL >= 2 ? UNROLL / 2 : 1;   // (max() is no spec-constant op)
+#endif
 void accumulate_chunks(uint a_offset, uint b_offset, uint first_row, uint num_rows)
 {
     const uint blocks_per_row = p.ncols / QUANT_K;
     const uint a_first_block = a_offset / QUANT_K;
     const uint chunks_per_row = blocks_per_row * CHUNKS_PER_BLOCK;
     uint chunk = gl_LocalInvocationID.x;
+#if CHUNK_WHOLE_PASSES
     for (; chunk + (UNROLL - 1) * BLOCK_SIZE < chunks_per_row; chunk += UNROLL * BLOCK_SIZE) {
         [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
             chunk_step(chunk + u * BLOCK_SIZE, true, a_first_block, blocks_per_row, b_offset,
                        first_row, num_rows);
         }
     }
+#endif
     for (; chunk < chunks_per_row; chunk += CHUNK_TAIL * BLOCK_SIZE) {
         [[unroll]] for (uint u = 0; u < CHUNK_TAIL; ++u) {
             const uint cu = chunk + u * BLOCK_SIZE;
