@@ -19,3 +19,5 @@ device_bench q4kco2 30 --shaders $T/q4kco2 --against shaders -o mul_mat_vec --va
 QUIET=1 device_run q8chunk1_run 20 $T/q8chunk1 -o mul_mat_vec --variant q8_0 --cases 60 --devices 0,0,0,0
 device_bench q8chunk1 30 --shaders $T/q8chunk1 --against shaders -o mul_mat_vec --variant 'q8_0_f32_f32' --row '1 col' --rounds 3 | cut -c1-180; pack
 grep -h "^stats" "$LOGS"/cm2q8*.log | grep q8_0 | sort -u | cut -c1-220
+# q5_K's one-column rows since e64134a (four super-blocks a pass), against upstream; q6_K beside it
+device_bench q5k_up 40 --against $U -o mul_mat_vec --variant 'q5_k_f32_f32$,q6_k_f32_f32$' --row '1 col' --rounds 3 | cut -c1-180; pack
