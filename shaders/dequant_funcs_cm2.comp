@@ -44,8 +44,7 @@ uvec2 scale_min_k4(const uint sb, const uint s0, const uint s4, const uint s8)
 
 #if defined(DATA_A_Q4_0)
 // block_q4_0 with qs read as 16-bit words (same 18 bytes). With the words and small_int_f16 the
-// H200's cm2 q4_0 matmul rows went from 0.91 to 1.01 of upstream's speed; the same change for
-// q8_0 changed nothing, so q8_0 keeps its byte reads.
+// H200's cm2 q4_0 matmul rows went from 0.91 to 1.01 of upstream's speed (q8_0: below).
 struct block_q4_0_words { float16_t d; uint16_t qs[8]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufQ4_0 { block_q4_0_words block; };
 float16_t dequantFuncQ4_0(DECODE_ARGS(decodeBufQ4_0))
@@ -99,10 +98,15 @@ float16_t dequantFuncQ5_1(DECODE_ARGS(decodeBufQ5_1))
 #endif
 
 #if defined(DATA_A_Q8_0)
-layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufQ8_0 { block_q8_0 block; };
+// qs read as 16-bit words and the element's byte taken with unpack8: on the H100 (session 43)
+// the pipeline then had no local memory (0x220 bytes with byte reads) and 44,032 bytes of shared
+// memory (48,128), and ran the three cm2 q8_0 rows 1.01 / 1.00 / 1.01x the byte reads.
+struct block_q8_0_words { float16_t d; int16_t qs[16]; };
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer decodeBufQ8_0 { block_q8_0_words block; };
 float16_t dequantFuncQ8_0(DECODE_ARGS(decodeBufQ8_0))
 {
-    return bl.block.d * float16_t(int(bl.block.qs[coordInBlock[1]]));
+    const uint e = coordInBlock[1];
+    return bl.block.d * float16_t(unpack8(bl.block.qs[e >> 1])[e & 1u]);
 }
 #define dequantFuncA dequantFuncQ8_0
 #endif
