@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 43, call 5 (about 120 s, the session's last device seconds): cm2 q8_0 decode reading
 # qs as 16-bit words with unpack8 (q8u8), on top of B-first (c6fe4c1), against the committed
-# tree. Session 37's word form used shifts (0.87 of upstream then, as the byte reads).
+# tree. Session 34's word form used shifts (H200: 0.87 of upstream, the byte reads 0.90-0.91).
 # Stage: bash ci/stage-trees.sh docs/plans/device-s43e (the binary of ci/gpu.sh stage at 426d783)
 source ci/device-calls.sh "$1" || exit 1
 OUT=$1
