@@ -190,7 +190,7 @@ ACC_TYPE store_mm(const in uint32_t row, const in uint32_t col, const in ACC_TYP
 // 14336x512x4096 (BK = 64): 8 steps 112.7 / 238.9 us, 4 steps 123.0 / 257.5, 2 steps 141.1 /
 // 293.5, 1 step 173.1 / 354.8. q4_0 (with its 16-bit decode) 14336x512x4096 and
 // 4096x512x14336: upstream's time / ours 1.06 / 1.07 with 8 steps, 1.01 / 1.02 with 4; q8_0
-// unchanged (0.89-0.91).
+// unchanged (0.89-0.91, before B's load came first: K_STEP).
 // MUL_MAT_ID does not unroll: its gathered B loads go through decodeFuncB, and one step per
 // pass ran the 128 x 768 x 2048 MoE row 1.3x faster on the H100. (UNROLL_K = 0: the
 // unrolled loop is left out and every step runs in the one-step loop.)
@@ -224,6 +224,8 @@ const uint UNROLL_K = QUANT_K == 256 ? 256 : 8 * BK;
         }                                                                                  \
         STORE(acc, BNX);                                                                   \
     }
+#define LOAD_B(BNX, LB, KK)                                                                \
+    coopMatLoadTensorNV(mat_b, data_b, 0, sliceTensorLayoutNV(LB, b_row0, BNX, KK, BK), B_VIEW_ARGS)
 // B's tensor load is issued before A's: on the H100 (session 43, against upstream 0.1.109) this
 // took the q8_0 rows from 0.89-0.91 to 0.95-0.96 of upstream's speed, q4_0 from 1.06-1.07 to
 // 1.07-1.08, f16 from 0.99-1.00 to 0.99-1.01. Not on the MUL_MAT_ID path, whose gathered B
@@ -239,8 +241,6 @@ const uint UNROLL_K = QUANT_K == 256 ? 256 : 8 * BK;
     LOAD_A(mat_a, LA, a_row0, KK);                                                         \
     acc = coopMatMulAdd(mat_a, mat_b, acc);
 #endif
-#define LOAD_B(BNX, LB, KK)                                                                \
-    coopMatLoadTensorNV(mat_b, data_b, 0, sliceTensorLayoutNV(LB, b_row0, BNX, KK, BK), B_VIEW_ARGS)
 
 void main()
 {
