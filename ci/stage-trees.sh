@@ -5,6 +5,7 @@
 # From the repository root, after `UPSTREAM=0.1.109 bash ci/gpu.sh stage`; then on the device
 # (carry .gl and .devbin) `bash .devbin/sNNa.sh $OUT`.
 set -euo pipefail
+shopt -s nullglob # a plan may have no patches
 for dir in "$@"; do
     for p in "$dir"/*.patch; do
         t=.devbin/trees/$(basename "$p" .patch)
