@@ -966,9 +966,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                         ),
                     };
                     let build = crate::ggml::build::build(dir)?;
-                    let (gpu, mut driver) =
+                    let (gpu, driver) =
                         crate::ggml::open(target.device.as_deref(), &build.lib_dir, config)?;
-                    driver.timing = Some(crate::ggml::ffi::Timing { warmup, repeats });
                     (
                         gpu,
                         Some((
@@ -1007,6 +1006,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             }
             // Clocks up first: the ceilings and every timed job are measured at them.
             bench::start_heater(&mut gpu, target.device.as_deref());
+            if let Some((driver, _)) = ggml.as_mut() {
+                driver.timing = Some(crate::ggml::ffi::Timing {
+                    warmup,
+                    repeats,
+                    heater: gpu.heater(),
+                });
+            }
             let ceilings =
                 bench::ceilings(&mut gpu, &mut ShaderTree::new(crate::default_shader_dir()));
             let mode = BenchMode {
@@ -1046,8 +1052,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                         if let Some(o) = other.as_mut() {
                             theirs.push(bench::time(gpu, o, &b.case, mode, time_wrong));
                         } else if let Some((driver, _)) = ggml.as_mut() {
-                            // ggml's host submits its own work: no heater load beside it.
-                            let _paused = gpu.heater().map(|h| h.pause());
+                            // The heater pauses for ggml's computes only (ffi::Timing).
                             theirs.push(bench::time_graph(gpu, driver, &b.case));
                         }
                     };

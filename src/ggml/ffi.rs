@@ -153,12 +153,17 @@ pub struct GraphRun {
 }
 
 /// Timing of a graph (`vkdiff bench --ggml`): untimed computes, then timed ones.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct Timing {
     /// Untimed computes after the judged one.
     pub warmup: u32,
     /// Timed computes; the median is kept.
     pub repeats: u32,
+    /// The bench's heater, paused for the warmup and timed computes only, as for vkdiff's own
+    /// timed jobs. Paused for the whole case (inputs, reference, uploads: seconds of host work
+    /// on the large rows) the GPU clocked down and ggml's computes ran up to 4x slower in the
+    /// first rounds of a row (H100, session 44).
+    pub heater: Option<std::sync::Arc<vkdiff_gpu::heat::Heater>>,
 }
 
 /// Why a graph gave no result.
@@ -365,6 +370,7 @@ impl Ggml {
         // The same graph again, inputs in place: graph_compute is synchronous, so its wall time
         // is ggml's whole cost of the op (command recording, submit, GPU time, wait).
         let compute_ns = timing.filter(|_| status == 0).map(|t| {
+            let _paused = t.heater.as_ref().map(|h| h.pause());
             for _ in 0..t.warmup {
                 (a.ggml_backend_graph_compute)(self.backend, graph);
             }

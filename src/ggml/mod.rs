@@ -167,7 +167,7 @@ impl GraphExec for Driver {
             return Err(Outcome::Skip(reason));
         }
         let start = std::time::Instant::now();
-        match self.ggml.run(op, self.timing) {
+        match self.ggml.run(op, self.timing.clone()) {
             Ok(mut r) => Ok(KernelRun {
                 values: {
                     // VKDIFF_GGML_INJECT=<op name>: a wrong first element, the negative control

@@ -5,7 +5,8 @@ The bench's ggml column is the wall time of ggml_backend_graph_compute (recordin
 wait included), ours is GPU timestamps. ggml's perf logger prints each compute's GPU time
 ("Total time: X us.") to stderr; the bench prints "<variant> <label>: row took" after each row,
 so the blocks between two such lines are that row's ggml computes (warmup and timed, all
-rounds). Their median sets ggml's GPU time beside ours.
+rounds). Their median and their minimum (the computes at full clocks: between rows the GPU
+may clock down while ggml's host works alone, session 44) set ggml's GPU time beside ours.
 Usage: ggml_gpu.py BENCH.log BENCH.err  (device_bench's two files)"""
 import re
 import statistics
@@ -19,7 +20,7 @@ for line in open(log, encoding="utf-8"):
         # kernel variant shape... median spread GB/s %bw GFLOP/s %peak against spread ratio rank status
         rows[(t[1], " ".join(t[2:-11]))] = (t[-11], t[-5], t[-1])
 totals = []
-print("| kernel variant | shape | ours µs | ggml wall µs | ggml GPU µs (median of n) | GPU ratio |")
+print("| kernel variant | shape | ours µs | ggml wall µs | ggml GPU µs median (n) / min | ratio by median / min |")
 print("|---|---|---|---|---|---|")
 for line in open(err, encoding="utf-8", errors="replace"):
     m = re.match(r"Total time: ([0-9.]+) us", line)
@@ -31,12 +32,13 @@ for line in open(err, encoding="utf-8", errors="replace"):
         variant, label = m.group(1), m.group(2)
         ours, wall, status = rows.get((variant, label), ("?", "?", "?"))
         if totals:
-            gpu = statistics.median(totals)
+            gpu, fastest = statistics.median(totals), min(totals)
             try:
-                ratio = f"{gpu / float(ours.replace(',', '')):.2f}"
+                o = float(ours.replace(",", ""))
+                ratio = f"{gpu / o:.2f} / {fastest / o:.2f}"
             except ValueError:
                 ratio = "?"
-            print(f"| {variant} | {label} | {ours} | {wall} | {gpu:.1f} ({len(totals)}) | {ratio} |")
+            print(f"| {variant} | {label} | {ours} | {wall} | {gpu:.1f} ({len(totals)}) / {fastest:.1f} | {ratio} |")
         else:
             print(f"| {variant} | {label} | {ours} | {wall} | none ({status}) | |")
         totals = []
