@@ -3,7 +3,7 @@
 # 0.1.161 through its own host (`vkdiff bench --ggml`), on its best path (cm2), 3 rounds a
 # row: every mat-vec, mat-vec ID and wkv7 row and the cm2 flash-attention, mul_mm and
 # MUL_MAT_ID rows. The bench's ggml column is graph_compute's wall time; GGML_VK_PERF_LOGGER
-# makes ggml print each compute's GPU time too, which ggml_gpu.py (here) sets beside ours.
+# makes ggml print each compute's GPU time too, which ci/ggml-gpu-times.py sets beside ours.
 # Stage (main, clean): GGML=0.1.161 bash ci/gpu.sh stage && bash ci/stage-trees.sh docs/plans/device-s44g
 # Run with carry [".gl", ".devbin"]: bash .devbin/s44g.sh $OUT
 source ci/device-calls.sh "$1" || exit 1

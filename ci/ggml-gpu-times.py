@@ -5,9 +5,11 @@ The bench's ggml column is the wall time of ggml_backend_graph_compute (recordin
 wait included), ours is GPU timestamps. ggml's perf logger prints each compute's GPU time
 ("Total time: X us.") to stderr; the bench prints "<variant> <label>: row took" after each row,
 so the blocks between two such lines are that row's ggml computes (warmup and timed, all
-rounds). Their median and their minimum (the computes at full clocks: between rows the GPU
-may clock down while ggml's host works alone, session 44) set ggml's GPU time beside ours.
-Usage: ggml_gpu.py BENCH.log BENCH.err  (device_bench's two files)"""
+rounds). Their median sets ggml's GPU time beside ours; their minimum is a check on the clocks
+(while the bench's heater paused for all of ggml's host work, before session 44, the median of
+the large rows came out up to 4x the minimum).
+Usage: GGML_VK_PERF_LOGGER=1 vkdiff bench --ggml DIR [...] > BENCH.log 2> BENCH.err
+       python3 ci/ggml-gpu-times.py BENCH.log BENCH.err"""
 import re
 import statistics
 import sys
