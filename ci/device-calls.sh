@@ -6,6 +6,11 @@
 #   device_run NAME LIMIT TREE [vkdiff run args]   cases of the shader tree TREE (QUIET=1: no
 #                                                  line per variant, only the summary)
 #   device_bench NAME LIMIT [vkdiff bench args]    bench rows, starting none after LIMIT s
+#   device_ggml NAME LIMIT VERSION CONFIG [args]   bench rows against ggml VERSION's own backend
+#                                                  (.devbin/ggml-VERSION.tgz, from `GGML=VERSION
+#                                                  ci/gpu.sh stage`) on path CONFIG, ggml's GPU
+#                                                  time per compute in NAME.err (its perf logger;
+#                                                  here: ci/ggml-gpu-times.py NAME.log NAME.err)
 V=${V:-.devbin/vkdiff}
 U=.devbin/upstream-shaders
 T=.devbin/trees
@@ -29,4 +34,10 @@ device_bench() {
     timeout $((l + 40)) bash .gl/on-device.sh "$V" bench "$@" --time-limit "$l" > "$LOGS/$n.log" 2> "$LOGS/$n.err"
     echo "$n rc=$? $(( $(date +%s) - s )) s"
     grep -E '^(flash_|mul_|wkv7|summary)' "$LOGS/$n.log" | cut -c1-250
+}
+
+device_ggml() {
+    local n=$1 l=$2 v=$3 c=$4; shift 4
+    [ -d ".devbin/ggml-$v" ] || tar xzf ".devbin/ggml-$v.tgz" -C .devbin
+    GGML_VK_PERF_LOGGER=1 device_bench "$n" "$l" --shaders shaders --ggml ".devbin/ggml-$v" --config "$c" "$@"
 }
