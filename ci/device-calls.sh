@@ -10,7 +10,8 @@
 #                                                  (.devbin/ggml-VERSION.tgz, from `GGML=VERSION
 #                                                  ci/gpu.sh stage`) on path CONFIG, ggml's GPU
 #                                                  time per compute in NAME.err (its perf logger;
-#                                                  here: ci/ggml-gpu-times.py NAME.log NAME.err)
+#                                                  here: ci/ggml-gpu-times.py NAME.log NAME.err);
+#                                                  our side: TREE (default shaders)
 V=${V:-.devbin/vkdiff}
 U=.devbin/upstream-shaders
 T=.devbin/trees
@@ -39,5 +40,5 @@ device_bench() {
 device_ggml() {
     local n=$1 l=$2 v=$3 c=$4; shift 4
     [ -d ".devbin/ggml-$v" ] || tar xzf ".devbin/ggml-$v.tgz" -C .devbin
-    GGML_VK_PERF_LOGGER=1 device_bench "$n" "$l" --shaders shaders --ggml ".devbin/ggml-$v" --config "$c" "$@"
+    GGML_VK_PERF_LOGGER=1 device_bench "$n" "$l" --shaders "${TREE:-shaders}" --ggml ".devbin/ggml-$v" --config "$c" "$@"
 }
