@@ -9,13 +9,7 @@
 source ci/device-calls.sh "$1" || exit 1
 OUT=$1
 pack() { tar czf "$OUT/logs.tgz" -C "$OUT" logs; }
-tar xzf .devbin/ggml-0.1.161.tgz -C .devbin
-export GGML_VK_PERF_LOGGER=1
-g() {
-    local n=$1 l=$2; shift 2
-    device_bench "$n" "$l" --shaders shaders --ggml .devbin/ggml-0.1.161 --config cm2 "$@" --rounds 3 | cut -c1-200
-    pack
-}
+g() { device_ggml "$1" "$2" 0.1.161 cm2 "${@:3}" --rounds 3 | cut -c1-200; pack; }
 g g_mv 170 -o mul_mat_vec
 g g_mvid 30 -o mul_mat_vec_id
 g g_wkv7 15 -o wkv7

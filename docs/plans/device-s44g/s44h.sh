@@ -8,13 +8,7 @@
 source ci/device-calls.sh "$1" || exit 1
 OUT=$1
 pack() { tar czf "$OUT/logs.tgz" -C "$OUT" logs; }
-tar xzf .devbin/ggml-0.1.161.tgz -C .devbin
-export GGML_VK_PERF_LOGGER=1
-g() {
-    local n=$1 l=$2; shift 2
-    device_bench "$n" "$l" --shaders shaders --ggml .devbin/ggml-0.1.161 --config cm2 "$@" --rounds 3 | cut -c1-200
-    pack
-}
+g() { device_ggml "$1" "$2" 0.1.161 cm2 "${@:3}" --rounds 3 | cut -c1-200; pack; }
 g h_mm2 90 -o mul_mm --variant 'cm2$' --row '4096×512×4096'
 g h_mmid2 70 -o mul_mm_id --variant 'cm2$' --row '128×768×2048'
 g h_fa2 30 -o flash_attn --variant 'cm2$' --row 'N=512'
