@@ -36,7 +36,9 @@
 //     z in row_ids; column c of the expert's product is B row row_ids[c] (gathered by a B
 //     decode callback) and is stored element-wise to (slot, token). A workgroup loops over
 //     the column tiles ic, ic + NumWorkGroups.y, ... so an expert with more matches than the
-//     dispatch's columns (duplicate ids in a token, 8.5) is still finished.
+//     dispatch's columns (duplicate ids in a token, 8.5) is still finished; one with no tile
+//     of its own leaves after the gather. With enable_smaller_matrices an expert's last tile
+//     is BN/4 or BN/2 wide when its matches fit.
 // Stores: on the fast path a tile inside D (columns < N too) is one tensor store through
 // D's stacked layout (split, batch, column rows of M; needs batch_stride_d a multiple of
 // stride_d and stride_d of 8); every other tile is stored per element (coopMatPerElementNV),
@@ -269,11 +271,18 @@ void main()
     const uint seg = (pairs + BLOCK_SIZE - 1) / BLOCK_SIZE;
     const uint t = gl_LocalInvocationID.x;
     const uint first = min(t * seg, pairs), last = min(first + seg, pairs);
+    // Pair i is (slot i % nei0, token i / nei0), walked with two counters: no division per
+    // pair (both scans run in every workgroup, most of which have no matches of their own).
+    const uint first_slot = first % p.nei0, first_token = first / p.nei0;
     uint count = 0;
+    uint ii0 = first_slot, ii1 = first_token;
     for (uint i = first; i < last; i++) {
-        const uint ii1 = i / p.nei0, ii0 = i % p.nei0;
         if (data_ids[ii1 * p.nbi1 + ii0] == int(expert)) {
             count++;
+        }
+        if (++ii0 == p.nei0) {
+            ii0 = 0;
+            ii1++;
         }
     }
     seg_count[t] = count;
@@ -289,16 +298,31 @@ void main()
     }
     barrier();
     uint slot = seg_count[t];
-    for (uint i = first; i < last; i++) {
-        const uint ii1 = i / p.nei0, ii0 = i % p.nei0;
+    const uint slot_end = slot + count;
+    // The second scan only where its matches meet this workgroup's column tiles (y, y + G, ...):
+    // only their row_ids are read. A workgroup with no tile of its own leaves here.
+    const uint y = gl_WorkGroupID.y, g = gl_NumWorkGroups.y;
+    const uint lo = max(slot / BN, y);
+    const uint first_own = lo + (g - (lo - y) % g) % g;
+    const bool writes = count > 0 && first_own * BN < slot_end;
+    ii0 = first_slot;
+    ii1 = first_token;
+    for (uint i = first; writes && slot < slot_end; i++) {
         if (data_ids[ii1 * p.nbi1 + ii0] == int(expert)) {
             row_ids[slot] = u16vec2(ii0, ii1);
             row_b_slot[slot] = uint16_t(ii0 % p.ne11);
             slot++;
         }
+        if (++ii0 == p.nei0) {
+            ii0 = 0;
+            ii1++;
+        }
     }
     barrier();
     matches = num_matches;
+    if (y * BN >= matches) {
+        return;
+    }
 
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> layout_a =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
@@ -315,10 +339,22 @@ void main()
                                           ((end_k + BK - 1) / BK) * BK);
     layout_b = setTensorLayoutStrideNV(layout_b, p.stride_b, 1);
 
+    // An expert's last column tile is as narrow as its matches allow (BN / 4, BN / 2 or BN
+    // columns) where the host enables smaller matrices, as on the MUL_MAT fast path: with MoE
+    // shapes most experts have a few dozen matches, so a whole BN-wide tile (256 columns in the
+    // f16 large tile) would be mostly zeros through the tensor cores. Each width runs the same
+    // K steps, so the same error model holds. Not in the configs the host leaves it off: on
+    // the H100 the quantized one (BM 128, BN 64, BK 16) wrote nothing from a 16-wide tile.
     for (uint ic = gl_WorkGroupID.y; ic * BN < matches; ic += gl_NumWorkGroups.y) {
         const uint b_row0 = ic * BN;
 #define STORE_ID(acc, BNX) coopMatPerElementNV(acc, acc, store_id, ir * BM, ic * BN)
-        TILE(BN, layout_a, layout_b, start_k, STORE_ID)
+        if (enable_smaller_matrices && ic * BN + BN_QUARTER >= matches) {
+            TILE(BN_QUARTER, layout_a, layout_b, start_k, STORE_ID)
+        } else if (enable_smaller_matrices && ic * BN + BN_HALF >= matches) {
+            TILE(BN_HALF, layout_a, layout_b, start_k, STORE_ID)
+        } else {
+            TILE(BN, layout_a, layout_b, start_k, STORE_ID)
+        }
     }
 #else
     const uint blocks_m = (p.M + BM - 1) / BM;
