@@ -12,10 +12,14 @@
 #                                                  time per compute in NAME.err (its perf logger;
 #                                                  here: ci/ggml-gpu-times.py NAME.log NAME.err);
 #                                                  our side: TREE (default shaders)
+#   device_pack                                    OUT/logs.tgz from the logs so far: after each
+#                                                  step, so a call cut at its limit still brings
+#                                                  back what finished
 V=${V:-.devbin/vkdiff}
 U=.devbin/upstream-shaders
 T=.devbin/trees
-LOGS=${1:?usage: source ci/device-calls.sh OUT}/logs
+OUT_DIR=${1:?usage: source ci/device-calls.sh OUT}
+LOGS=$OUT_DIR/logs
 mkdir -p "$LOGS"
 source ci/gpu-machine.sh || return 1
 bash .gl/on-device.sh true
@@ -41,4 +45,8 @@ device_ggml() {
     local n=$1 l=$2 v=$3 c=$4; shift 4
     [ -d ".devbin/ggml-$v" ] || tar xzf ".devbin/ggml-$v.tgz" -C .devbin
     GGML_VK_PERF_LOGGER=1 device_bench "$n" "$l" --shaders "${TREE:-shaders}" --ggml ".devbin/ggml-$v" --config "$c" "$@"
+}
+
+device_pack() {
+    tar czf "$OUT_DIR/logs.tgz" -C "$OUT_DIR" logs
 }

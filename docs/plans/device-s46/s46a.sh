@@ -7,8 +7,6 @@
 # Run with carry [".gl", ".devbin"]: bash .devbin/s46a.sh $OUT; then, here, for each ggml row file:
 #   python3 ci/ggml-gpu-times.py logs/NAME.log logs/NAME.err
 source ci/device-calls.sh "$1" || exit 1
-OUT=$1
-pack() { tar czf "$OUT/logs.tgz" -C "$OUT" logs; }
-device_bench mmid_u 150 --against $U -o mul_mm_id --variant 'cm2$' --rounds 3 | cut -c1-180; pack
-device_ggml mmid_g 150 0.1.161 cm2 -o mul_mm_id --variant 'cm2$' --rounds 3 | cut -c1-200; pack
-device_ggml fa_pre_g 200 0.1.161 cm2 -o flash_attn --variant 'cm2$' --row 'N=512' --rounds 3 | cut -c1-200; pack
+device_bench mmid_u 150 --against $U -o mul_mm_id --variant 'cm2$' --rounds 3 | cut -c1-180; device_pack
+device_ggml mmid_g 150 0.1.161 cm2 -o mul_mm_id --variant 'cm2$' --rounds 3 | cut -c1-200; device_pack
+device_ggml fa_pre_g 200 0.1.161 cm2 -o flash_attn --variant 'cm2$' --row 'N=512' --rounds 3 | cut -c1-200; device_pack
