@@ -226,6 +226,16 @@ const uint UNROLL_K = QUANT_K == 256 ? 256 : 8 * BK;
         }                                                                                  \
         STORE(acc, BNX);                                                                   \
     }
+// Column tile ic when VALID columns exist in all (N, or the expert's matches): BN/4 or BN/2
+// wide where the valid ones fit and the host enables smaller matrices, else BN.
+#define TILE_FITTED(VALID, LA, LB, K0, STORE)                                               \
+    if (enable_smaller_matrices && ic * BN + BN_QUARTER >= VALID) {                        \
+        TILE(BN_QUARTER, LA, LB, K0, STORE)                                                \
+    } else if (enable_smaller_matrices && ic * BN + BN_HALF >= VALID) {                    \
+        TILE(BN_HALF, LA, LB, K0, STORE)                                                   \
+    } else {                                                                               \
+        TILE(BN, LA, LB, K0, STORE)                                                        \
+    }
 #define LOAD_B(BNX, LB, KK)                                                                \
     coopMatLoadTensorNV(mat_b, data_b, 0, sliceTensorLayoutNV(LB, b_row0, BNX, KK, BK), B_VIEW_ARGS)
 // B's tensor load is issued before A's: on the H100 (session 43, against upstream 0.1.109) this
@@ -339,22 +349,16 @@ void main()
                                           ((end_k + BK - 1) / BK) * BK);
     layout_b = setTensorLayoutStrideNV(layout_b, p.stride_b, 1);
 
-    // An expert's last column tile is as narrow as its matches allow (BN / 4, BN / 2 or BN
-    // columns) where the host enables smaller matrices, as on the MUL_MAT fast path: with MoE
-    // shapes most experts have a few dozen matches, so a whole BN-wide tile (256 columns in the
-    // f16 large tile) would be mostly zeros through the tensor cores. Each width runs the same
-    // K steps, so the same error model holds. Not in the configs the host leaves it off: on
+    // An expert's last column tile is as narrow as its matches allow (TILE_FITTED) where the
+    // host enables smaller matrices, as on the MUL_MAT fast path: with MoE shapes most experts
+    // have a few dozen matches, so a whole BN-wide tile (256 columns in the f16 large tile)
+    // would be mostly zeros through the tensor cores. Each width runs the same K steps, so the
+    // same error model holds. Not in the configs the host leaves it off: on
     // the H100 the quantized one (BM 128, BN 64, BK 16) wrote nothing from a 16-wide tile.
     for (uint ic = gl_WorkGroupID.y; ic * BN < matches; ic += gl_NumWorkGroups.y) {
         const uint b_row0 = ic * BN;
 #define STORE_ID(acc, BNX) coopMatPerElementNV(acc, acc, store_id, ir * BM, ic * BN)
-        if (enable_smaller_matrices && ic * BN + BN_QUARTER >= matches) {
-            TILE(BN_QUARTER, layout_a, layout_b, start_k, STORE_ID)
-        } else if (enable_smaller_matrices && ic * BN + BN_HALF >= matches) {
-            TILE(BN_HALF, layout_a, layout_b, start_k, STORE_ID)
-        } else {
-            TILE(BN, layout_a, layout_b, start_k, STORE_ID)
-        }
+        TILE_FITTED(matches, layout_a, layout_b, start_k, STORE_ID)
     }
 #else
     const uint blocks_m = (p.M + BM - 1) / BM;
@@ -415,13 +419,7 @@ void main()
         tensorLayoutNV<2> fast_b = createTensorLayoutNV(2);
         fast_b = setTensorLayoutDimensionNV(fast_b, rows_b, end_k);
         fast_b = setTensorLayoutStrideNV(fast_b, p.stride_b & ~7u, 1);
-        if (enable_smaller_matrices && ic * BN + BN_QUARTER >= p.N) {
-            TILE(BN_QUARTER, fast_a, fast_b, fast_k0, STORE_FAST)
-        } else if (enable_smaller_matrices && ic * BN + BN_HALF >= p.N) {
-            TILE(BN_HALF, fast_a, fast_b, fast_k0, STORE_FAST)
-        } else {
-            TILE(BN, fast_a, fast_b, fast_k0, STORE_FAST)
-        }
+        TILE_FITTED(p.N, fast_a, fast_b, fast_k0, STORE_FAST)
     } else {
         tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> layout_a =
             createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
