@@ -279,7 +279,9 @@ pub enum Command {
         #[arg(long, default_value = "vkdiff-out")]
         out: PathBuf,
         /// Per-case time limit in seconds (default: 10 × the slowest baseline case, at least
-        /// 10): a mutant that runs longer (a hang) is killed.
+        /// 10): a case that runs longer runs again in a fresh worker with 6 × the limit (its
+        /// first try may have paid the driver's compile of the new shader); a second timeout
+        /// (a hang) kills the mutant.
         #[arg(long)]
         case_timeout: Option<f64>,
         /// Run each kernel once instead of twice.

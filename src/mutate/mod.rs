@@ -26,7 +26,9 @@
 //! - otherwise the changed variants run their campaign cases (same seed, same cases as the
 //!   baseline) in a worker process with a per-case timeout, stopping at the first failing case:
 //!   **killed** (a failure, crash, timeout, race, validation message or error) or, when every
-//!   variant passes every case, **survived**.
+//!   variant passes every case, **survived**. A timeout kills only when the case times out
+//!   again on a second, longer try in a fresh worker: a mutant's first dispatches include the
+//!   driver's compile of a shader it has never seen.
 //!
 //! A survivor that no input can kill (an **equivalent** mutant, or one this device cannot tell
 //! apart) is listed, with the reason, in an equivalence file (`mutants-equivalent.txt` beside

@@ -197,11 +197,46 @@ impl Evaluator for Timed<'_> {
     }
 }
 
+/// How much longer than the case timeout a timed-out case gets on its second try.
+///
+/// A mutant is a new shader, so its first dispatches pay the driver's compile (LLVM's JIT on
+/// lavapipe: several seconds a pipeline, more on a shared machine), which the baseline's timing
+/// does not see when the driver's shader cache already held the original. A case that times
+/// out runs once more, alone in a fresh worker, with this many times the limit; only a second
+/// timeout kills the mutant. A mutant that hangs costs (1 + this) × the timeout.
+const TIMEOUT_SECOND_TRY: u32 = 6;
+
 /// Passes cases to the worker until one kills the mutant, then skips the rest.
 pub(super) struct UntilKilled<'a> {
     inner: &'a mut Worker,
+    /// The per-case limit (the worker's own timeout).
+    timeout: Duration,
     ran: u32,
     kill: Option<(String, String, u32)>,
+}
+
+impl UntilKilled<'_> {
+    /// The case, with a timeout confirmed by a second, longer try ([`TIMEOUT_SECOND_TRY`]).
+    fn evaluate_confirmed(&mut self, case: &Case) -> Outcome {
+        let o = self.inner.evaluate(case);
+        let Outcome::Crash(first) = &o else {
+            return o;
+        };
+        if !first.starts_with("timed out") {
+            return o;
+        }
+        let longer = self.timeout * TIMEOUT_SECOND_TRY;
+        self.inner.set_timeout(Some(longer));
+        let again = self.inner.evaluate(case);
+        self.inner.set_timeout(Some(self.timeout));
+        match again {
+            Outcome::Crash(m) if m.starts_with("timed out") => Outcome::Crash(format!(
+                "{first}; again on a second try alone in a fresh worker, with {}s",
+                longer.as_secs_f64()
+            )),
+            again => again,
+        }
+    }
 }
 
 impl Evaluator for UntilKilled<'_> {
@@ -210,7 +245,7 @@ impl Evaluator for UntilKilled<'_> {
             return Outcome::Skip("mutant already killed".into());
         }
         self.ran += 1;
-        let o = self.inner.evaluate(case);
+        let o = self.evaluate_confirmed(case);
         if o.is_failure() || matches!(o, Outcome::Error(_) | Outcome::DeviceLost(_)) {
             let how = o.explain().lines().next().unwrap_or("").to_string();
             let how = match &o {
@@ -713,6 +748,7 @@ pub(super) fn judge(
             for t in &changed {
                 let mut eval = UntilKilled {
                     inner: &mut *w,
+                    timeout,
                     ran: 0,
                     kill: None,
                 };
