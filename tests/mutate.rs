@@ -195,6 +195,7 @@ fn a_mutant_that_hangs_is_killed_by_the_case_timeout() {
                 // pays the driver's compile).
                 assert!(how.contains("again on a second try"), "{how}");
                 assert!(how.contains("with 6s"), "{how}");
+                assert_eq!(m.timeouts_retried, 1);
                 assert_eq!(*cases_run, 1);
                 killed += 1;
             }

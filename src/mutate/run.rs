@@ -93,6 +93,9 @@ pub struct MutantResult {
     /// The equivalence file's reason, when it lists this mutant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equivalent: Option<String>,
+    /// Cases that timed out on their first try and ran again ([`TIMEOUT_SECOND_TRY`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub timeouts_retried: u32,
     /// Wall time spent on it.
     pub seconds: f64,
 }
@@ -197,6 +200,10 @@ impl Evaluator for Timed<'_> {
     }
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// How much longer than the case timeout a timed-out case gets on its second try.
 ///
 /// A mutant is a new shader, so its first dispatches pay the driver's compile (LLVM's JIT on
@@ -212,6 +219,8 @@ pub(super) struct UntilKilled<'a> {
     /// The per-case limit (the worker's own timeout).
     timeout: Duration,
     ran: u32,
+    /// Cases whose first try timed out.
+    retried: u32,
     kill: Option<(String, String, u32)>,
 }
 
@@ -225,6 +234,7 @@ impl UntilKilled<'_> {
         if !first.starts_with("timed out") {
             return o;
         }
+        self.retried += 1;
         let longer = self.timeout * TIMEOUT_SECOND_TRY;
         self.inner.set_timeout(Some(longer));
         let again = self.inner.evaluate(case);
@@ -563,7 +573,7 @@ pub fn run(opts: &Options) -> Result<MutationReport, String> {
             &settings,
         );
         std::fs::write(&path, src).map_err(|e| format!("{}: {e}", path.display()))?;
-        let verdicts = verdicts?;
+        let (verdicts, timeouts_retried) = verdicts?;
         let (before, after) = m.lines(src);
         let equivalent = opts
             .equivalent
@@ -587,8 +597,12 @@ pub fn run(opts: &Options) -> Result<MutationReport, String> {
                 Verdict::Unchanged => format!("{k} unchanged"),
             })
             .collect();
+        let retried = match timeouts_retried {
+            0 => String::new(),
+            n => format!("; {n} case(s) ran a second try after a timeout"),
+        };
         println!(
-            "[{}/{total}] {}:{}:{} {} `{}` → `{}`: {} ({:.1}s)",
+            "[{}/{total}] {}:{}:{} {} `{}` → `{}`: {}{retried} ({:.1}s)",
             n + 1,
             m.file,
             m.line,
@@ -605,6 +619,7 @@ pub fn run(opts: &Options) -> Result<MutationReport, String> {
             after,
             verdicts,
             equivalent,
+            timeouts_retried,
             seconds: t0.elapsed().as_secs_f64(),
         });
         report.judged = report.mutants.len();
@@ -679,7 +694,7 @@ pub(super) fn finish(report: &mut MutationReport, targets: &[Target], started: I
 }
 
 /// Judges one mutant (already written into the scratch tree) for every kernel whose variants
-/// compile its file.
+/// compile its file. Also returns how many cases timed out on their first try.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn judge(
     m: &Mutant,
@@ -691,10 +706,11 @@ pub(super) fn judge(
     (exe, args, env): (&PathBuf, &[String], &[(String, String)]),
     timeout: Duration,
     settings: &Settings,
-) -> Result<BTreeMap<String, Verdict>, String> {
+) -> Result<(BTreeMap<String, Verdict>, u32), String> {
     let mut tree = ShaderTree::with_cache(tree_dir, Some(cache_dir.to_path_buf()));
     let mut worker: Option<Worker> = None;
     let mut verdicts = BTreeMap::new();
+    let mut retried = 0;
     for kernel in KERNELS {
         let mine: Vec<&Target> = targets
             .iter()
@@ -750,10 +766,12 @@ pub(super) fn judge(
                     inner: &mut *w,
                     timeout,
                     ran: 0,
+                    retried: 0,
                     kill: None,
                 };
                 campaign::run_variant(&mut eval, t.kernel, &t.variant, settings);
                 cases += eval.ran;
+                retried += eval.retried;
                 if let Some((case, how, cases_run)) = eval.kill {
                     killed = Some(Verdict::Killed {
                         variant: t.variant.name.clone(),
@@ -771,5 +789,5 @@ pub(super) fn judge(
         };
         verdicts.insert(kernel.name.to_string(), verdict);
     }
-    Ok(verdicts)
+    Ok((verdicts, retried))
 }
