@@ -212,7 +212,7 @@ pub const AFTER_EARLIER_KIND: &str = "crash after earlier cases";
 /// The outcome kind that names a failure, most telling first.
 pub fn primary_kind(outcome: &Outcome) -> String {
     match outcome {
-        Outcome::Crash(m) if m.starts_with("timed out") => "hang".into(),
+        Outcome::Crash(m) if crate::worker::timed_out(m) => "hang".into(),
         Outcome::Crash(m) if crate::worker::after_earlier(m) => AFTER_EARLIER_KIND.into(),
         Outcome::Crash(_) => "crash".into(),
         Outcome::Nondeterministic(_) => "nondeterministic".into(),

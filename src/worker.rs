@@ -458,6 +458,11 @@ impl Worker {
         self.timeout = timeout;
     }
 
+    /// The limit [`Worker::set_timeout`] set.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
     fn ask(&mut self, case: &Case) -> Result<Outcome, NoAnswer> {
         let r = self.running.as_mut().expect("started");
         let json = serde_json::to_string(case).map_err(|_| NoAnswer::Died)?;
@@ -485,6 +490,14 @@ pub const AFTER_EARLIER: &str = "crashed only after earlier cases in the same wo
 /// Whether a crash message is a [`AFTER_EARLIER`] crash.
 pub fn after_earlier(message: &str) -> bool {
     message.contains(AFTER_EARLIER)
+}
+
+/// How the crash message of a case that ran past the worker's timeout begins.
+const TIMED_OUT: &str = "timed out";
+
+/// Whether a crash message is a timeout ([`Worker::set_timeout`]).
+pub fn timed_out(message: &str) -> bool {
+    message.starts_with(TIMED_OUT)
 }
 
 /// How many of the cases before a crash its message names.
@@ -526,7 +539,7 @@ impl Worker {
                 let _ = r.child.kill();
                 let _ = r.child.wait();
                 Outcome::Crash(format!(
-                    "timed out after {}s (the worker was killed; a kernel that never finishes?)",
+                    "{TIMED_OUT} after {}s (the worker was killed; a kernel that never finishes?)",
                     t.as_secs_f64()
                 ))
             }
@@ -576,7 +589,7 @@ impl Evaluator for Worker {
         let Outcome::Crash(first) = &outcome else {
             return outcome;
         };
-        if !died || first.starts_with("timed out") {
+        if !died || timed_out(first) {
             return outcome;
         }
         let alone = self.evaluate_here(case);

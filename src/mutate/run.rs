@@ -13,7 +13,7 @@ use super::*;
 use crate::campaign::{self, Settings};
 use crate::cases::{Case, Outcome};
 use crate::kernels::{self, Kernel, Variant, KERNELS};
-use crate::worker::{Evaluator, InProcess, Worker};
+use crate::worker::{self, Evaluator, InProcess, Worker};
 
 /// What `vkdiff mutate` does.
 #[derive(Debug, Clone)]
@@ -216,8 +216,6 @@ const TIMEOUT_SECOND_TRY: u32 = 6;
 /// Passes cases to the worker until one kills the mutant, then skips the rest.
 pub(super) struct UntilKilled<'a> {
     inner: &'a mut Worker,
-    /// The per-case limit (the worker's own timeout).
-    timeout: Duration,
     ran: u32,
     /// Cases whose first try timed out.
     retried: u32,
@@ -228,19 +226,19 @@ impl UntilKilled<'_> {
     /// The case, with a timeout confirmed by a second, longer try ([`TIMEOUT_SECOND_TRY`]).
     fn evaluate_confirmed(&mut self, case: &Case) -> Outcome {
         let o = self.inner.evaluate(case);
-        let Outcome::Crash(first) = &o else {
+        let (Outcome::Crash(first), Some(limit)) = (&o, self.inner.timeout()) else {
             return o;
         };
-        if !first.starts_with("timed out") {
+        if !worker::timed_out(first) {
             return o;
         }
         self.retried += 1;
-        let longer = self.timeout * TIMEOUT_SECOND_TRY;
+        let longer = limit * TIMEOUT_SECOND_TRY;
         self.inner.set_timeout(Some(longer));
         let again = self.inner.evaluate(case);
-        self.inner.set_timeout(Some(self.timeout));
+        self.inner.set_timeout(Some(limit));
         match again {
-            Outcome::Crash(m) if m.starts_with("timed out") => Outcome::Crash(format!(
+            Outcome::Crash(m) if worker::timed_out(&m) => Outcome::Crash(format!(
                 "{first}; again on a second try alone in a fresh worker, with {}s",
                 longer.as_secs_f64()
             )),
@@ -764,7 +762,6 @@ pub(super) fn judge(
             for t in &changed {
                 let mut eval = UntilKilled {
                     inner: &mut *w,
-                    timeout,
                     ran: 0,
                     retried: 0,
                     kill: None,
