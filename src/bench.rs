@@ -20,18 +20,11 @@ use crate::cases::mul_mat_vec_id::{MulMatVecIdCase, Routing};
 use crate::cases::mul_mm::MulMmCase;
 use crate::cases::mul_mm_id::MulMmIdCase;
 use crate::cases::wkv7::Wkv7Case;
-use crate::cases::{Case, Ctx, Outcome};
+use crate::cases::{Case, Outcome};
 use vkdiff_gpu::runners::flash_attn::Path as FaPath;
 use vkdiff_gpu::runners::mul_mm::Prec;
 
-/// Bytes a kernel must move and flops it must do at the least: what GB/s and GFLOP/s divide.
-#[derive(Debug, Clone, Copy)]
-pub struct Work {
-    /// Bytes read and written (inputs once, outputs once).
-    pub bytes: f64,
-    /// Floating-point operations (a multiply-add counts 2).
-    pub flops: f64,
-}
+pub use crate::model::work::Work;
 
 /// The minimum work of a case, for kernels that define it.
 pub fn work(case: &Case) -> Option<Work> {
@@ -604,12 +597,7 @@ pub fn time(
     time_wrong: bool,
 ) -> Timing {
     gpu.set_bench(Some(mode));
-    let outcome = case.evaluate(&mut Ctx {
-        gpu,
-        tree,
-        repeat: false,
-        graph: None,
-    });
+    let outcome = crate::exec::own::evaluate(case, gpu, tree, false);
     gpu.set_bench(None);
     let wrong = matches!(outcome, Outcome::Fail { .. });
     if wrong {
@@ -644,14 +632,11 @@ pub fn time(
     timing
 }
 
-/// [`time`] through a graph executor (ggml's backend, timing itself), judged the same way.
-pub fn time_graph(gpu: &mut Gpu, graph: &mut dyn crate::cases::GraphExec, case: &Case) -> Timing {
-    let mut tree = ShaderTree::new(crate::default_shader_dir());
-    timing_of(case.evaluate(&mut Ctx {
-        gpu,
-        tree: &mut tree,
+/// [`time`] through another driver (ggml's backend, timing itself), judged the same way.
+pub fn time_driver(driver: &mut dyn crate::model::driver::Driver, case: &Case) -> Timing {
+    timing_of(case.evaluate(&mut crate::model::driver::Ctx {
+        driver,
         repeat: false,
-        graph: Some(graph),
     }))
 }
 

@@ -16,7 +16,7 @@ use vkdiff_gpu::{Gpu, ShaderTree};
 
 use crate::bench;
 use crate::campaign::{self, CaseRecord, Settings, VariantReport};
-use crate::cases::{Ctx, Outcome};
+use crate::cases::Outcome;
 use crate::fuzzing;
 use crate::kernels::{self, Kernel, Variant, KERNELS};
 use crate::report::{self, JsonReport, Line};
@@ -31,24 +31,7 @@ otherwise the sum of 1 (new reachable findings: wrong results a real ggml graph 
 8 (cases that could not run: compile or Vulkan errors, lost devices, missing shaders). \
 2: the command itself failed (bad arguments, no device).";
 
-/// The exit status of a run (see [`EXIT_CODES`]).
-pub fn exit_status(distinct: &[crate::findings::Distinct], reports: &[VariantReport]) -> u8 {
-    let new = distinct.iter().filter(|d| d.known.is_none());
-    let mut code = 0;
-    for d in new {
-        code |= if d.reachable() { 1 } else { 4 };
-    }
-    // Groups past --max-findings were not shrunk: count them by their key's reachability.
-    for r in reports {
-        for key in r.unshrunk.keys() {
-            code |= if key.contains("| forced-only") { 4 } else { 1 };
-        }
-    }
-    if reports.iter().any(|r| r.errored()) {
-        code |= 8;
-    }
-    code
-}
+pub use crate::findings::exit_status;
 
 /// The parsed command line.
 #[derive(Parser, Debug)]
@@ -1055,7 +1038,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                             theirs.push(bench::time(gpu, o, &b.case, mode, time_wrong));
                         } else if let Some((driver, _)) = ggml.as_mut() {
                             // The heater pauses for ggml's computes only (ffi::Timing).
-                            theirs.push(bench::time_graph(gpu, driver, &b.case));
+                            theirs.push(bench::time_driver(driver, &b.case));
                         }
                     };
                     if round % 2 == 1 {
@@ -1181,25 +1164,15 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             repeat_every,
         } => {
             let env = vkdiff_gpu::env::env();
-            if let Some(lib) = &env.ggml_lib {
-                let config = &env.ggml_config;
-                crate::ggml::serve(
-                    target.device.as_deref(),
-                    lib.into(),
-                    config,
-                    !no_repeat,
-                    repeat_every,
-                )
-                .map_err(|e| format!("ggml worker: {e}"))?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            worker::serve(
-                target.device.as_deref(),
-                shader_dir(&target)?,
-                !no_repeat,
-                repeat_every,
-            )
-            .map_err(|e| format!("worker: {e}"))?;
+            let served = match &env.ggml_lib {
+                Some(lib) => worker::WorkerTarget::Ggml {
+                    lib_dir: lib.into(),
+                    config: env.ggml_config.clone(),
+                },
+                None => worker::WorkerTarget::Shaders(shader_dir(&target)?),
+            };
+            worker::serve(target.device.as_deref(), served, !no_repeat, repeat_every)
+                .map_err(|e| format!("worker: {e}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Replay {
@@ -1269,12 +1242,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     tree.dir().display()
                 );
                 println!("case: {}", repro.case);
-                repro.case.evaluate(&mut Ctx {
-                    gpu: &mut gpu,
-                    tree: &mut tree,
-                    repeat: true,
-                    graph: None,
-                })
+                crate::exec::own::evaluate(&repro.case, &mut gpu, &mut tree, true)
             };
             match outcome {
                 Outcome::Pass { verdict, .. } => {

@@ -16,7 +16,7 @@ use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use vkdiff_gpu::{Gpu, ShaderTree};
 
-use crate::cases::{Case, Ctx, Outcome};
+use crate::cases::{Case, Outcome};
 use crate::kernels;
 use crate::repro::Reproducer;
 
@@ -103,12 +103,7 @@ pub fn check(kernel: &str, data: &[u8]) -> Result<(), String> {
         *guard = Some((gpu, ShaderTree::new(crate::default_shader_dir())));
     }
     let (gpu, tree) = guard.as_mut().unwrap();
-    let outcome = case.evaluate(&mut Ctx {
-        gpu,
-        tree,
-        repeat: true,
-        graph: None,
-    });
+    let outcome = crate::exec::own::evaluate(&case, gpu, tree, true);
     if let Outcome::DeviceLost(_) = outcome {
         *guard = None;
     }

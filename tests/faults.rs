@@ -12,7 +12,8 @@ use std::process::{Command, Output};
 
 use libtest_mimic::{Arguments, Trial};
 use vkdiff::campaign::{run_variant, Settings};
-use vkdiff::cases::{Case, Ctx, Outcome};
+use vkdiff::cases::{Case, Outcome};
+use vkdiff::exec::own;
 use vkdiff::worker::{InProcess, Repeat};
 use vkdiff_gpu::ShaderTree;
 
@@ -245,12 +246,12 @@ fn a_case_too_large_for_the_device_is_skipped_with_the_limit() {
     )
     .unwrap();
     let outcome = common::with_gpu(|gpu| {
-        case.evaluate(&mut Ctx {
+        own::evaluate(
+            &case,
             gpu,
-            tree: &mut ShaderTree::new(vkdiff::default_shader_dir()),
-            repeat: false,
-            graph: None,
-        })
+            &mut ShaderTree::new(vkdiff::default_shader_dir()),
+            false,
+        )
     });
     let Outcome::Skip(reason) = outcome else {
         panic!("expected a skip, got {outcome:?}")

@@ -4,7 +4,8 @@
 mod common;
 
 use vkdiff::campaign::{run_variant_observed, Settings};
-use vkdiff::cases::{Case, Ctx, Outcome};
+use vkdiff::cases::{Case, Outcome};
+use vkdiff::exec::own;
 use vkdiff::worker::{InProcess, Repeat};
 use vkdiff_gpu::context::MemoryMode;
 use vkdiff_gpu::ShaderTree;
@@ -72,12 +73,7 @@ fn a_shader_that_does_not_compile_is_an_error_naming_file_line_and_variant() {
     )
     .unwrap();
     let outcome = common::with_gpu(|gpu| {
-        case.evaluate(&mut Ctx {
-            gpu,
-            tree: &mut ShaderTree::with_cache(&dir, None),
-            repeat: true,
-            graph: None,
-        })
+        own::evaluate(&case, gpu, &mut ShaderTree::with_cache(&dir, None), true)
     });
     let Outcome::Error(msg) = outcome else {
         panic!("expected a compile error, got {outcome:?}")

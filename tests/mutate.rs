@@ -232,7 +232,7 @@ fn the_worker_kills_a_hanging_case_and_carries_on() {
     w.set_timeout(Some(Duration::from_secs(2)));
     let started = Instant::now();
     match w.evaluate(&first) {
-        Outcome::Crash(m) => assert!(m.starts_with("timed out after 2s"), "{m}"),
+        Outcome::Crash { message: m, .. } => assert!(m.starts_with("timed out after 2s"), "{m}"),
         o => panic!("expected a timeout, got {o:?}"),
     }
     assert!(started.elapsed() < Duration::from_secs(20));

@@ -7,7 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use vkdiff::campaign::{run_variant, Settings};
-use vkdiff::cases::{Case, Ctx, Outcome};
+use vkdiff::cases::{Case, Outcome};
+use vkdiff::exec::own;
 use vkdiff::repro::Reproducer;
 use vkdiff::worker::{InProcess, Repeat};
 use vkdiff_gpu::ShaderTree;
@@ -27,14 +28,7 @@ fn mutant(name: &str, file: &str, from: &str, to: &str) -> PathBuf {
 }
 
 fn evaluate(case: &Case, tree: &Path) -> Outcome {
-    common::with_gpu(|gpu| {
-        case.evaluate(&mut Ctx {
-            gpu,
-            tree: &mut ShaderTree::with_cache(tree, None),
-            repeat: true,
-            graph: None,
-        })
-    })
+    common::with_gpu(|gpu| own::evaluate(case, gpu, &mut ShaderTree::with_cache(tree, None), true))
 }
 
 /// Runs `variant` on the mutant tree and returns the shrunk failing case.

@@ -11,9 +11,9 @@ use vkdiff_gpu::{DeviceCaps, Gpu, GpuError, ShaderTree, ShaderVariant};
 
 use super::*;
 use crate::campaign::{self, Settings};
-use crate::cases::{Case, Outcome};
+use crate::cases::{Case, CrashKind, Outcome};
 use crate::kernels::{self, Kernel, Variant, KERNELS};
-use crate::worker::{self, Evaluator, InProcess, Worker};
+use crate::worker::{Evaluator, InProcess, Worker};
 
 /// What `vkdiff mutate` does.
 #[derive(Debug, Clone)]
@@ -226,22 +226,32 @@ impl UntilKilled<'_> {
     /// The case, with a timeout confirmed by a second, longer try ([`TIMEOUT_SECOND_TRY`]).
     fn evaluate_confirmed(&mut self, case: &Case) -> Outcome {
         let o = self.inner.evaluate(case);
-        let (Outcome::Crash(first), Some(limit)) = (&o, self.inner.timeout()) else {
+        let (
+            Outcome::Crash {
+                kind: CrashKind::TimedOut,
+                message: first,
+            },
+            Some(limit),
+        ) = (&o, self.inner.timeout())
+        else {
             return o;
         };
-        if !worker::timed_out(first) {
-            return o;
-        }
         self.retried += 1;
         let longer = limit * TIMEOUT_SECOND_TRY;
         self.inner.set_timeout(Some(longer));
         let again = self.inner.evaluate(case);
         self.inner.set_timeout(Some(limit));
         match again {
-            Outcome::Crash(m) if worker::timed_out(&m) => Outcome::Crash(format!(
-                "{first}; again on a second try alone in a fresh worker, with {}s",
-                longer.as_secs_f64()
-            )),
+            Outcome::Crash {
+                kind: CrashKind::TimedOut,
+                ..
+            } => Outcome::crash(
+                CrashKind::TimedOut,
+                format!(
+                    "{first}; again on a second try alone in a fresh worker, with {}s",
+                    longer.as_secs_f64()
+                ),
+            ),
             again => again,
         }
     }

@@ -1,8 +1,8 @@
 //! The mat-vec error model (mul_mat_vec.comp and its per-type bodies; MUL_MAT_ID through the
-//! mat-vec kernel uses it per expert slot). Shared arithmetic: [`crate::tolerance`].
+//! mat-vec kernel uses it per expert slot). Shared arithmetic: [`crate::model::tolerance`].
 
 #[allow(unused_imports)]
-use crate::tolerance::*;
+use crate::model::tolerance::*;
 
 /// Mat-vec (§5.7) with float A (see [`mul_mat_vec_depth_of`] for the block formats, whose
 /// bodies take the K dimension in 8- or 16-element pieces): each of BLOCK_SIZE invocations

@@ -1,6 +1,6 @@
 //! Backend mode (`--ggml DIR`): cases run through ggml's own Vulkan host (graph, pipeline
 //! choice, dispatch) built from a checkout, instead of vkdiff's runners. The case model, the
-//! reference and the error models are the same; only the executor changes ([`GraphExec`]).
+//! reference and the error models are the same; only the driver changes ([`GgmlDriver`]).
 //!
 //! ggml keeps its device state per process and reads its path switches once, so each named
 //! configuration runs in its own worker process (`vkdiff worker` with `VKDIFF_GGML_LIB` and
@@ -10,143 +10,77 @@
 pub mod build;
 pub mod ffi;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use vkdiff_gpu::device::Instance;
 use vkdiff_gpu::runners::KernelRun;
-use vkdiff_gpu::{DeviceCaps, Gpu, ShaderTree};
+use vkdiff_gpu::{DeviceCaps, Gpu};
 
-use crate::cases::{Case, Ctx, GraphExec, GraphOp, Outcome};
-use crate::kernels::Variant;
-use crate::worker::{read_frame, write_frame, Request, Response};
+use serde::{Deserialize, Serialize};
 use vkdiff_reference::tensor::Tensor;
 
-/// A named path configuration, forced through ggml's environment switches (GGML_BACKEND.md §2.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Config {
-    /// No fp16, no cooperative matrices: the `_fp32` shaders.
-    ScalarFp32,
-    /// Scalar shaders with fp16.
-    ScalarFp16,
-    /// KHR cooperative matrices (no NV coopmat2).
-    Cm1,
-    /// NV cooperative matrix 2.
-    Cm2,
+use crate::model::cases::Outcome;
+use crate::model::driver::{Driver, GraphOp, Latitude, OwnRun};
+
+pub use crate::model::config::{Config, CONFIGS};
+
+/// ggml's switches for this path. Integer dot is always off: vkdiff has no error model
+/// for q8_1-quantized B (MMQ/MMVQ). Fusion and graph rewrites are off (one-op graphs).
+pub fn switches(config: Config) -> Vec<(&'static str, &'static str)> {
+    let mut env = vec![
+        ("GGML_VK_DISABLE_INTEGER_DOT_PRODUCT", "1"),
+        ("GGML_VK_DISABLE_FUSION", "1"),
+        ("GGML_VK_DISABLE_GRAPH_OPTIMIZE", "1"),
+    ];
+    if matches!(config, Config::ScalarFp32 | Config::ScalarFp16) {
+        env.extend([
+            ("GGML_VK_DISABLE_COOPMAT", "1"),
+            ("GGML_VK_DISABLE_COOPMAT2", "1"),
+            // Head's VALVE mixed dot2 changes the scalar fp16 arithmetic; not modelled.
+            ("GGML_VK_DISABLE_DOT2", "1"),
+        ]);
+    }
+    if config == Config::ScalarFp32 {
+        env.push(("GGML_VK_DISABLE_F16", "1"));
+    }
+    if config == Config::Cm1 {
+        env.push(("GGML_VK_DISABLE_COOPMAT2", "1"));
+    }
+    env
 }
 
-/// Every configuration, in the order a campaign runs them.
-pub const CONFIGS: [Config; 4] = [
-    Config::ScalarFp32,
-    Config::ScalarFp16,
-    Config::Cm1,
-    Config::Cm2,
-];
-
-impl Config {
-    /// The name used by `--config` and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Config::ScalarFp32 => "scalar-fp32",
-            Config::ScalarFp16 => "scalar-fp16",
-            Config::Cm1 => "cm1",
-            Config::Cm2 => "cm2",
-        }
-    }
-
-    /// The configuration named `name`.
-    pub fn parse(name: &str) -> Result<Config, String> {
-        CONFIGS
-            .into_iter()
-            .find(|c| c.name() == name)
-            .ok_or_else(|| {
-                let names: Vec<_> = CONFIGS.iter().map(|c| c.name()).collect();
-                format!(
-                    "unknown configuration {name:?}; they are {}",
-                    names.join(", ")
-                )
-            })
-    }
-
-    /// ggml's switches for this path. Integer dot is always off: vkdiff has no error model
-    /// for q8_1-quantized B (MMQ/MMVQ). Fusion and graph rewrites are off (one-op graphs).
-    pub fn env(self) -> Vec<(&'static str, &'static str)> {
-        let mut env = vec![
-            ("GGML_VK_DISABLE_INTEGER_DOT_PRODUCT", "1"),
-            ("GGML_VK_DISABLE_FUSION", "1"),
-            ("GGML_VK_DISABLE_GRAPH_OPTIMIZE", "1"),
-        ];
-        if matches!(self, Config::ScalarFp32 | Config::ScalarFp16) {
-            env.extend([
-                ("GGML_VK_DISABLE_COOPMAT", "1"),
-                ("GGML_VK_DISABLE_COOPMAT2", "1"),
-                // Head's VALVE mixed dot2 changes the scalar fp16 arithmetic; not modelled.
-                ("GGML_VK_DISABLE_DOT2", "1"),
-            ]);
-        }
-        if self == Config::ScalarFp32 {
-            env.push(("GGML_VK_DISABLE_F16", "1"));
-        }
-        if self == Config::Cm1 {
-            env.push(("GGML_VK_DISABLE_COOPMAT2", "1"));
-        }
-        env
-    }
-
-    /// The capabilities the error models see: the device's, less what the switches turn off.
-    pub fn caps(self, device: &DeviceCaps) -> DeviceCaps {
-        let mut c = device.clone();
-        c.integer_dot = false;
-        if matches!(self, Config::ScalarFp32 | Config::ScalarFp16) {
-            c.coopmat = false;
-            c.coopmat2 = false;
-            c.bf16_coopmat = false;
-        }
-        if self == Config::ScalarFp32 {
-            c.fp16 = false;
-        }
-        if self == Config::Cm1 {
-            c.coopmat2 = false;
-        }
-        c
-    }
-
-    /// Why this configuration cannot run here, from ggml's own device line ("fp16: 1 |" …
-    /// "matrix cores: KHR_coopmat"), which reflects both the device and the build's shaders.
-    fn unavailable(self, ggml_log: &str) -> Option<String> {
-        let line = ggml_log
-            .lines()
-            .find(|l| l.contains("matrix cores:"))
-            .unwrap_or("");
-        let field = |name: &str| {
-            line.split('|')
-                .find_map(|f| f.trim().strip_prefix(name).map(|v| v.trim().to_string()))
-                .unwrap_or_default()
-        };
-        let cores = field("matrix cores:");
-        match self {
-            Config::ScalarFp32 => None,
-            Config::ScalarFp16 => (field("fp16:") == "0")
-                .then(|| "ggml reports fp16: 0 on this device".into()),
-            Config::Cm1 => (cores != "KHR_coopmat").then(|| {
-                format!("cm1 needs KHR coopmat; with coopmat2 disabled ggml reports matrix cores: {cores:?} (device or build lacks it)")
-            }),
-            Config::Cm2 => (!cores.starts_with("NV_coopmat2")).then(|| {
-                format!("cm2 needs NV coopmat2; ggml reports matrix cores: {cores:?} (device or build lacks it)")
-            }),
-        }
-    }
-
-    /// Why a variant (a path vkdiff models) is not what ggml runs under this configuration.
-    pub fn variant_skip(self, v: &Variant) -> Option<String> {
-        let kernel = crate::kernels::kernel(v.kernel)?;
-        (kernel.ggml_skip)(v, self)
+/// Why this configuration cannot run here, from ggml's own device line ("fp16: 1 |" …
+/// "matrix cores: KHR_coopmat"), which reflects both the device and the build's shaders.
+fn unavailable(config: Config, ggml_log: &str) -> Option<String> {
+    let line = ggml_log
+        .lines()
+        .find(|l| l.contains("matrix cores:"))
+        .unwrap_or("");
+    let field = |name: &str| {
+        line.split('|')
+            .find_map(|f| f.trim().strip_prefix(name).map(|v| v.trim().to_string()))
+            .unwrap_or_default()
+    };
+    let cores = field("matrix cores:");
+    match config {
+        Config::ScalarFp32 => None,
+        Config::ScalarFp16 => (field("fp16:") == "0")
+            .then(|| "ggml reports fp16: 0 on this device".into()),
+        Config::Cm1 => (cores != "KHR_coopmat").then(|| {
+            format!("cm1 needs KHR coopmat; with coopmat2 disabled ggml reports matrix cores: {cores:?} (device or build lacks it)")
+        }),
+        Config::Cm2 => (!cores.starts_with("NV_coopmat2")).then(|| {
+            format!("cm2 needs NV coopmat2; ggml reports matrix cores: {cores:?} (device or build lacks it)")
+        }),
     }
 }
 
-/// The executor: one loaded ggml build, one device, one configuration.
-pub struct Driver {
+/// The driver: one loaded ggml build, one device, one configuration.
+pub struct GgmlDriver {
     ggml: ffi::Ggml,
     config: Config,
+    /// The device's capabilities less what the configuration turns off.
+    caps: DeviceCaps,
     /// The tree's GGML_KQ_MASK_PAD where its ggml.h asserts one (0.1.109: 64; later trees
     /// dropped it), read by [`kq_mask_pad`].
     mask_pad: Option<usize>,
@@ -154,15 +88,30 @@ pub struct Driver {
     pub timing: Option<ffi::Timing>,
 }
 
-impl Driver {
+impl GgmlDriver {
     /// The configuration it runs under.
     pub fn config(&self) -> Config {
         self.config
     }
+
+    /// ggml's description of its device.
+    pub fn description(&self) -> &str {
+        &self.ggml.description
+    }
 }
 
-impl GraphExec for Driver {
-    fn run(&mut self, op: &GraphOp) -> Result<KernelRun, Outcome> {
+impl Driver for GgmlDriver {
+    fn caps(&self) -> &DeviceCaps {
+        &self.caps
+    }
+
+    /// ggml's host picks splits itself, and a tree may be of any revision.
+    fn latitude(&self) -> Latitude {
+        Latitude::REAL_HOST
+    }
+
+    /// ggml builds the op from `op` itself: vkdiff's runner is not used.
+    fn run_once(&mut self, op: &GraphOp, _own: &mut OwnRun<'_>) -> Result<KernelRun, Outcome> {
         if let Some(reason) = mask_pad_refusal(op, self.mask_pad) {
             return Err(Outcome::Skip(reason));
         }
@@ -244,10 +193,20 @@ pub fn worker_env(build: &build::Build, config: Config) -> Vec<(String, String)>
     ]
 }
 
+/// Where a backend-mode case ran: the ggml tree (or prebuilt library folder) given to `--ggml`,
+/// and the named path configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GgmlTarget {
+    /// The ggml root that was built (or the folder of a prebuilt build).
+    pub tree: String,
+    /// The configuration (`scalar-fp32`, `scalar-fp16`, `cm1`, `cm2`).
+    pub config: String,
+}
+
 /// The tree and configuration of a ggml worker's environment, or None when it is not one.
-pub fn target(env: &[(String, String)]) -> Option<crate::repro::GgmlTarget> {
+pub fn target(env: &[(String, String)]) -> Option<GgmlTarget> {
     let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    Some(crate::repro::GgmlTarget {
+    Some(GgmlTarget {
         tree: get("VKDIFF_GGML_TREE")?,
         config: get("VKDIFF_GGML_CONFIG")?,
     })
@@ -263,7 +222,11 @@ pub fn label(env: &[(String, String)]) -> Option<String> {
 /// once per process (ggml reads its switches once). The device's capabilities are narrowed to
 /// what the configuration leaves, so vkdiff's error models (and runners) see the same path.
 /// Call it before the process starts threads (it sets environment variables).
-pub fn open(device: Option<&str>, lib_dir: &Path, config: Config) -> Result<(Gpu, Driver), String> {
+pub fn open(
+    device: Option<&str>,
+    lib_dir: &Path,
+    config: Config,
+) -> Result<(Gpu, GgmlDriver), String> {
     // ggml lists CPU devices (lavapipe) only when named: name the one vkdiff selected, by its
     // raw enumeration index, which becomes ggml's Vulkan0.
     let index = Instance::new()
@@ -271,23 +234,24 @@ pub fn open(device: Option<&str>, lib_dir: &Path, config: Config) -> Result<(Gpu
         .map_err(|e| e.to_string())?
         .index;
     std::env::set_var("GGML_VK_VISIBLE_DEVICES", index.to_string());
-    for (k, v) in config.env() {
+    for (k, v) in switches(config) {
         std::env::set_var(k, v);
     }
     let mut gpu = Gpu::open(Some(&index.to_string())).map_err(|e| e.to_string())?;
     let ggml = ffi::Ggml::open(lib_dir)?;
-    if let Some(reason) = config.unavailable(&ffi::logged()) {
+    if let Some(reason) = unavailable(config, &ffi::logged()) {
         return Err(format!("config {}: {reason}", config.name()));
     }
     let caps = config.caps(gpu.caps());
-    gpu.set_caps(caps);
+    gpu.set_caps(caps.clone());
     let tree = vkdiff_gpu::env::env().ggml_tree.clone();
     let mask_pad = kq_mask_pad(&[tree.as_deref().unwrap_or(lib_dir), lib_dir]);
     Ok((
         gpu,
-        Driver {
+        GgmlDriver {
             ggml,
             config,
+            caps,
             mask_pad,
             timing: None,
         },
@@ -305,54 +269,6 @@ pub fn best_config(caps: &DeviceCaps) -> Config {
         Config::ScalarFp16
     } else {
         Config::ScalarFp32
-    }
-}
-
-/// The ggml worker: sets the configuration's switches, picks the device, loads the build,
-/// then answers requests like [`crate::worker::serve`].
-pub fn serve(
-    device: Option<&str>,
-    lib_dir: PathBuf,
-    config: &str,
-    repeat: bool,
-    repeat_every: Option<u64>,
-) -> std::io::Result<()> {
-    let (mut input, mut output) = (std::io::stdin().lock(), std::io::stdout().lock());
-    // This process has no other threads yet.
-    let opened = Config::parse(config).and_then(|c| open(device, &lib_dir, c));
-    let (mut gpu, mut driver) = match opened {
-        Ok(x) => x,
-        Err(e) => return write_frame(&mut output, &Response::Failed(e)),
-    };
-    let mut caps_named = gpu.caps().clone();
-    caps_named.name = format!("{} (ggml: {})", caps_named.name, driver.ggml.description);
-    write_frame(&mut output, &Response::Ready { caps: caps_named })?;
-    let mut tree = ShaderTree::new(crate::default_shader_dir());
-    loop {
-        let request: Request = match read_frame(&mut input) {
-            Ok(r) => r,
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        let Request::Evaluate(json) = request;
-        let outcome = match serde_json::from_str::<Case>(&json) {
-            Ok(case) => {
-                crate::worker::fault_injection(&case);
-                case.evaluate(&mut Ctx {
-                    repeat: crate::worker::campaign_repeats(
-                        repeat,
-                        repeat_every,
-                        gpu.caps(),
-                        &json,
-                    ),
-                    gpu: &mut gpu,
-                    tree: &mut tree,
-                    graph: Some(&mut driver),
-                })
-            }
-            Err(e) => Outcome::Error(format!("worker could not read the case: {e}")),
-        };
-        write_frame(&mut output, &Response::Outcome(outcome))?;
     }
 }
 

@@ -1,7 +1,7 @@
-//! The RWKV_WKV7 error model. Shared arithmetic: [`crate::tolerance`].
+//! The RWKV_WKV7 error model. Shared arithmetic: [`crate::model::tolerance`].
 
 #[allow(unused_imports)]
-use crate::tolerance::*;
+use crate::model::tolerance::*;
 
 /// RWKV-7 (§10): a running error bound on the recurrence, evaluated on the exact values. With
 /// E the bound on the state's accumulated error (0 for the f32 input state), every magnitude is

@@ -37,11 +37,12 @@ use super::mul_mm::{
     all_families, arith_of, cm1_bounds, cm2_bounds, cm2_k_strategy, edge_strategy, family_name,
     inputs_for, judge, k_strategy, mode_of, mode_on, pad_strategy, QUANT_TYPES,
 };
-use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
-use crate::bench::Work;
-use crate::findings::{bucket, k_fact, mm_path, repeated_expert, repeated_forced, rows, REPEATED_FACT};
-use crate::ggml::Config;
-use crate::kernels::KernelDef;
+use super::{Case, CaseModel, Outcome};
+use crate::model::driver::{Ctx, GraphOp};
+use crate::model::work::Work;
+use crate::model::facts::{bucket, k_fact, mm_path, repeated_expert, repeated_forced, rows, REPEATED_FACT};
+use crate::model::config::Config;
+use crate::model::kernels::KernelDef;
 use super::mul_mm::Family;
 use vkdiff_gpu::DeviceCaps;
 
@@ -257,6 +258,15 @@ impl fmt::Display for MulMmIdCase {
 }
 
 impl CaseModel for MulMmIdCase {
+    /// Cooperative matrices on the cm1 and cm2 paths, bf16 ones for a bf16 A there.
+    fn extensions(&self) -> vkdiff_gpu::device::Extensions {
+        super::coopmat_extensions(
+            self.mode() == Mode::Cm1,
+            self.mode() == Mode::Cm2,
+            self.a_type,
+        )
+    }
+
     fn variant(&self) -> String {
         match runners::mul_mm::choose_id(
             self.mode(),
@@ -328,17 +338,17 @@ impl CaseModel for MulMmIdCase {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
         };
-        let mode = mode_on(self.cm1, self.cm2, ctx.gpu.caps());
+        let mode = mode_on(self.cm1, self.cm2, ctx.caps());
         let plan =
-            match runners::mul_mm::plan_id(ctx.gpu.caps(), mode, &a, &b, &ids, self.prec) {
+            match runners::mul_mm::plan_id(ctx.caps(), mode, &a, &b, &ids, self.prec) {
                 Ok(p) => p,
                 Err(reason) => return Outcome::Skip(format!("precondition: {reason}")),
             };
         // The reference and the bounds of these inputs on this plan: kept across a bench
         // row's evaluations (the same inputs each round).
-        let graph = ctx.is_graph();
-        let key = || format!("mul_mm_id {self} {mode:?} graph {graph} plan {plan:?}");
-        let judged = crate::cases::data::kept(key, || -> Result<_, Box<Outcome>> {
+        let lat = ctx.latitude();
+        let key = || format!("mul_mm_id {self} {mode:?} {lat:?} plan {plan:?}");
+        let judged = crate::model::cases::data::kept(key, || -> Result<_, Box<Outcome>> {
             let want = match mul_mat_id::mul_mat_id(&a, &b, &ids) {
                 Ok(w) => w,
                 Err(e) => return Err(Box::new(Outcome::Skip(format!("ggml rejects the inputs: {e}")))),
@@ -367,9 +377,9 @@ impl CaseModel for MulMmIdCase {
                 Mode::Cm2 => {
                     // The pin runs quantized MUL_MAT_ID on cm2 with f32 accumulators (§12 item 13);
                     // later upstream (0.1.161 ggml_vk_get_mul_mat_mat_f16acc) with f16 ones at
-                    // GGML_PREC_DEFAULT. Through ggml's host: the looser of the two.
+                    // GGML_PREC_DEFAULT. Through a later host: the looser of the two.
                     let mut stagings = vec![plan.staging];
-                    if graph
+                    if lat.later_host
                         && self.prec == Prec::Default
                         && self.a_type.is_quantized()
                         && !plan.staging.selection.acc16
@@ -397,7 +407,7 @@ impl CaseModel for MulMmIdCase {
                     &columns,
                 ),
                 Mode::Fp16 | Mode::Fp32 => {
-                    crate::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+                    crate::model::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
                 }
             };
             Ok((want, bounds))
@@ -564,13 +574,13 @@ mod tests {
 
     #[test]
     fn every_case_of_a_row_runs_that_row_and_chunks_happen() {
-        let caps = crate::cases::test_devices::lavapipe();
+        let caps = crate::model::cases::test_devices::lavapipe();
         let mut runner = TestRunner::deterministic();
         for (a, b, acc16, mode) in all_families(true) {
             let caps = if mode == Mode::Fp16 {
                 caps.clone()
             } else {
-                crate::cases::test_devices::h100()
+                crate::model::cases::test_devices::h100()
             };
             let name = family_name(a, b, acc16, true, mode);
             let (mut chunked, mut overfull) = (0, 0);

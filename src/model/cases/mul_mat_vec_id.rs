@@ -17,11 +17,12 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, tensor, Blocks, Dist};
-use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
-use crate::bench::Work;
-use crate::compare::compare;
-use crate::findings::{bucket, k_fact, repeated_expert, repeated_forced, rows, REPEATED_FACT};
-use crate::kernels::KernelDef;
+use super::{Case, CaseModel, Outcome};
+use crate::model::driver::{Ctx, GraphOp};
+use crate::model::work::Work;
+use crate::model::compare::compare;
+use crate::model::facts::{bucket, k_fact, repeated_expert, repeated_forced, rows, REPEATED_FACT};
+use crate::model::kernels::KernelDef;
 use vkdiff_gpu::DeviceCaps;
 
 /// Expert types the mat-vec ID kernel takes: the mat-vec A types except bf16, which upstream
@@ -284,11 +285,11 @@ impl CaseModel for MulMatVecIdCase {
             Ok(r) => r,
             Err(outcome) => return outcome,
         };
-        let block_size = runners::mul_mat_vec_id::spec_constants(ctx.gpu.caps(), self.a_type)[0];
+        let block_size = runners::mul_mat_vec_id::spec_constants(ctx.caps(), self.a_type)[0];
         let mut bounds =
-            crate::cases::mul_mat_vec::bounds::mul_mat_vec_id_bounds(&magnitude.values, self.k, block_size, self.a_type);
+            crate::model::cases::mul_mat_vec::bounds::mul_mat_vec_id_bounds(&magnitude.values, self.k, block_size, self.a_type);
         // Block scales of any bits (NaN, ±∞) reach dst by kernel-dependent factoring.
-        crate::compare::undefined_where_non_finite(&want.values, &mut bounds);
+        crate::model::compare::undefined_where_non_finite(&want.values, &mut bounds);
         let mut verdict = match compare(
             &run.values,
             &want.values,

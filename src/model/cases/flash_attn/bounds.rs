@@ -1,8 +1,8 @@
 //! The flash-attention error model (scalar, cm1 and cm2 paths). Shared arithmetic:
-//! [`crate::tolerance`].
+//! [`crate::model::tolerance`].
 
 #[allow(unused_imports)]
-use crate::tolerance::*;
+use crate::model::tolerance::*;
 
 /// What the flash-attention error model needs to know about one dispatch (§9.5–9.8): the
 /// reduction structure the interface fixes, the path's arithmetic and the op's parameters.

@@ -4,6 +4,9 @@
 //! as a reproducer, and summarise (cases, passes, failures, errors, skips with reasons, worst
 //! error/bound, time).
 
+pub mod findings;
+pub mod repro;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -14,10 +17,10 @@ use serde::{Deserialize, Serialize};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
+use self::findings::{Reach, Signature};
+use self::repro::Reproducer;
 use crate::cases::{Case, Outcome};
-use crate::findings::{self, Reach, Signature};
 use crate::kernels::{Kernel, Variant};
-use crate::repro::Reproducer;
 use crate::worker::Evaluator;
 
 /// What to run and where results go.
@@ -76,7 +79,7 @@ impl CaseRecord {
             Outcome::Missing(m) => ("missing", None, None, Some(m.clone())),
             Outcome::Error(m) => ("error", None, None, Some(m.clone())),
             Outcome::DeviceLost(m) => ("device_lost", None, None, Some(m.clone())),
-            Outcome::Crash(m) => ("crash", None, None, Some(m.clone())),
+            Outcome::Crash { message, .. } => ("crash", None, None, Some(message.clone())),
             Outcome::Nondeterministic(m) => ("nondeterministic", None, None, Some(m.clone())),
             Outcome::Validation(m) => ("validation", None, None, Some(m.join("\n"))),
         };
@@ -317,7 +320,7 @@ pub fn run_variant_observed(
                 report.first_error.get_or_insert(msg);
             }
             Outcome::Fail { .. }
-            | Outcome::Crash(_)
+            | Outcome::Crash { .. }
             | Outcome::Nondeterministic(_)
             | Outcome::Validation(_) => unreachable!("failures handled above"),
         }

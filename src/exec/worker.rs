@@ -18,7 +18,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use vkdiff_gpu::{DeviceCaps, Gpu, ShaderTree};
 
-use crate::cases::{Case, Ctx, Outcome};
+use crate::model::cases::{Case, CrashKind, Outcome};
+use crate::model::driver::{Ctx, Driver};
 
 /// Something that turns a case into an outcome.
 pub trait Evaluator {
@@ -30,16 +31,16 @@ pub trait Evaluator {
     fn shaders(&self) -> String;
     /// Whether a real ggml graph on the device produces the case's configuration (an
     /// evaluator that only runs real graphs returns reachable for every case).
-    fn reach(&self, case: &Case) -> crate::findings::Reach {
-        crate::findings::reach_of(case, self.caps())
+    fn reach(&self, case: &Case) -> crate::model::facts::Reach {
+        crate::model::facts::reach_of(case, self.caps())
     }
     /// Backend mode: the ggml tree and configuration cases run through (None: vkdiff's runners).
-    fn ggml(&self) -> Option<crate::repro::GgmlTarget> {
+    fn ggml(&self) -> Option<crate::exec::ggml::GgmlTarget> {
         None
     }
     /// Why this evaluator does not run `variant` at all (backend mode: a path its
     /// configuration does not take), or None.
-    fn variant_skip(&self, _variant: &crate::kernels::Variant) -> Option<String> {
+    fn variant_skip(&self, _variant: &crate::model::kernels::Variant) -> Option<String> {
         None
     }
 }
@@ -87,12 +88,7 @@ impl Evaluator for InProcess<'_> {
                 campaign_repeats(true, None, self.gpu.caps(), &json)
             }
         };
-        case.evaluate(&mut Ctx {
-            gpu: self.gpu,
-            tree: self.tree,
-            repeat,
-            graph: None,
-        })
+        crate::exec::own::evaluate(case, self.gpu, self.tree, repeat)
     }
 
     fn caps(&self) -> &DeviceCaps {
@@ -193,27 +189,107 @@ pub fn cases_per_variant(cases: Option<u32>, caps: &DeviceCaps) -> u32 {
     })
 }
 
-/// The worker's side: opens the device, then answers requests until stdin closes.
+/// What a worker process runs its cases on: vkdiff's runners over a shader tree, or one ggml
+/// build under one path configuration.
+pub enum WorkerTarget {
+    /// vkdiff's own runners over this shader tree.
+    Shaders(PathBuf),
+    /// ggml's backend built into this library folder, under this configuration (by name).
+    Ggml {
+        /// The folder holding libggml-vulkan.
+        lib_dir: PathBuf,
+        /// The configuration's name.
+        config: String,
+    },
+}
+
+/// A driver as a worker process holds it across cases.
+enum Served {
+    /// vkdiff's runners: the device is reopened when a case needs other optional extensions.
+    Own {
+        device: Option<String>,
+        gpu: Option<Gpu>,
+        tree: ShaderTree,
+    },
+    /// ggml's backend (its device is ggml's own; vkdiff's stays open for the bench's timers).
+    Ggml {
+        _gpu: Gpu,
+        driver: crate::exec::ggml::GgmlDriver,
+    },
+}
+
+impl Served {
+    fn open(device: Option<&str>, target: WorkerTarget) -> Result<(Served, DeviceCaps), String> {
+        match target {
+            WorkerTarget::Shaders(dir) => {
+                // Opened first with every extension, to learn the device; each case then runs
+                // on a device with only the optional extensions its kernel uses.
+                let gpu = Gpu::open(device).map_err(|e| e.to_string())?;
+                let caps = gpu.caps().clone();
+                let served = Served::Own {
+                    device: device.map(str::to_string),
+                    gpu: Some(gpu),
+                    tree: ShaderTree::new(dir),
+                };
+                Ok((served, caps))
+            }
+            WorkerTarget::Ggml { lib_dir, config } => {
+                let config = crate::exec::ggml::Config::parse(&config)?;
+                let (gpu, driver) = crate::exec::ggml::open(device, &lib_dir, config)?;
+                let mut caps = gpu.caps().clone();
+                caps.name = format!("{} (ggml: {})", caps.name, driver.description());
+                Ok((Served::Ggml { _gpu: gpu, driver }, caps))
+            }
+        }
+    }
+
+    fn caps(&self) -> Option<&DeviceCaps> {
+        match self {
+            Served::Own { gpu, .. } => gpu.as_ref().map(Gpu::caps),
+            Served::Ggml { driver, .. } => Some(driver.caps()),
+        }
+    }
+
+    fn evaluate(&mut self, case: &Case, repeat: bool) -> Outcome {
+        match self {
+            Served::Own { device, gpu, tree } => {
+                let wanted = case.model().extensions();
+                let mut reopen_error = String::new();
+                if gpu.as_ref().is_none_or(|g| g.device.differs_for(wanted)) {
+                    drop(gpu.take()); // the old device goes before the new one is made
+                    match Gpu::open_with(device.as_deref(), wanted) {
+                        Ok(g) => *gpu = Some(g),
+                        Err(e) => reopen_error = e.to_string(),
+                    }
+                }
+                match gpu.as_mut() {
+                    Some(gpu) => crate::exec::own::evaluate(case, gpu, tree, repeat),
+                    None => Outcome::DeviceLost(format!(
+                        "cannot reopen the device with extensions {wanted:?}: {reopen_error}"
+                    )),
+                }
+            }
+            Served::Ggml { driver, .. } => case.evaluate(&mut Ctx { driver, repeat }),
+        }
+    }
+}
+
+/// The worker's side: opens the target's driver, then answers requests until stdin closes.
 pub fn serve(
     device: Option<&str>,
-    shaders: PathBuf,
+    target: WorkerTarget,
     repeat: bool,
     repeat_every: Option<u64>,
 ) -> std::io::Result<()> {
     let (mut input, mut output) = (std::io::stdin().lock(), std::io::stdout().lock());
-    // Opened first with every extension, to learn the device; each case then runs on a device
-    // with only the optional extensions its kernel uses (reopened when that set changes).
-    let mut gpu = match Gpu::open(device) {
-        Ok(g) => Some(g),
-        Err(e) => return write_frame(&mut output, &Response::Failed(e.to_string())),
+    // (ggml reads its switches from the environment: this process has no other threads yet.)
+    let mut served = match Served::open(device, target) {
+        Ok((served, caps)) => {
+            write_frame(&mut output, &Response::Ready { caps })?;
+            served
+        }
+        Err(e) => return write_frame(&mut output, &Response::Failed(e)),
     };
-    write_frame(
-        &mut output,
-        &Response::Ready {
-            caps: gpu.as_ref().expect("opened").caps().clone(),
-        },
-    )?;
-    let mut tree = ShaderTree::new(shaders);
     loop {
         let request: Request = match read_frame(&mut input) {
             Ok(r) => r,
@@ -227,26 +303,10 @@ pub fn serve(
         let outcome = match serde_json::from_str::<Case>(&json) {
             Ok(case) => {
                 fault_injection(&case);
-                let wanted = extensions_of(&case);
-                let mut reopen_error = String::new();
-                if gpu.as_ref().is_none_or(|g| g.device.differs_for(wanted)) {
-                    drop(gpu.take()); // the old device goes before the new one is made
-                    match Gpu::open_with(device, wanted) {
-                        Ok(g) => gpu = Some(g),
-                        Err(e) => reopen_error = e.to_string(),
-                    }
-                }
-                match gpu.as_mut() {
-                    Some(gpu) => case.evaluate(&mut Ctx {
-                        repeat: campaign_repeats(repeat, repeat_every, gpu.caps(), &json),
-                        gpu,
-                        tree: &mut tree,
-                        graph: None,
-                    }),
-                    None => Outcome::DeviceLost(format!(
-                        "cannot reopen the device with extensions {wanted:?}: {reopen_error}"
-                    )),
-                }
+                let repeat = served
+                    .caps()
+                    .is_some_and(|caps| campaign_repeats(repeat, repeat_every, caps, &json));
+                served.evaluate(&case, repeat)
             }
             Err(e) => Outcome::Error(format!("worker could not read the case: {e}")),
         };
@@ -256,25 +316,6 @@ pub fn serve(
             // The device is unusable: exit, and the parent starts a worker with a new one.
             return Ok(());
         }
-    }
-}
-
-/// The optional device extensions `case`'s kernel uses: cooperative matrices on the cm1 and cm2
-/// paths, bf16 ones for a bf16 matrix on them. Scalar kernels (bf16 mat-vec included, which
-/// converts by hand) need none.
-fn extensions_of(case: &Case) -> vkdiff_gpu::device::Extensions {
-    use vkdiff_gpu::runners::flash_attn::Path;
-    use vkdiff_gpu::runners::mul_mm::Mode;
-    let (cm1, cm2, bf16) = match case {
-        Case::MulMm(c) => (c.mode() == Mode::Cm1, c.mode() == Mode::Cm2, c.a_type),
-        Case::MulMmId(c) => (c.mode() == Mode::Cm1, c.mode() == Mode::Cm2, c.a_type),
-        Case::FlashAttn(c) => (c.path == Path::Cm1, c.path == Path::Cm2, c.kv_type),
-        _ => return vkdiff_gpu::device::Extensions::NONE,
-    };
-    vkdiff_gpu::device::Extensions {
-        coopmat: cm1 || cm2,
-        coopmat2: cm2,
-        bf16: (cm1 || cm2) && bf16 == vkdiff_reference::DType::Bf16,
     }
 }
 
@@ -352,7 +393,7 @@ fn keep_last_words(stderr: std::process::ChildStderr) -> Arc<Mutex<VecDeque<Stri
 }
 
 /// Why a worker does not run a variant (None: it does).
-pub type VariantFilter = Box<dyn Fn(&crate::kernels::Variant) -> Option<String> + Send>;
+pub type VariantFilter = Box<dyn Fn(&crate::model::kernels::Variant) -> Option<String> + Send>;
 
 /// The parent's side: a worker process started on demand and restarted after a crash or a lost
 /// device.
@@ -487,18 +528,14 @@ impl Worker {
 /// outlives a destroyed tensor buffer), not this case's: it keeps its own finding kind.
 pub const AFTER_EARLIER: &str = "crashed only after earlier cases in the same worker";
 
-/// Whether a crash message is a [`AFTER_EARLIER`] crash.
+/// Whether a crash message read back from a report file is a [`CrashKind::AfterEarlier`] one
+/// (a report keeps the message, whose text says so; in process the kind is typed).
 pub fn after_earlier(message: &str) -> bool {
     message.contains(AFTER_EARLIER)
 }
 
 /// How the crash message of a case that ran past the worker's timeout begins.
 const TIMED_OUT: &str = "timed out";
-
-/// Whether a crash message is a timeout ([`Worker::set_timeout`]).
-pub fn timed_out(message: &str) -> bool {
-    message.starts_with(TIMED_OUT)
-}
 
 /// How many of the cases before a crash its message names.
 const NAMED_BEFORE: usize = 3;
@@ -538,10 +575,13 @@ impl Worker {
                 let mut r = self.running.take().expect("started");
                 let _ = r.child.kill();
                 let _ = r.child.wait();
-                Outcome::Crash(format!(
-                    "{TIMED_OUT} after {}s (the worker was killed; a kernel that never finishes?)",
-                    t.as_secs_f64()
-                ))
+                Outcome::crash(
+                    CrashKind::TimedOut,
+                    format!(
+                        "{TIMED_OUT} after {}s (the worker was killed; a kernel that never finishes?)",
+                        t.as_secs_f64()
+                    ),
+                )
             }
             Err(NoAnswer::Died) => {
                 let mut r = self.running.take().expect("started");
@@ -565,9 +605,10 @@ impl Worker {
                 } else {
                     format!("; its last words:\n    {}", words.join("\n    "))
                 };
-                Outcome::Crash(format!(
-                    "the worker process died inside this case ({status}){tail}"
-                ))
+                Outcome::crash(
+                    CrashKind::Died,
+                    format!("the worker process died inside this case ({status}){tail}"),
+                )
             }
         }
     }
@@ -586,18 +627,25 @@ impl Evaluator for Worker {
         let (before, count) = self.history.clone();
         let outcome = self.evaluate_here(case);
         let died = self.running.is_none() && count > 0;
-        let Outcome::Crash(first) = &outcome else {
+        let Outcome::Crash {
+            kind: CrashKind::Died,
+            message: first,
+        } = &outcome
+        else {
             return outcome;
         };
-        if !died || timed_out(first) {
+        if !died {
             return outcome;
         }
         let alone = self.evaluate_here(case);
         match alone {
-            Outcome::Crash(_) => Outcome::Crash(format!(
-                "{first}\n(it crashed again alone in a fresh worker)"
-            )),
-            alone => Outcome::Crash(format!(
+            Outcome::Crash { .. } => Outcome::crash(
+                CrashKind::Died,
+                format!("{first}\n(it crashed again alone in a fresh worker)"),
+            ),
+            alone => Outcome::crash(
+                CrashKind::AfterEarlier,
+                format!(
                 "{AFTER_EARLIER} ({count} before it, the last: {}); alone in a fresh worker it \
                  gave {}. The crash: {first}",
                 Vec::from(before).join("; "),
@@ -608,9 +656,10 @@ impl Evaluator for Worker {
                     | Outcome::Missing(m)
                     | Outcome::Error(m)
                     | Outcome::DeviceLost(m) => format!("no result ({m})"),
-                    o => crate::findings::primary_kind(o),
+                    o => crate::model::facts::primary_kind(o),
                 }
-            )),
+            ),
+            ),
         }
     }
 
@@ -622,19 +671,19 @@ impl Evaluator for Worker {
         self.shaders.clone()
     }
 
-    fn variant_skip(&self, variant: &crate::kernels::Variant) -> Option<String> {
+    fn variant_skip(&self, variant: &crate::model::kernels::Variant) -> Option<String> {
         self.variant_filter.as_ref().and_then(|f| f(variant))
     }
 
-    fn ggml(&self) -> Option<crate::repro::GgmlTarget> {
-        crate::ggml::target(&self.env)
+    fn ggml(&self) -> Option<crate::exec::ggml::GgmlTarget> {
+        crate::exec::ggml::target(&self.env)
     }
 
-    fn reach(&self, case: &Case) -> crate::findings::Reach {
+    fn reach(&self, case: &Case) -> crate::model::facts::Reach {
         if self.real_graphs {
-            crate::findings::Reach::default()
+            crate::model::facts::Reach::default()
         } else {
-            crate::findings::reach_of(case, self.caps())
+            crate::model::facts::reach_of(case, self.caps())
         }
     }
 }
@@ -718,7 +767,7 @@ mod tests {
     fn a_case_asks_for_the_extensions_of_its_path_only() {
         let repro = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/docs/runs/2026-11-24-h100-s19/q5k-probe/q5k_cm2_f16acc.json"
+            "/tests/data/h100_q5k_cm2_cancelled_zero.json"
         );
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(repro).unwrap()).unwrap();
@@ -728,7 +777,7 @@ mod tests {
         let with = |cm1, cm2_, a| {
             let mut c = cm2.clone();
             (c.cm1, c.cm2, c.a_type) = (cm1, cm2_, a);
-            extensions_of(&Case::MulMm(c))
+            Case::MulMm(c).model().extensions()
         };
         use vkdiff_reference::DType;
         assert_eq!(with(false, false, DType::Bf16), Extensions::NONE);

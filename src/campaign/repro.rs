@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cases::Case;
+use crate::model::cases::Case;
 
 /// Format version written into every file.
 pub const FORMAT: u32 = 1;
@@ -35,15 +35,7 @@ pub struct Reproducer {
     pub case: Case,
 }
 
-/// Where a backend-mode case ran: the ggml tree (or prebuilt library folder) given to `--ggml`,
-/// and the named path configuration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GgmlTarget {
-    /// The ggml root that was built (or the folder of a prebuilt build).
-    pub tree: String,
-    /// The configuration (`scalar-fp32`, `scalar-fp16`, `cm1`, `cm2`).
-    pub config: String,
-}
+pub use crate::exec::ggml::GgmlTarget;
 
 impl Reproducer {
     /// Writes the file into `dir` (created if needed), named after the variant and seed.

@@ -13,12 +13,13 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{tensor, Blocks, Dist};
-use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
-use crate::bench::Work;
-use crate::compare::compare;
-use crate::findings::{bucket, k_fact, rows};
-use crate::kernels::KernelDef;
-use crate::tolerance::{self, Fp};
+use super::{Case, CaseModel, Outcome};
+use crate::model::driver::{Ctx, GraphOp};
+use crate::model::work::Work;
+use crate::model::compare::compare;
+use crate::model::facts::{bucket, k_fact, rows};
+use crate::model::kernels::KernelDef;
+use crate::model::tolerance::{self, Fp};
 
 /// A types the mat-vec kernel takes, in table order.
 pub const A_TYPES: &[DType] = &[
@@ -246,9 +247,9 @@ impl CaseModel for MulMatVecCase {
             Err(outcome) => return outcome,
         };
         let block_size =
-            runners::mul_mat_vec::spec_constants(ctx.gpu.caps(), self.a_type, self.n as u32)[0];
+            runners::mul_mat_vec::spec_constants(ctx.caps(), self.a_type, self.n as u32)[0];
         let mut bounds =
-            crate::cases::mul_mat_vec::bounds::mul_mat_vec_bounds_of(&magnitude.values, self.k, block_size, self.a_type);
+            crate::model::cases::mul_mat_vec::bounds::mul_mat_vec_bounds_of(&magnitude.values, self.k, block_size, self.a_type);
         // NaN and ±∞: IEEE propagation through f32 arithmetic on the operands as stored (their
         // format says what may be flushed); block formats as `dot_special` says.
         let mut expected = want.values.clone();
@@ -304,7 +305,7 @@ impl CaseModel for MulMatVecCase {
         tolerance::apply_specials(&specials, &mut expected, &mut bounds);
         // The f32 sums may overflow in some order where Σ|a·b|, grown by the roundings of its
         // depth, reaches f32's range: ±∞ there is legitimate.
-        let depth = crate::cases::mul_mat_vec::bounds::mul_mat_vec_depth_of(self.a_type, self.k, block_size);
+        let depth = crate::model::cases::mul_mat_vec::bounds::mul_mat_vec_depth_of(self.a_type, self.k, block_size);
         for (b, m) in bounds.iter_mut().zip(&magnitude.values) {
             if m * (1.0 + tolerance::gamma(depth)) >= f32::MAX as f64 {
                 *b = f64::NAN;

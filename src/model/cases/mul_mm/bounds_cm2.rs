@@ -1,8 +1,8 @@
 //! The matrix-matrix error model on NV cooperative matrix 2 (mul_mm_cm2.comp). Shared
-//! arithmetic: [`crate::tolerance`].
+//! arithmetic: [`crate::model::tolerance`].
 
 #[allow(unused_imports)]
-use crate::tolerance::*;
+use crate::model::tolerance::*;
 #[allow(unused_imports)]
 use super::bounds::*;
 
@@ -458,10 +458,10 @@ mod cm2_tests {
         assert_eq!(terms.p - terms.m, 0.0);
         let (e, ovf) = cm2_decode_error(DType::Q5_K, &terms);
         assert!(!ovf && e >= device.abs(), "{e} vs {device}");
-        let marked = crate::cases::mul_mm::uncertain_zeros(&[0.0, 0.0], &[Some(e), Some(0.0)]);
-        let sp = |a: f64| crate::tolerance::dot_special(&[a], &[f64::NEG_INFINITY], Fp::F16, Fp::F32, Fp::F32, false);
-        assert_eq!(sp(marked[0]), crate::tolerance::Special::Undefined);
-        assert_eq!(sp(marked[1]), crate::tolerance::Special::Nan, "a certain zero");
+        let marked = crate::model::cases::mul_mm::uncertain_zeros(&[0.0, 0.0], &[Some(e), Some(0.0)]);
+        let sp = |a: f64| crate::model::tolerance::dot_special(&[a], &[f64::NEG_INFINITY], Fp::F16, Fp::F32, Fp::F32, false);
+        assert_eq!(sp(marked[0]), crate::model::tolerance::Special::Undefined);
+        assert_eq!(sp(marked[1]), crate::model::tolerance::Special::Nan, "a certain zero");
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! The kernel registry. A kernel is one module under [`crate::cases`] that implements
+//! The kernel registry. A kernel is one module under [`crate::model::cases`] that implements
 //! [`KernelDef`] (its variants with its own parameter type, its case strategy, the device
-//! features a variant needs) and [`CaseModel`](crate::cases::CaseModel) for its case type (how a
+//! features a variant needs) and [`CaseModel`](crate::model::cases::CaseModel) for its case type (how a
 //! case is evaluated and judged, and the words its findings are described by). One line in the
 //! `registry!` of `src/cases/mod.rs` adds it to [`KERNELS`], from which `vkdiff list`/`run`, the
 //! differential tests, the fuzz target, mutation testing and the CLI's `--op` list are derived.
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use proptest::strategy::BoxedStrategy;
 use vkdiff_gpu::DeviceCaps;
 
-use crate::cases::Case;
+use crate::model::cases::Case;
 
 /// What a kernel module implements (the registry turns it into a [`Kernel`] row).
 pub trait KernelDef: 'static {
@@ -35,7 +35,7 @@ pub trait KernelDef: 'static {
         None
     }
     /// Why ggml's own host, under `config`, does not run the variant (another path), or None.
-    fn ggml_skip(_params: &Self::Params, _config: crate::ggml::Config) -> Option<String> {
+    fn ggml_skip(_params: &Self::Params, _config: crate::model::config::Config) -> Option<String> {
         None
     }
 }
@@ -58,7 +58,7 @@ pub struct Kernel {
     /// Why this device cannot run the variant (a missing feature), or None.
     pub requires: fn(&Variant, &DeviceCaps) -> Option<String>,
     /// Why ggml's host under a configuration does not run the variant, or None.
-    pub ggml_skip: fn(&Variant, crate::ggml::Config) -> Option<String>,
+    pub ggml_skip: fn(&Variant, crate::model::config::Config) -> Option<String>,
 }
 
 impl Kernel {
@@ -109,7 +109,7 @@ fn requires_of<K: KernelDef>(v: &Variant, caps: &DeviceCaps) -> Option<String> {
     K::requires(params_of::<K>(v), caps)
 }
 
-fn ggml_skip_of<K: KernelDef>(v: &Variant, config: crate::ggml::Config) -> Option<String> {
+fn ggml_skip_of<K: KernelDef>(v: &Variant, config: crate::model::config::Config) -> Option<String> {
     K::ggml_skip(params_of::<K>(v), config)
 }
 
@@ -162,7 +162,7 @@ impl Variant {
 }
 
 /// Every kernel vkdiff tests: the registry of `src/cases/mod.rs`.
-pub const KERNELS: &[Kernel] = crate::cases::REGISTRY;
+pub const KERNELS: &[Kernel] = crate::model::cases::REGISTRY;
 
 /// The kernel named `name`.
 pub fn kernel(name: &str) -> Option<&'static Kernel> {

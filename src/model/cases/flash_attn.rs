@@ -42,15 +42,16 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, tensor, values, Blocks, Dist, Scales};
-use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
-use crate::bench::Work;
-use crate::compare::compare;
-use crate::findings::{bucket, host_cores, NO_CORES};
-use crate::ggml::Config;
-use crate::kernels::KernelDef;
+use super::{Case, CaseModel, Outcome};
+use crate::model::driver::{Ctx, GraphOp};
+use crate::model::work::Work;
+use crate::model::compare::compare;
+use crate::model::facts::{bucket, host_cores, NO_CORES};
+use crate::model::config::Config;
+use crate::model::kernels::KernelDef;
 use vkdiff_gpu::DeviceCaps;
-use crate::tolerance;
-use crate::cases::flash_attn::bounds::{FaArith, FaRowData, FlashAttnShape};
+use crate::model::tolerance;
+use crate::model::cases::flash_attn::bounds::{FaArith, FaRowData, FlashAttnShape};
 
 /// How q is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -607,6 +608,11 @@ impl fmt::Display for FlashAttnCase {
 }
 
 impl CaseModel for FlashAttnCase {
+    /// Cooperative matrices on the cm1 and cm2 paths, bf16 ones for bf16 K/V there.
+    fn extensions(&self) -> vkdiff_gpu::device::Extensions {
+        super::coopmat_extensions(self.path == Path::Cm1, self.path == Path::Cm2, self.kv_type)
+    }
+
     fn variant(&self) -> String {
         runners::flash_attn::variant(self.path, self.kv_type, false).name
     }
@@ -685,30 +691,30 @@ impl CaseModel for FlashAttnCase {
             return Outcome::Skip(format!("precondition: {reason}"));
         }
         // The reference and (below) the bounds are kept across a bench row's evaluations.
-        let graph = ctx.is_graph();
-        let key = || format!("flash_attn {self} graph {graph}");
-        let want = match crate::cases::data::kept(key, || {
+        let lat = ctx.latitude();
+        let key = || format!("flash_attn {self} {lat:?}");
+        let want = match crate::model::cases::data::kept(key, || {
             flash_attn_ext(&inputs).map_err(|e| e.to_string())
         }) {
             Ok(w) => w,
             Err(e) => return Outcome::Skip(format!("ggml rejects the op: {e}")),
         };
-        // ggml's host chooses its own split: judge with the loosest candidate (below).
-        let split_k = if ctx.is_graph() { None } else { self.split_k };
+        // A host that chooses its own split: judge with the loosest candidate (below).
+        let split_k = if lat.splits { None } else { self.split_k };
         // Recent ggml (not the July 2025 host) computes scalar flash attention in f16 at
         // GGML_PREC_DEFAULT on an fp16 device (GGML_BACKEND.md §2.1), and (0.1.161
         // get_fa_tuning_params) runs a one-row dispatch (N = 1, GQA not folded into rows) on that
         // scalar path whatever the coopmat configuration. Through ggml's host such a case is
         // judged with the loosest of the pinned model and an f16 candidate (FaArith::ScalarF16).
-        let f16_scalar_possible = ctx.is_graph()
+        let f16_scalar_possible = lat.later_host
             && !self.prec_f32
-            && ctx.gpu.caps().fp16
+            && ctx.caps().fp16
             && (self.path == Path::Scalar || (self.n == 1 && !(2..=16).contains(&self.gqa)));
-        if ctx.is_graph()
+        if lat.later_host
             && self.path == Path::Cm1
             && self.n == 1
             && (9..=16).contains(&self.gqa)
-            && runners::flash_attn::plan(self.path, ctx.gpu.caps(), self.prec_f32, &inputs, None)
+            && runners::flash_attn::plan(self.path, ctx.caps(), self.prec_f32, &inputs, None)
                 .path
                 == Path::Scalar
         {
@@ -744,17 +750,17 @@ impl CaseModel for FlashAttnCase {
             Err(outcome) => return outcome,
         };
         let plan =
-            runners::flash_attn::plan(self.path, ctx.gpu.caps(), self.prec_f32, &inputs, split_k);
+            runners::flash_attn::plan(self.path, ctx.caps(), self.prec_f32, &inputs, split_k);
         let v_values = match v.rows() {
             Ok(x) => x,
             Err(e) => return Outcome::Error(format!("decoding V: {e}")),
         };
-        let caps = ctx.gpu.caps();
+        let caps = ctx.caps();
         let bounds_key = || format!("{} bounds {plan:?} f16 {f16_scalar_possible}", key());
-        let bounds = crate::cases::data::kept(bounds_key, || -> Result<Vec<f64>, String> {
+        let bounds = crate::model::cases::data::kept(bounds_key, || -> Result<Vec<f64>, String> {
             let d_split = runners::flash_attn::d_split(caps, self.d);
             let mut plans = vec![plan.clone()];
-            if graph {
+            if lat.splits {
                 for s in 2..=4u32 {
                     plans.push(runners::flash_attn::plan(
                         self.path,
@@ -787,7 +793,7 @@ impl CaseModel for FlashAttnCase {
                 candidates
                     .iter()
                     .map(|(shape, terms)| {
-                        crate::cases::flash_attn::bounds::flash_attn_bounds(
+                        crate::model::cases::flash_attn::bounds::flash_attn_bounds(
                             shape,
                             &want,
                             &v_values,
@@ -901,7 +907,7 @@ impl CaseModel for FlashAttnCase {
     fn triggers(&self) -> Vec<String> {
         let mut t = Vec::new();
         if self.has_fully_masked_rows() {
-            t.push(crate::findings::FULLY_MASKED.into());
+            t.push(crate::model::facts::FULLY_MASKED.into());
         }
         if self.split_k.is_some_and(|s| s > 1) && self.n == 1 {
             t.push("split".into());
@@ -1562,7 +1568,7 @@ mod tests {
                     on_path += usize::from(plan.path == path);
                     let shape = c.shape(&plan, runners::flash_attn::d_split(&caps, c.d));
                     let extra = c.coopmat_terms(&plan, false, &q, &k, &v, &want).unwrap();
-                    let b = crate::cases::flash_attn::bounds::flash_attn_bounds(
+                    let b = crate::model::cases::flash_attn::bounds::flash_attn_bounds(
                         &shape,
                         &want,
                         &v.rows().unwrap(),
@@ -1620,7 +1626,7 @@ mod tests {
             let bound = |arith, v_err: bool| {
                 let (rows, errs) = extra.as_ref().unwrap();
                 let zeros = vec![0.0; errs.len()];
-                crate::cases::flash_attn::bounds::flash_attn_bounds(
+                crate::model::cases::flash_attn::bounds::flash_attn_bounds(
                     &FlashAttnShape { arith, ..shape },
                     &want,
                     &v.rows().unwrap(),
@@ -1678,7 +1684,7 @@ mod tests {
             arith: FaArith::Scalar,
         };
         let vr = v.rows().unwrap();
-        let b = crate::cases::flash_attn::bounds::flash_attn_bounds(&shape, &want, &vr, v.ne(), None);
+        let b = crate::model::cases::flash_attn::bounds::flash_attn_bounds(&shape, &want, &vr, v.ne(), None);
         for ((w, b), x) in want.out.values.iter().zip(&b).zip(&vr) {
             assert_eq!(w, x);
             assert!(

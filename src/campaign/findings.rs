@@ -31,83 +31,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use vkdiff_gpu::DeviceCaps;
 
 use crate::campaign::{Finding, VariantReport};
 use crate::cases::{Case, Outcome};
 use crate::compare::Spread;
-
-/// Whether a case's configuration is one the modelled host produces for a real ggml graph on
-/// the device, or one vkdiff forces for coverage.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Reach {
-    /// Why the configuration is forced (empty: reachable).
-    pub forced: Vec<String>,
-}
-
-impl Reach {
-    /// Reachable from a real graph.
-    pub fn reachable(&self) -> bool {
-        self.forced.is_empty()
-    }
-}
-
-impl fmt::Display for Reach {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.forced.is_empty() {
-            write!(f, "reachable")
-        } else {
-            write!(f, "forced-only ({})", self.forced.join("; "))
-        }
-    }
-}
-
-/// The shader core count the pinned host reads (NVIDIA SM builtins, AMD core properties), for
-/// devices vkdiff knows; None where the host sees none (lavapipe) or vkdiff does not know it.
-/// Without it the host never splits K (mul_mm, §8.3) or KV (flash attention, §9.6).
-pub fn host_cores(caps: &DeviceCaps) -> Option<u32> {
-    let name = caps.name.as_str();
-    if name.contains("H100") && name.contains("PCIe") {
-        Some(114)
-    } else if name.contains("H100") || name.contains("H200") {
-        Some(132)
-    } else {
-        None
-    }
-}
-
-/// Why a split is forced on a device whose core count the host does not know.
-pub const NO_CORES: &str = "the host splits only with a shader core count, which this device does not report to it (or vkdiff does not know)";
-
-/// Reachability of `case` on `caps` under the pinned host's rules (§8.3, §8.5, §9.1, §9.6).
-pub fn reach_of(case: &Case, caps: &DeviceCaps) -> Reach {
-    Reach {
-        forced: case.model().forced(caps),
-    }
-}
-
-/// Why repeated experts within a token are forced.
-pub const REPEATED: &str =
-    "several slots of one token routed to the same expert (a top-k router picks distinct experts)";
-
-/// The reach reasons of a MUL_MAT_ID case ([`crate::cases::CaseModel::forced`]): forced when
-/// a token routes several slots to one expert.
-pub fn repeated_forced(ids: &[i32], n_used: usize) -> Vec<String> {
-    if repeated_expert(ids, n_used) {
-        vec![REPEATED.into()]
-    } else {
-        Vec::new()
-    }
-}
-
-/// Whether some token routes several of its `n_used` slots to the same expert.
-pub fn repeated_expert(ids: &[i32], n_used: usize) -> bool {
-    ids.chunks(n_used.max(1)).any(|t| {
-        let mut s = t.to_vec();
-        s.sort_unstable();
-        s.windows(2).any(|w| w[0] == w[1])
-    })
-}
+pub use crate::model::facts::{
+    bucket, host_cores, k_fact, mm_path, primary_kind, reach_of, repeated_expert, repeated_forced,
+    rows, Reach, AFTER_EARLIER_KIND, FULLY_MASKED, NO_CORES, RAGGED, REPEATED, REPEATED_FACT,
+};
 
 /// The coarse key a variant's failures are grouped by before shrinking, and which a shrink
 /// step must keep.
@@ -184,15 +115,24 @@ pub fn signature(case: &Case, outcome: &Outcome, reach: &Reach) -> Signature {
     }
 }
 
-/// The path name of a matmul mode, as signatures and known-findings entries spell it.
-pub fn mm_path(mode: vkdiff_gpu::runners::mul_mm::Mode) -> String {
-    use vkdiff_gpu::runners::mul_mm::Mode;
-    match mode {
-        Mode::Fp32 | Mode::Fp16 => "scalar",
-        Mode::Cm1 => "cm1",
-        Mode::Cm2 => "cm2",
+/// The exit status of a run: 1 for new reachable findings, 4 for new forced-only ones, 8 for
+/// cases that could not run, summed (the CLI's `EXIT_CODES` says the same to users).
+pub fn exit_status(distinct: &[Distinct], reports: &[VariantReport]) -> u8 {
+    let new = distinct.iter().filter(|d| d.known.is_none());
+    let mut code = 0;
+    for d in new {
+        code |= if d.reachable() { 1 } else { 4 };
     }
-    .to_string()
+    // Groups past --max-findings were not shrunk: count them by their key's reachability.
+    for r in reports {
+        for key in r.unshrunk.keys() {
+            code |= if key.contains("| forced-only") { 4 } else { 1 };
+        }
+    }
+    if reports.iter().any(|r| r.errored()) {
+        code |= 8;
+    }
+    code
 }
 
 /// Kernel and path of a case.
@@ -203,50 +143,6 @@ pub fn path_of(case: &Case) -> String {
     } else {
         format!("{}/{path}", case.kernel())
     }
-}
-
-/// The kind of a crash that needed earlier cases in its worker ([`crate::worker::AFTER_EARLIER`]):
-/// kept apart from a case's own crash, since the case alone does not crash.
-pub const AFTER_EARLIER_KIND: &str = "crash after earlier cases";
-
-/// The outcome kind that names a failure, most telling first.
-pub fn primary_kind(outcome: &Outcome) -> String {
-    match outcome {
-        Outcome::Crash(m) if crate::worker::timed_out(m) => "hang".into(),
-        Outcome::Crash(m) if crate::worker::after_earlier(m) => AFTER_EARLIER_KIND.into(),
-        Outcome::Crash(_) => "crash".into(),
-        Outcome::Nondeterministic(_) => "nondeterministic".into(),
-        Outcome::Validation(m) => format!("validation {}", vuid(m)),
-        Outcome::Fail { verdict } => {
-            let s = &verdict.spread;
-            if verdict.overrun {
-                "write past the end of dst".into()
-            } else if s.unwritten > 0 {
-                "never written".into()
-            } else if s.nan > 0 {
-                "NaN".into()
-            } else if s.inf > 0 {
-                "±inf".into()
-            } else if s.regions.iter().any(|r| r.starts_with("fully masked")) {
-                "finite where ggml gives NaN (fully masked row)".into()
-            } else if s.finite_for_special > 0 && s.finite_for_special == s.wrong {
-                "finite where ggml gives NaN or ±inf".into()
-            } else {
-                "wrong value".into()
-            }
-        }
-        _ => "not a failure".into(),
-    }
-}
-
-/// The validation message's VUID (or its first words).
-fn vuid(messages: &[String]) -> String {
-    let first = messages.first().map(String::as_str).unwrap_or("");
-    first
-        .split(|c: char| c.is_whitespace() || c == ']' || c == '"')
-        .find(|w| w.starts_with("VUID-") || w.starts_with("SYNC-"))
-        .map(str::to_string)
-        .unwrap_or_else(|| first.chars().take(60).collect())
 }
 
 /// The names of dst's ggml axes for a case.
@@ -294,39 +190,6 @@ fn edge(i: usize) -> String {
     }
 }
 
-/// A size as a bucket around the tile edges.
-pub fn bucket(x: usize) -> &'static str {
-    match x {
-        0 | 1 => "1",
-        2..=8 => "2–8",
-        9..=32 => "9–32",
-        33..=64 => "33–64",
-        65..=128 => "65–128",
-        _ => "> 128",
-    }
-}
-
-/// Rows M as a bucket, and whether the last 32-row tile is partial.
-pub fn rows(m: usize) -> String {
-    if m % 32 == 0 {
-        format!("M {}", bucket(m))
-    } else {
-        format!("M {} (a partial row tile)", bucket(m))
-    }
-}
-
-/// K in type-independent terms: one BK step or block, or several.
-pub fn k_fact(k: usize, block: usize) -> String {
-    let unit = block.max(32);
-    if k <= unit {
-        "K one step".into()
-    } else if k % unit == 0 {
-        "K several whole steps".into()
-    } else {
-        "K several steps, the last partial".into()
-    }
-}
-
 /// The few facts that mark a different failure mode, which shrinking must not remove (a
 /// variant shrinks one representative per combination): a split, or fully masked rows, which
 /// would otherwise shrink away into whatever simpler bug the same rows have (on the pinned tree,
@@ -366,13 +229,6 @@ pub fn cause(case: &Case) -> Vec<String> {
     case.model().cause(&mut t);
     t
 }
-
-/// The trigger of a flash-attention case with rows the mask empties.
-pub const FULLY_MASKED: &str = "fully masked rows";
-/// The cause fact of a split whose parts are not whole 32-key steps.
-pub const RAGGED: &str = "split, K/split not a multiple of 32";
-/// The shape and cause fact of a token that repeats an expert.
-pub const REPEATED_FACT: &str = "repeated experts in a token";
 
 /// What one distinct finding is: one root cause. Its kernel path, its symptom family, the
 /// configuration facts of its cause and its reachability; sizes, types, the outcome kind within
@@ -803,7 +659,7 @@ pub fn stale<'a>(
 
 /// The known-findings list this binary was built with (an installed binary, away from its
 /// checkout, still knows the list of its release).
-pub const BUILTIN_KNOWN: &str = include_str!("../known-findings.txt");
+pub const BUILTIN_KNOWN: &str = include_str!("../../known-findings.txt");
 
 /// The default known-findings file: `known-findings.txt` at the checkout's root.
 pub fn default_known_file() -> std::path::PathBuf {
@@ -976,15 +832,11 @@ mod tests {
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].explanation, "gone");
         // New forced-only findings only: exit status 4; an error adds 8.
-        assert_eq!(crate::cli::exit_status(&d, &reports), 4);
+        assert_eq!(exit_status(&d, &reports), 4);
         let mut errored = reports.to_vec();
         errored[0].missing = Some("no file".into());
-        assert_eq!(crate::cli::exit_status(&d, &errored), 12);
-        assert_eq!(
-            crate::cli::exit_status(&d[..1], &reports[..0]),
-            0,
-            "known only"
-        );
+        assert_eq!(exit_status(&d, &errored), 12);
+        assert_eq!(exit_status(&d[..1], &reports[..0]), 0, "known only");
     }
 
     #[test]
@@ -1064,11 +916,18 @@ mod tests {
 
     #[test]
     fn a_crash_after_earlier_cases_is_its_own_kind_and_cause() {
-        let own = Outcome::Crash("the worker process died inside this case (signal: 6)".into());
-        let after = Outcome::Crash(format!(
-            "{} (4 before it, the last: …); alone in a fresh worker it gave a pass",
-            crate::worker::AFTER_EARLIER
-        ));
+        use crate::model::cases::CrashKind;
+        let own = Outcome::crash(
+            CrashKind::Died,
+            "the worker process died inside this case (signal: 6)",
+        );
+        let after = Outcome::crash(
+            CrashKind::AfterEarlier,
+            format!(
+                "{} (4 before it, the last: …); alone in a fresh worker it gave a pass",
+                crate::worker::AFTER_EARLIER
+            ),
+        );
         assert_eq!(primary_kind(&own), "crash");
         assert_eq!(primary_kind(&after), AFTER_EARLIER_KIND);
         let (r, sym) = (Reach::default(), symptom(AFTER_EARLIER_KIND));

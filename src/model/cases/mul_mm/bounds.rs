@@ -1,8 +1,8 @@
 //! The matrix-matrix error model (mul_mm.comp scalar and cm1 paths, MUL_MAT and MUL_MAT_ID).
-//! Shared arithmetic: [`crate::tolerance`].
+//! Shared arithmetic: [`crate::model::tolerance`].
 
 #[allow(unused_imports)]
-use crate::tolerance::*;
+use crate::model::tolerance::*;
 
 /// [`loosest`] for matmul bounds: an element may overflow if it may under any candidate.
 pub fn loosest_mm(candidates: Vec<MulMmBounds>) -> MulMmBounds {

@@ -8,7 +8,7 @@
 //! (`mul_mm_cm2.comp`, rows `matmul_*_cm2`: f16 × f16, bf16 × bf16 and quantized × f16 with
 //! either accumulator; f32 operands reach them converted to f16 by the host), with its own K
 //! and N strategies ([`cm2_k_strategy`], [`cm2_n_strategy`]) and error model
-//! ([`crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]).
+//! ([`crate::model::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]).
 //!
 //! One variant row per pipeline family the host selects on a scalar fp16 device (lavapipe):
 //! the SPIR-V name of the unaligned variant, e.g. `matmul_q4_0_f32_f16acc`. Each row also
@@ -43,15 +43,16 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{tensor, Blocks, Dist};
-use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
-use crate::bench::Work;
-use crate::compare::compare;
-use crate::findings::{bucket, host_cores, k_fact, mm_path, rows, NO_CORES, RAGGED};
-use crate::ggml::Config;
-use crate::kernels::KernelDef;
+use super::{Case, CaseModel, Outcome};
+use crate::model::driver::{Ctx, GraphOp};
+use crate::model::work::Work;
+use crate::model::compare::compare;
+use crate::model::facts::{bucket, host_cores, k_fact, mm_path, rows, NO_CORES, RAGGED};
+use crate::model::config::Config;
+use crate::model::kernels::KernelDef;
 use vkdiff_gpu::DeviceCaps;
-use crate::tolerance::{self, Fp};
-use crate::cases::mul_mm::bounds::MulMmArith;
+use crate::model::tolerance::{self, Fp};
+use crate::model::cases::mul_mm::bounds::MulMmArith;
 
 /// The quantized A types with a direct mul_mm pipeline (§6.1), in table order.
 pub const QUANT_TYPES: &[DType] = DType::WEIGHT_QUANTS;
@@ -598,6 +599,15 @@ impl fmt::Display for MulMmCase {
 }
 
 impl CaseModel for MulMmCase {
+    /// Cooperative matrices on the cm1 and cm2 paths, bf16 ones for a bf16 A there.
+    fn extensions(&self) -> vkdiff_gpu::device::Extensions {
+        super::coopmat_extensions(
+            self.mode() == Mode::Cm1,
+            self.mode() == Mode::Cm2,
+            self.a_type,
+        )
+    }
+
     fn variant(&self) -> String {
         match runners::mul_mm::choose(
             self.mode(),
@@ -669,15 +679,15 @@ impl CaseModel for MulMmCase {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
         };
-        let mode = mode_on(self.cm1, self.cm2, ctx.gpu.caps());
+        let mode = mode_on(self.cm1, self.cm2, ctx.caps());
         let plan = match runners::mul_mm::plan(
-            ctx.gpu.caps(),
+            ctx.caps(),
             mode,
             &a,
             &b,
             self.prec,
-            // ggml's host chooses its own split: judge with the host model's choice.
-            if ctx.is_graph() {
+            // A host that chooses its own split: judge with the host model's choice.
+            if ctx.latitude().splits {
                 None
             } else {
                 self.force_split_k
@@ -688,9 +698,9 @@ impl CaseModel for MulMmCase {
         };
         // The reference and the bounds of these inputs on this plan: kept across a bench
         // row's evaluations (the same inputs each round).
-        let graph = ctx.is_graph();
-        let key = || format!("mul_mm {self} {mode:?} graph {graph} plan {plan:?}");
-        let judged = crate::cases::data::kept(key, || -> Result<_, Box<Outcome>> {
+        let lat = ctx.latitude();
+        let key = || format!("mul_mm {self} {mode:?} {lat:?} plan {plan:?}");
+        let judged = crate::model::cases::data::kept(key, || -> Result<_, Box<Outcome>> {
             let want = match mul_mat::mul_mat(&a, &b) {
                 Ok(w) => w,
                 Err(e) => return Err(Box::new(Outcome::Skip(format!("ggml rejects the shapes: {e}")))),
@@ -700,9 +710,9 @@ impl CaseModel for MulMmCase {
                 (Err(e), _) | (_, Err(e)) => return Err(Box::new(Outcome::Error(e.to_string()))),
             };
             let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
-            // Through ggml's host the split is its own choice: the loosest of the candidates.
+            // A host that chooses its own split: the loosest of the candidates.
             let mut splits = vec![(plan.split_k, plan.k_split)];
-            if graph {
+            if lat.splits {
                 splits.extend(bounds::split_candidates(self.k));
             }
             let mut candidates = Vec::new();
@@ -721,11 +731,11 @@ impl CaseModel for MulMmCase {
                         cm1_bounds(&arith, tk, self.k, self.m, &a_rows, &b_rows, &columns)
                     }
                     Mode::Fp16 | Mode::Fp32 => {
-                        crate::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
+                        crate::model::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
                     }
                 });
             }
-            let bounds = crate::cases::mul_mm::bounds::loosest_mm(candidates);
+            let bounds = crate::model::cases::mul_mm::bounds::loosest_mm(candidates);
             // NaN and ±∞: IEEE propagation through the operands as staged (block formats: see
             // `dot_special`).
             let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
@@ -913,7 +923,7 @@ impl MulMmCase {
     }
 }
 
-/// The arithmetic the kernel performs for a plan (see [`crate::cases::mul_mm::bounds::mul_mm_bounds`]): `a_in` is
+/// The arithmetic the kernel performs for a plan (see [`crate::model::cases::mul_mm::bounds::mul_mm_bounds`]): `a_in` is
 /// A's type before staging.
 pub fn arith_of(staging: &Staging, a_in: DType, split_k: usize, k_split: usize) -> MulMmArith {
     let sel = staging.selection;
@@ -978,17 +988,17 @@ pub fn scaled(t: Tensor, e: i32) -> Result<Tensor, String> {
 }
 
 /// Per-element operand errors |operand − exact| as the cm2 kernel reads them (None: may be
-/// ±∞): host-converted values exactly, quantized A by [`crate::cases::mul_mm::bounds_cm2::cm2_decode_error`], f16 /
+/// ±∞): host-converted values exactly, quantized A by [`crate::model::cases::mul_mm::bounds_cm2::cm2_decode_error`], f16 /
 /// bf16 data exact unless subnormal (may be flushed).
 pub fn cm2_operand_errors(exact: &Tensor, staged: &Tensor) -> Result<Vec<Option<f64>>, String> {
     let x = exact.rows().map_err(|e| e.to_string())?;
     if staged.dtype().is_quantized() {
         let contiguous = staged.to_contiguous();
-        let terms = crate::cases::mul_mm::bounds_cm2::cm2_decode_terms(staged.dtype(), contiguous.data())
+        let terms = crate::model::cases::mul_mm::bounds_cm2::cm2_decode_terms(staged.dtype(), contiguous.data())
             .ok_or_else(|| format!("no cm2 decoder model for {}", staged.dtype()))?;
         return Ok(terms
             .iter()
-            .map(|t| match crate::cases::mul_mm::bounds_cm2::cm2_decode_error(staged.dtype(), t) {
+            .map(|t| match crate::model::cases::mul_mm::bounds_cm2::cm2_decode_error(staged.dtype(), t) {
                 (e, false) => Some(e),
                 _ => None,
             })
@@ -1019,7 +1029,7 @@ pub fn cm2_operand_errors(exact: &Tensor, staged: &Tensor) -> Result<Vec<Option<
 /// zero (d·13·4 − d·52) decoded to about −7·10⁻⁷ (d·13 rounded to f16, d·52 kept exact by an
 /// fma), and −∞ times it gave +∞ (docs/mul-mm-cm2.md).
 ///
-/// [`cm2_decode_error`]: crate::cases::mul_mm::bounds_cm2::cm2_decode_error
+/// [`cm2_decode_error`]: crate::model::cases::mul_mm::bounds_cm2::cm2_decode_error
 pub fn cm2_special_operands(
     a: &Tensor,
     b: &Tensor,
@@ -1043,7 +1053,7 @@ pub fn uncertain_zeros(rows: &[f64], errors: &[Option<f64>]) -> Vec<f64> {
         .collect()
 }
 
-/// The cm2 bounds of a plan (see [`crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]).
+/// The cm2 bounds of a plan (see [`crate::model::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]).
 pub fn cm2_bounds(
     a: &Tensor,
     b: &Tensor,
@@ -1052,7 +1062,7 @@ pub fn cm2_bounds(
     split_k: usize,
     k_split: usize,
     columns: &[(usize, usize)],
-) -> Result<crate::cases::mul_mm::bounds::MulMmBounds, String> {
+) -> Result<crate::model::cases::mul_mm::bounds::MulMmBounds, String> {
     let (sa, sb) = runners::mul_mm::staged(a, b, staging).map_err(|e| e.to_string())?;
     let ea = cm2_operand_errors(a, &sa)?;
     let eb = cm2_operand_errors(b, &sb)?;
@@ -1060,7 +1070,7 @@ pub fn cm2_bounds(
         a.rows().map_err(|e| e.to_string())?,
         b.rows().map_err(|e| e.to_string())?,
     );
-    let arith = crate::cases::mul_mm::bounds_cm2::Cm2Arith {
+    let arith = crate::model::cases::mul_mm::bounds_cm2::Cm2Arith {
         acc: if staging.selection.acc16 {
             Fp::F16
         } else {
@@ -1071,14 +1081,14 @@ pub fn cm2_bounds(
         k_split,
     };
     let [k, m, ..] = a.ne();
-    Ok(crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds(
+    Ok(crate::model::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds(
         &arith, k, m, &a_rows, &ea, &b_rows, &eb, columns,
     ))
 }
 
 /// The cm1 bounds of a plan: the operands as the scalar fp16 path stages them ([`arith_of`]:
 /// A decoded in f32, then both rounded to FLOAT_TYPE) and the cm2 step model
-/// ([`crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]) with one coopMatMulAdd per `tk` (= TK, 16) values of K,
+/// ([`crate::model::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds`]) with one coopMatMulAdd per `tk` (= TK, 16) values of K,
 /// steps from each split's start (the shader's order).
 #[allow(clippy::too_many_arguments)]
 pub fn cm1_bounds(
@@ -1089,25 +1099,25 @@ pub fn cm1_bounds(
     a_rows: &[f64],
     b_rows: &[f64],
     columns: &[(usize, usize)],
-) -> crate::cases::mul_mm::bounds::MulMmBounds {
-    let ea = crate::cases::mul_mm::bounds::staged_operand_errors(a_rows, arith.a_min_rounding, arith.a_operand);
-    let eb = crate::cases::mul_mm::bounds::staged_operand_errors(b_rows, false, arith.b_operand);
-    let steps = crate::cases::mul_mm::bounds_cm2::Cm2Arith {
+) -> crate::model::cases::mul_mm::bounds::MulMmBounds {
+    let ea = crate::model::cases::mul_mm::bounds::staged_operand_errors(a_rows, arith.a_min_rounding, arith.a_operand);
+    let eb = crate::model::cases::mul_mm::bounds::staged_operand_errors(b_rows, false, arith.b_operand);
+    let steps = crate::model::cases::mul_mm::bounds_cm2::Cm2Arith {
         acc: arith.acc,
         bk: tk,
         split_k: arith.split_k,
         k_split: arith.k_split,
     };
-    crate::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds(&steps, k, m, a_rows, &ea, b_rows, &eb, columns)
+    crate::model::cases::mul_mm::bounds_cm2::mul_mm_cm2_bounds(&steps, k, m, a_rows, &ea, b_rows, &eb, columns)
 }
 
 /// Judges a kernel's output: the reference, the bounds, overflow (see
-/// [`crate::cases::mul_mm::bounds::MulMmBounds::judged_bounds`]), and per element the class of a NaN or ±∞
+/// [`crate::model::cases::mul_mm::bounds::MulMmBounds::judged_bounds`]), and per element the class of a NaN or ±∞
 /// result ([`tolerance::Special`]; None: every non-finite expectation is undefined).
 pub fn judge(
     run: &vkdiff_gpu::runners::KernelRun,
     want: &vkdiff_reference::ops::Output,
-    bounds: &crate::cases::mul_mm::bounds::MulMmBounds,
+    bounds: &crate::model::cases::mul_mm::bounds::MulMmBounds,
     specials: Option<&[tolerance::Special]>,
 ) -> Outcome {
     let mut judged = bounds.judged_bounds(&run.values);
@@ -1115,7 +1125,7 @@ pub fn judge(
     match specials {
         Some(s) => tolerance::apply_specials(s, &mut expected, &mut judged),
         None => {
-            crate::compare::undefined_where_non_finite(&expected, &mut judged);
+            crate::model::compare::undefined_where_non_finite(&expected, &mut judged);
         }
     }
     let mut verdict = match compare(
@@ -1175,7 +1185,7 @@ pub(crate) mod tests {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
 
-    use crate::cases::test_devices::{h100, lavapipe};
+    use crate::model::cases::test_devices::{h100, lavapipe};
 
     /// The H100 case of docs/mul-mm-cm2.md, judged on the CPU: dst[29,117] (row 29 of A has a
     /// cancelled q5_K zero at k = 184, column 117 of B −∞ there) was expected NaN, the device's
@@ -1184,14 +1194,17 @@ pub(crate) mod tests {
     #[test]
     fn the_h100_q5_k_cancelled_zero_is_not_expected_nan() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/h100_q5k_cm2_cancelled_zero.json");
-        let repro = crate::repro::Reproducer::read(std::path::Path::new(path)).unwrap();
-        let Case::MulMm(c) = repro.case else {
+        // A reproducer file; only its case is needed here.
+        let file: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let case: Case = serde_json::from_value(file["case"].clone()).unwrap();
+        let Case::MulMm(c) = case else {
             panic!("not a mul_mm case")
         };
         let (a, b) = c.inputs().unwrap();
         let plan = runners::mul_mm::plan(&h100(), c.mode(), &a, &b, c.prec, None).unwrap();
         let (a_rows, b_rows) = (a.rows().unwrap(), b.rows().unwrap());
-        let columns = crate::cases::batched_columns(c.n, c.ne02, c.r2, c.ne03, c.m);
+        let columns = crate::model::cases::batched_columns(c.n, c.ne02, c.r2, c.ne03, c.m);
         let arith = arith_of(&plan.staging, c.a_type, plan.split_k, plan.k_split);
         let formats = (arith.a_operand, arith.b_operand, arith.acc);
         let specials = |rows: &[f64]| {

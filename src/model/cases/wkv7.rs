@@ -13,11 +13,12 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, values, Dist};
-use super::{Case, CaseModel, Ctx, GraphOp, Outcome};
-use crate::bench::Work;
-use crate::compare::compare;
-use crate::findings::bucket;
-use crate::kernels::KernelDef;
+use super::{Case, CaseModel, Outcome};
+use crate::model::driver::{Ctx, GraphOp};
+use crate::model::work::Work;
+use crate::model::compare::compare;
+use crate::model::facts::bucket;
+use crate::model::kernels::KernelDef;
 
 /// One RWKV_WKV7 evaluation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -171,7 +172,7 @@ impl CaseModel for Wkv7Case {
         let exact = |t: &Tensor| t.rows().expect("f32");
         let all = [&r, &w, &k, &v, &a, &b, &state].map(exact);
         let (s, h, t) = (self.head_size, self.heads, self.tokens_per_seq * self.seqs);
-        let mut bounds = crate::cases::wkv7::bounds::wkv7_bounds(
+        let mut bounds = crate::model::cases::wkv7::bounds::wkv7_bounds(
             s,
             h,
             t,
@@ -181,7 +182,7 @@ impl CaseModel for Wkv7Case {
             ],
         );
         // Inputs are finite; a state that overflows f32 somewhere is not modelled.
-        crate::compare::undefined_where_non_finite(&want.values, &mut bounds);
+        crate::model::compare::undefined_where_non_finite(&want.values, &mut bounds);
         let y_len = s * h * t;
         let mut verdict = match compare(
             &run.values,

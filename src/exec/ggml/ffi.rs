@@ -11,7 +11,7 @@ use libloading::os::unix::{Library, Symbol, RTLD_GLOBAL, RTLD_NOW};
 use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
-use crate::cases::GraphOp;
+use crate::model::driver::GraphOp;
 
 type P = *mut c_void;
 

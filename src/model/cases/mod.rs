@@ -13,12 +13,11 @@ pub(crate) mod test_devices;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use vkdiff_gpu::runners::KernelRun;
-use vkdiff_gpu::{DeviceCaps, Gpu, GpuError, ShaderTree};
-use vkdiff_reference::tensor::Tensor;
+use vkdiff_gpu::{DeviceCaps, GpuError};
 
-use crate::compare::Verdict;
-use crate::kernels::{Kernel, KernelDef};
+use crate::model::compare::Verdict;
+use crate::model::driver::Ctx;
+use crate::model::kernels::{Kernel, KernelDef};
 
 /// The registry: one line per kernel, `module::Def(CaseType)`, declares the module, its variant
 /// of [`Case`] (whose snake_case name is the `op` tag of reproducers and must equal
@@ -46,7 +45,7 @@ macro_rules! registry {
                 }
             }
 
-            /// The kernel's name in the [`KERNELS`](crate::kernels::KERNELS) table.
+            /// The kernel's name in the [`KERNELS`](crate::model::kernels::KERNELS) table.
             pub fn kernel(&self) -> &'static str {
                 match self {
                     $(Case::$Def(_) => <$module::$Def as KernelDef>::NAME,)*
@@ -69,17 +68,17 @@ registry! {
 }
 
 /// What a kernel's case type implements: evaluation against the reference with its error
-/// model, and the words [`crate::findings`] describes its failures with (the defaults suit a
+/// model, and the words the campaign's findings describe its failures with (the defaults suit a
 /// kernel with one path and nothing forced).
 pub trait CaseModel: fmt::Display {
     /// The upstream variant name the case runs.
     fn variant(&self) -> String;
     /// See [`Case::validate`].
     fn validate(&self) -> Result<(), String>;
-    /// Runs the case on the device (or through `ctx`'s graph executor) and judges it.
+    /// Runs the case through `ctx`'s driver and judges it.
     fn evaluate(&self, ctx: &mut Ctx) -> Outcome;
     /// Why the configuration is one the modelled host never produces for a real graph on
-    /// `caps` (empty: reachable). See [`crate::findings::reach_of`].
+    /// `caps` (empty: reachable). See [`crate::model::facts::reach_of`].
     fn forced(&self, _caps: &DeviceCaps) -> Vec<String> {
         Vec::new()
     }
@@ -92,18 +91,23 @@ pub trait CaseModel: fmt::Display {
         ["i0", "i1", "i2", "i3"]
     }
     /// The facts that mark a different failure mode, kept while shrinking
-    /// ([`crate::findings::triggers`]).
+    /// (the campaign groups a variant's failures by them).
     fn triggers(&self) -> Vec<String> {
         Vec::new()
     }
-    /// The shape facts, types left out ([`crate::findings::facts`]).
+    /// The shape facts, types left out (a finding's shape words).
     fn facts(&self) -> Vec<String>;
-    /// Adjusts the cause facts that [`crate::findings::cause`] took from the triggers.
+    /// Adjusts the cause facts taken from the triggers (which name a distinct finding).
     fn cause(&self, _facts: &mut Vec<String>) {}
     /// The sizes of the case, named, for the evidence ranges of a finding.
     fn dims(&self) -> Vec<(&'static str, usize)>;
+    /// The optional device extensions the case's kernel uses (a worker opens its device with
+    /// just these, so a kernel that needs none never runs on a device with coopmat enabled).
+    fn extensions(&self) -> vkdiff_gpu::device::Extensions {
+        vkdiff_gpu::device::Extensions::NONE
+    }
     /// The least bytes and flops the kernel must move and do, where defined (`vkdiff bench`).
-    fn work(&self) -> Option<crate::bench::Work> {
+    fn work(&self) -> Option<crate::model::work::Work> {
         None
     }
 }
@@ -160,162 +164,6 @@ impl fmt::Display for Case {
     }
 }
 
-/// What a case evaluates on: a device and a shader tree.
-pub struct Ctx<'a> {
-    /// The device (in graph mode: opened for its capabilities, which the error models read).
-    pub gpu: &'a mut Gpu,
-    /// Where the shaders come from.
-    pub tree: &'a mut ShaderTree,
-    /// Run each kernel twice and require bitwise-identical results (catches races).
-    pub repeat: bool,
-    /// Run the op through this graph executor (ggml's own host) instead of vkdiff's runners.
-    pub graph: Option<&'a mut dyn GraphExec>,
-}
-
-/// One ggml op as a case describes it, independent of who executes it: the tensors (types,
-/// shapes, strides: a strided tensor's data holds its backing bytes) and the op's parameters.
-/// Central on purpose: this is the vocabulary of ggml ops that the ggml backend driver
-/// (`crate::ggml`) knows how to build through ggml's C API; a kernel for an op not listed here
-/// runs through vkdiff's own runner only, until the driver learns the op.
-pub enum GraphOp<'a> {
-    /// `ggml_mul_mat(a, b)`.
-    MulMat {
-        /// src0.
-        a: &'a Tensor,
-        /// src1.
-        b: &'a Tensor,
-        /// `ggml_mul_mat_set_prec(GGML_PREC_F32)`.
-        prec_f32: bool,
-    },
-    /// `ggml_mul_mat_id(as, b, ids)`.
-    MulMatId {
-        /// The experts.
-        a: &'a Tensor,
-        /// src1.
-        b: &'a Tensor,
-        /// I32 expert ids.
-        ids: &'a Tensor,
-        /// GGML_PREC_F32 in op_params[0].
-        prec_f32: bool,
-    },
-    /// `ggml_flash_attn_ext(q, k, v, mask, scale, max_bias, softcap)`.
-    FlashAttn {
-        /// Queries.
-        q: &'a Tensor,
-        /// Keys.
-        k: &'a Tensor,
-        /// Values.
-        v: &'a Tensor,
-        /// F16 mask.
-        mask: Option<&'a Tensor>,
-        /// Scale.
-        scale: f32,
-        /// ALiBi max bias.
-        max_bias: f32,
-        /// Logit softcap.
-        softcap: f32,
-        /// `ggml_flash_attn_ext_set_prec(GGML_PREC_F32)`.
-        prec_f32: bool,
-    },
-    /// `ggml_rwkv_wkv7(r, w, k, v, a, b, state)`.
-    Wkv7([&'a Tensor; 7]),
-}
-
-impl GraphOp<'_> {
-    /// ggml's name for the op.
-    pub fn name(&self) -> &'static str {
-        match self {
-            GraphOp::MulMat { .. } => "MUL_MAT",
-            GraphOp::MulMatId { .. } => "MUL_MAT_ID",
-            GraphOp::FlashAttn { .. } => "FLASH_ATTN_EXT",
-            GraphOp::Wkv7(_) => "RWKV_WKV7",
-        }
-    }
-}
-
-/// Something that runs a [`GraphOp`] (the ggml backend driver).
-pub trait GraphExec {
-    /// Runs the op once; an `Err` is the case's outcome (a skip for unsupported ops).
-    #[allow(clippy::result_large_err)]
-    fn run(&mut self, op: &GraphOp) -> Result<KernelRun, Outcome>;
-}
-
-impl Ctx<'_> {
-    /// Runs a kernel through `run` (twice when `repeat` is set) and returns its output, or the
-    /// outcome that ends the case: a GPU error, or two runs that disagree (`dst_ne` names the
-    /// differing elements by their ggml index).
-    #[allow(clippy::result_large_err)] // one outcome per case: its size does not matter
-    pub fn run(
-        &mut self,
-        dst_ne: [usize; 4],
-        mut run: impl FnMut(&mut Gpu, &mut ShaderTree) -> vkdiff_gpu::Result<KernelRun>,
-    ) -> Result<KernelRun, Outcome> {
-        let _span = vkdiff_gpu::profile::span("kernel runs (+ repeat)");
-        let first = run(self.gpu, self.tree).map_err(Outcome::from_gpu_error)?;
-        if !first.validation.is_empty() {
-            return Err(Outcome::from_validation(first.validation));
-        }
-        if self.repeat {
-            let _span = vkdiff_gpu::profile::span("race repeat");
-            let second = run(self.gpu, self.tree).map_err(Outcome::from_gpu_error)?;
-            same_bits(&first, &second, dst_ne)?;
-        }
-        Ok(first)
-    }
-
-    /// True when a graph executor (ggml's host) runs the ops: the case cannot force a
-    /// pipeline, split or tile, and judges with the host's own choice.
-    pub fn is_graph(&self) -> bool {
-        self.graph.is_some()
-    }
-
-    /// Runs the op: through the graph executor when there is one (`op`), else through vkdiff's
-    /// runner (`run`), twice when `repeat` is set.
-    #[allow(clippy::result_large_err)]
-    pub fn run_op(
-        &mut self,
-        dst_ne: [usize; 4],
-        op: &GraphOp,
-        run: impl FnMut(&mut Gpu, &mut ShaderTree) -> vkdiff_gpu::Result<KernelRun>,
-    ) -> Result<KernelRun, Outcome> {
-        let Some(graph) = self.graph.as_deref_mut() else {
-            return self.run(dst_ne, run);
-        };
-        let first = graph.run(op)?;
-        if self.repeat {
-            let second = graph.run(op)?;
-            same_bits(&first, &second, dst_ne)?;
-        }
-        Ok(first)
-    }
-}
-
-/// Two runs of the same inputs must give the same bits (a difference is a race or an
-/// uninitialised read); `dst_ne` names the first differing element by its ggml index.
-#[allow(clippy::result_large_err)]
-fn same_bits(first: &KernelRun, second: &KernelRun, dst_ne: [usize; 4]) -> Result<(), Outcome> {
-    let differ: Vec<usize> = (0..first.values.len())
-        .filter(|&i| first.values[i].to_bits() != second.values[i].to_bits())
-        .collect();
-    if let Some(&i) = differ.first() {
-        let [n0, n1, n2, _] = dst_ne;
-        let idx = [
-            i % n0,
-            (i / n0) % n1,
-            (i / (n0 * n1)) % n2,
-            i / (n0 * n1 * n2),
-        ];
-        return Err(Outcome::Nondeterministic(format!(
-                    "{} of {} elements differ between two runs of the same inputs; first dst{idx:?}: {:e} then {:e}",
-                    differ.len(),
-                    first.values.len(),
-                    first.values[i],
-                    second.values[i]
-                )));
-    }
-    Ok(())
-}
-
 /// The result of one case.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Outcome {
@@ -339,8 +187,14 @@ pub enum Outcome {
     Error(String),
     /// The device was lost while running the case; it must be recreated.
     DeviceLost(String),
-    /// The process evaluating the case died (a driver crash inside the shader, say).
-    Crash(String),
+    /// The process evaluating the case died (a driver crash inside the shader, say) or was
+    /// killed past the time limit.
+    Crash {
+        /// Which way it ended.
+        kind: CrashKind,
+        /// What the worker saw: the exit status and its last stderr lines.
+        message: String,
+    },
     /// The validation layer reported these messages while the case ran.
     Validation(Vec<String>),
     /// Two runs of the same inputs gave different bits: a race or uninitialised read.
@@ -354,7 +208,7 @@ impl Outcome {
         matches!(
             self,
             Outcome::Fail { .. }
-                | Outcome::Crash(_)
+                | Outcome::Crash { .. }
                 | Outcome::Nondeterministic(_)
                 | Outcome::Validation(_)
         )
@@ -364,7 +218,7 @@ impl Outcome {
     pub fn explain(&self) -> String {
         match self {
             Outcome::Fail { verdict } => verdict.explain(),
-            Outcome::Crash(m) => format!("crash: {m}\n"),
+            Outcome::Crash { message, .. } => format!("crash: {message}\n"),
             Outcome::Nondeterministic(m) => format!("nondeterministic: {m}\n"),
             Outcome::Validation(m) => format!("validation layer: {}\n", m.join("\n  ")),
             Outcome::Pass { .. } => "passed\n".into(),
@@ -413,6 +267,44 @@ impl Outcome {
     }
 }
 
+/// The extensions of a kernel on the cm1 (`cm1`) or cm2 (`cm2`) path whose matrix is of type
+/// `matrix`: cooperative matrices, and bf16 ones for a bf16 matrix (scalar kernels, bf16
+/// mat-vec included, convert by hand and need none).
+pub fn coopmat_extensions(
+    cm1: bool,
+    cm2: bool,
+    matrix: vkdiff_reference::DType,
+) -> vkdiff_gpu::device::Extensions {
+    vkdiff_gpu::device::Extensions {
+        coopmat: cm1 || cm2,
+        coopmat2: cm2,
+        bf16: (cm1 || cm2) && matrix == vkdiff_reference::DType::Bf16,
+    }
+}
+
+/// How a worker process ended inside a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CrashKind {
+    /// It died inside the case (a driver crash, an abort in ggml), alone in a fresh worker too
+    /// when it had run other cases first.
+    Died,
+    /// It died inside the case after evaluating others, and the case alone in a fresh worker
+    /// did not crash: a state an earlier case left behind, not the case's own crash.
+    AfterEarlier,
+    /// The case ran past the time limit and the worker was killed (a kernel that never ends?).
+    TimedOut,
+}
+
+impl Outcome {
+    /// A crash of `kind` with `message`.
+    pub fn crash(kind: CrashKind, message: impl Into<String>) -> Outcome {
+        Outcome::Crash {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
 /// The (A row offset, B row) of every dst column of a batched MUL_MAT with `n` columns per
 /// matrix: column c is (n, i2, i3), which multiplies A matrix (i3, i2 / r2) (first row at
 /// that matrix's index times `m`) by B row c. Shared by the mat-vec and mul_mm error models.
@@ -437,7 +329,7 @@ mod tests {
     use proptest::strategy::{Strategy, ValueTree};
     use proptest::test_runner::TestRunner;
 
-    use crate::kernels::KERNELS;
+    use crate::model::kernels::KERNELS;
 
     #[test]
     fn every_registry_row_s_cases_carry_its_name_as_their_op_tag() {
