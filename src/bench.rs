@@ -11,20 +11,10 @@ use std::fmt::Write as _;
 use vkdiff_gpu::context::{BenchMode, PipelineDesc};
 use vkdiff_gpu::statistics::PipelineStatistics;
 use vkdiff_gpu::{Gpu, ShaderTree, ShaderVariant};
-use vkdiff_reference::DType;
 
-use crate::cases::data::{Blocks, Dist};
-use crate::cases::flash_attn::{FlashAttnCase, KvLayout, MaskKind, MaskPad, QLayout, VHeads};
-use crate::cases::mul_mat_vec::MulMatVecCase;
-use crate::cases::mul_mat_vec_id::{MulMatVecIdCase, Routing};
-use crate::cases::mul_mm::MulMmCase;
-use crate::cases::mul_mm_id::MulMmIdCase;
-use crate::cases::wkv7::Wkv7Case;
 use crate::cases::{Case, Outcome};
-use vkdiff_gpu::runners::flash_attn::Path as FaPath;
-use vkdiff_gpu::runners::mul_mm::Prec;
 
-pub use crate::model::work::Work;
+pub use crate::model::work::{quick_dim, BenchShapes, Work};
 
 /// The minimum work of a case, for kernels that define it.
 pub fn work(case: &Case) -> Option<Work> {
@@ -42,261 +32,35 @@ pub struct BenchCase {
     pub case: Case,
 }
 
-/// Every mat-vec weight type.
-const MAT_VEC_TYPES: [DType; 15] = [
-    DType::F32,
-    DType::F16,
-    DType::Bf16,
-    DType::Q4_0,
-    DType::Q4_1,
-    DType::Q5_0,
-    DType::Q5_1,
-    DType::Q8_0,
-    DType::Q2_K,
-    DType::Q3_K,
-    DType::Q4_K,
-    DType::Q5_K,
-    DType::Q6_K,
-    DType::Iq4Nl,
-    DType::Iq4Xs,
-];
-
-/// The mat-vec weight types whose rows also sweep the column count by default: the common
-/// ones, each standing for a decode path (float, 4-bit and 8-bit legacy blocks, K-quants).
-pub const COLUMN_SWEEP_TYPES: [DType; 4] = [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K];
-
-/// Realistic LLM shapes (a 7–8B model: hidden 4096, FFN 14336, 32 query heads over 8 KV heads)
-/// for every kernel: mat-vec of every weight type at 4096×4096, 14336×4096 and 4096×14336 with
-/// one column, and for [`COLUMN_SWEEP_TYPES`] (every type with `all`) also 2, 4 and 8 columns at
-/// 4096×4096 and 8 at the other two; MUL_MAT_ID of a Qwen3-30B-A3B-like MoE (128 experts, 8 used) for
-/// one token and for 512; flash attention decode (N = 1, KV 4k–32k, D 64 and 128) and
-/// prefill (N = 512, KV 4k) on every path; mul_mm at M×N×K = 4096×512×4096, 14336×512×4096
-/// (FFN up) and 4096×512×14336 (FFN down) on the scalar and cm2 paths; RWKV-7 over 1024 tokens
-/// and 1 token. Mat-vec rows come first: they are the ones a decode step spends its time in.
+/// The bench rows: each kernel's realistic LLM shapes ([`KernelDef::bench_rows`]: a 7–8B model
+/// with hidden 4096, FFN 14336 and 32 query heads over 8 KV heads, and a Qwen3-30B-A3B-like MoE),
+/// kernels in [`KernelDef::BENCH_ORDER`], mat-vec first: where a decode step spends its time.
+/// `quick` keeps every row but shrinks its large dimensions ([`quick_dim`]), a smoke test of the
+/// rows rather than a measurement; `host_cores` lets a decode row split as upstream's host does
+/// on the device ([`BenchShapes::host_cores`]).
 ///
-/// `quick` keeps every row but shrinks its large dimensions ([`quick_dim`]), so the whole set
-/// runs in minutes on lavapipe: a smoke test of the rows, not a measurement.
-///
-/// `host_cores` is the shader core count upstream's host knows for the device
-/// ([`crate::findings::host_cores`]): with it, a decode row splits its keys as that host does
-/// (split_k = 2·cores / KV-head groups, §9.6), without it the host does not split either.
-///
-/// Central on purpose, unlike the rest of a kernel: the rows are one model's shapes, chosen
-/// together (the same hidden size, FFN and heads across kernels) and ordered by where a decode
-/// step spends its time, so they read as one table. A new kernel runs everywhere else without
-/// a row here; its byte and flop counts come from its own [`CaseModel::work`](crate::cases::CaseModel::work).
+/// [`KernelDef::bench_rows`]: crate::model::kernels::KernelDef::bench_rows
+/// [`KernelDef::BENCH_ORDER`]: crate::model::kernels::KernelDef::BENCH_ORDER
 pub fn cases(quick: bool, all: bool, host_cores: Option<u32>) -> Vec<BenchCase> {
-    let dim = |x: usize| if quick { quick_dim(x) } else { x };
-    let mut v = Vec::new();
-    let mut push = |kernel, label: String, case| {
-        v.push(BenchCase {
-            kernel,
-            label,
-            case,
-        })
+    let shapes = BenchShapes {
+        quick,
+        all,
+        host_cores,
     };
-    let weights = Blocks::Quantized(Dist::Normal);
-    for a_type in MAT_VEC_TYPES {
-        let sweep = all || COLUMN_SWEEP_TYPES.contains(&a_type);
-        for (m, k, cols) in [
-            (4096, 4096, &[1, 2, 4, 8][..]),
-            (14336, 4096, &[1, 8][..]),
-            (4096, 14336, &[1, 8][..]),
-        ] {
-            for &n in cols.iter().filter(|&&n| n == 1 || sweep) {
-                let (m, k) = (dim(m), dim(k));
-                let case = MulMatVecCase {
-                    a_type,
-                    b_type: DType::F32,
-                    k,
-                    m,
-                    n,
-                    ne02: 1,
-                    r2: 1,
-                    ne03: 1,
-                    b_row_pad: 0,
-                    a_blocks: weights,
-                    b_dist: Dist::Normal,
-                    seed: 1,
-                };
-                push(
-                    "mul_mat_vec",
-                    format!("{m}×{k} {a_type} · {n} col"),
-                    Case::MulMatVec(case),
-                );
-            }
-        }
-    }
-    // MoE layers of a Qwen3-30B-A3B-like model: 128 experts, 8 used per token, expert FFN 768
-    // wide over hidden 2048 (gate/up: 768×2048, down: 2048×768).
-    for a_type in [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K] {
-        for (m, k) in [(768, 2048), (2048, 768)] {
-            let (m, k) = (dim(m), dim(k));
-            let case = MulMatVecIdCase {
-                a_type,
-                k,
-                m,
-                n_as: 128,
-                n_used: 8,
-                ne11: 1,
-                routing: Routing::Distinct,
-                b_row_pad: 0,
-                a_blocks: weights,
-                b_dist: Dist::Normal,
-                seed: 1,
-            };
-            push(
-                "mul_mat_vec_id",
-                format!("MoE 128×{m}×{k} {a_type}, 8 used"),
-                Case::MulMatVecId(case),
-            );
-        }
-    }
-    for cm2 in [false, true] {
-        for a_type in [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K] {
-            for (m, k) in [(768, 2048), (2048, 768)] {
-                let (m, k, tokens) = (dim(m), dim(k), dim(512));
-                let case = MulMmIdCase {
-                    a_type,
-                    b_type: DType::F32,
-                    k,
-                    m,
-                    n_as: 128,
-                    n_used: 8,
-                    ne11: 1,
-                    n_tokens: tokens,
-                    routing: Routing::Random,
-                    b_row_pad: 0,
-                    prec: Prec::Default,
-                    a_blocks: weights,
-                    b_dist: Dist::Normal,
-                    seed: 1,
-                    cm2,
-                    cm1: false,
-                };
-                push(
-                    "mul_mm_id",
-                    format!("MoE 128×{m}×{k} {a_type}, {tokens} tok{}", cm2_label(cm2)),
-                    Case::MulMmId(case),
-                );
-            }
-        }
-    }
-    for path in [FaPath::Scalar, FaPath::Cm1, FaPath::Cm2] {
-        let mut shapes: Vec<(usize, usize, usize)> = Vec::new();
-        for d in [64, 128] {
-            for kv in [4096, 8192, 16384, 32768] {
-                shapes.push((d, 1, kv));
-            }
-        }
-        shapes.push((128, 512, 4096));
-        for (d, n, kv) in shapes {
-            let (n, kv) = (if n > 1 { dim(n) } else { n }, dim(kv));
-            // 32 query heads over 8 KV heads: GQA mode folds each group of 4 into one workgroup.
-            let kv_heads = 8;
-            let split_k = host_cores
-                .map(|c| c * 2 / kv_heads)
-                .filter(|&s| n == 1 && kv >= 512 && s > 1);
-            let case = FlashAttnCase {
-                path,
-                prec_f32: false,
-                kv_type: DType::F16,
-                d,
-                dv: None,
-                n,
-                kv,
-                kv_heads: kv_heads as usize,
-                gqa: 4,
-                v_heads: VHeads::SameAsK,
-                ne3: 1,
-                q_layout: QLayout::Contiguous,
-                kv_layout: KvLayout::Contiguous,
-                mask: if n > 1 {
-                    MaskKind::Positions
-                } else {
-                    MaskKind::None
-                },
-                mask_pad: MaskPad::Ggml,
-                scale: 1.0 / (d as f32).sqrt(),
-                max_bias: 0.0,
-                softcap: 0.0,
-                split_k,
-                q_dist: Dist::Normal,
-                k_blocks: weights,
-                // Positive V: O is an average near 0.5. With normal V the average of thousands
-                // of keys is near 0, and a copy of the cm1 shader without P·V (O = 0) passed
-                // the row's check (--time-wrong experiments).
-                v_blocks: Blocks::Quantized(Dist::Positive),
-                seed: 1,
-            };
-            push(
-                "flash_attn",
-                format!(
-                    "N={n} KV={kv} D={d} 32/8 heads{}",
-                    split_k.map(|s| format!(" split_k {s}")).unwrap_or_default()
-                ),
-                Case::FlashAttn(case),
-            );
-        }
-    }
-    for cm2 in [false, true] {
-        for a_type in [DType::F16, DType::Q4_0, DType::Q8_0] {
-            for (m, k) in [(4096, 4096), (14336, 4096), (4096, 14336)] {
-                let (m, k, n) = (dim(m), dim(k), dim(512));
-                let case = MulMmCase {
-                    a_type,
-                    b_type: DType::F32,
-                    k,
-                    m,
-                    n,
-                    ne02: 1,
-                    r2: 1,
-                    ne03: 1,
-                    b_row_pad: 0,
-                    prec: Prec::Default,
-                    force_split_k: None,
-                    a_blocks: weights,
-                    b_dist: Dist::Normal,
-                    seed: 1,
-                    cm2,
-                    cm1: false,
-                    scale_log2: 0,
-                };
-                push(
-                    "mul_mm",
-                    format!("{m}×{n}×{k} {a_type}{}", cm2_label(cm2)),
-                    Case::MulMm(case),
-                );
-            }
-        }
-    }
-    for t in [dim(1024), 1] {
-        let wkv7 = Wkv7Case {
-            head_size: 64,
-            heads: 32,
-            tokens_per_seq: t,
-            seqs: 1,
-            dist: Dist::Normal,
-            free_ab: false,
-            seed: 1,
-        };
-        push("wkv7", format!("T={t} C=2048 S=64"), Case::Wkv7(wkv7));
-    }
-    v
-}
-
-/// A large dimension of a bench shape cut for `--quick`: 4096 → 256, 14336 → 768, 32768 → 2048;
-/// a multiple of 256 (every block length) and at least 256.
-pub fn quick_dim(x: usize) -> usize {
-    256 * (x / 4096).max(1)
-}
-
-fn cm2_label(cm2: bool) -> &'static str {
-    if cm2 {
-        " cm2"
-    } else {
-        ""
-    }
+    let mut kernels: Vec<_> = crate::model::kernels::KERNELS.iter().collect();
+    kernels.sort_by_key(|k| k.bench_order);
+    kernels
+        .into_iter()
+        .flat_map(|k| {
+            (k.bench_rows)(&shapes)
+                .into_iter()
+                .map(|(label, case)| BenchCase {
+                    kernel: k.name,
+                    label,
+                    case,
+                })
+        })
+        .collect()
 }
 
 /// Ceilings measured on the device with vkdiff's own shaders.

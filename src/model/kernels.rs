@@ -13,6 +13,7 @@ use proptest::strategy::BoxedStrategy;
 use vkdiff_gpu::DeviceCaps;
 
 use crate::model::cases::Case;
+use crate::model::work::BenchShapes;
 
 /// What a kernel module implements (the registry turns it into a [`Kernel`] row).
 pub trait KernelDef: 'static {
@@ -33,6 +34,13 @@ pub trait KernelDef: 'static {
     /// Why this device cannot run the variant (a missing feature), or None.
     fn requires(_params: &Self::Params, _caps: &DeviceCaps) -> Option<String> {
         None
+    }
+    /// Where the kernel's rows come in `vkdiff bench` (lower first).
+    const BENCH_ORDER: u8 = u8::MAX;
+    /// Realistic LLM-shape cases for `vkdiff bench`, each with its label (none by default: the
+    /// kernel is then tested everywhere but not benched).
+    fn bench_rows(_shapes: &BenchShapes) -> Vec<(String, Case)> {
+        Vec::new()
     }
     /// Why ggml's own host, under `config`, does not run the variant (another path), or None.
     fn ggml_skip(_params: &Self::Params, _config: crate::model::config::Config) -> Option<String> {
@@ -59,6 +67,10 @@ pub struct Kernel {
     pub requires: fn(&Variant, &DeviceCaps) -> Option<String>,
     /// Why ggml's host under a configuration does not run the variant, or None.
     pub ggml_skip: fn(&Variant, crate::model::config::Config) -> Option<String>,
+    /// See [`KernelDef::BENCH_ORDER`].
+    pub bench_order: u8,
+    /// See [`KernelDef::bench_rows`].
+    pub bench_rows: fn(&BenchShapes) -> Vec<(String, Case)>,
 }
 
 impl Kernel {
@@ -73,6 +85,8 @@ impl Kernel {
             strategy: strategy_of::<K>,
             requires: requires_of::<K>,
             ggml_skip: ggml_skip_of::<K>,
+            bench_order: K::BENCH_ORDER,
+            bench_rows: K::bench_rows,
         }
     }
 }

@@ -44,6 +44,7 @@ use vkdiff_reference::DType;
 use super::data::{rng, tensor, values, Blocks, Dist, Scales};
 use super::{Case, CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
+use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::compare::compare;
 use crate::model::facts::{bucket, host_cores, NO_CORES};
@@ -268,6 +269,71 @@ impl KernelDef for FlashAttn {
                 p.path
             )
         })
+    }
+
+    const BENCH_ORDER: u8 = 4;
+    /// Decode (N = 1, KV 4k–32k, D 64 and 128) and prefill (N = 512, KV 4k) with 32 query heads over 8 KV heads, on every path.
+    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Case)> {
+        let weights = Blocks::Quantized(Dist::Normal);
+        let mut rows = Vec::new();
+        let mut push = |label: String, case| rows.push((label, case));
+        for path in [Path::Scalar, Path::Cm1, Path::Cm2] {
+            let mut sizes: Vec<(usize, usize, usize)> = Vec::new();
+            for d in [64, 128] {
+                for kv in [4096, 8192, 16384, 32768] {
+                    sizes.push((d, 1, kv));
+                }
+            }
+            sizes.push((128, 512, 4096));
+            for (d, n, kv) in sizes {
+                let (n, kv) = (if n > 1 { shapes.dim(n) } else { n }, shapes.dim(kv));
+                // 32 query heads over 8 KV heads: GQA mode folds each group of 4 into one workgroup.
+                let kv_heads = 8;
+                let split_k = shapes.host_cores
+                    .map(|c| c * 2 / kv_heads)
+                    .filter(|&s| n == 1 && kv >= 512 && s > 1);
+                let case = FlashAttnCase {
+                    path,
+                    prec_f32: false,
+                    kv_type: DType::F16,
+                    d,
+                    dv: None,
+                    n,
+                    kv,
+                    kv_heads: kv_heads as usize,
+                    gqa: 4,
+                    v_heads: VHeads::SameAsK,
+                    ne3: 1,
+                    q_layout: QLayout::Contiguous,
+                    kv_layout: KvLayout::Contiguous,
+                    mask: if n > 1 {
+                        MaskKind::Positions
+                    } else {
+                        MaskKind::None
+                    },
+                    mask_pad: MaskPad::Ggml,
+                    scale: 1.0 / (d as f32).sqrt(),
+                    max_bias: 0.0,
+                    softcap: 0.0,
+                    split_k,
+                    q_dist: Dist::Normal,
+                    k_blocks: weights,
+                    // Positive V: O is an average near 0.5. With normal V the average of thousands
+                    // of keys is near 0, and a copy of the cm1 shader without P·V (O = 0) passed
+                    // the row's check (--time-wrong experiments).
+                    v_blocks: Blocks::Quantized(Dist::Positive),
+                    seed: 1,
+                };
+                push(
+                    format!(
+                        "N={n} KV={kv} D={d} 32/8 heads{}",
+                        split_k.map(|s| format!(" split_k {s}")).unwrap_or_default()
+                    ),
+                    Case::FlashAttn(case),
+                );
+            }
+        }
+        rows
     }
 }
 

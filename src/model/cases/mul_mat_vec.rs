@@ -15,6 +15,7 @@ use vkdiff_reference::DType;
 use super::data::{tensor, Blocks, Dist};
 use super::{Case, CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
+use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::compare::compare;
 use crate::model::facts::{bucket, k_fact, rows};
@@ -79,6 +80,29 @@ pub struct MulMatVecCase {
 /// The matrix-vector kernel (registry line in `src/cases/mod.rs`).
 pub struct MulMatVec;
 
+/// Every mat-vec weight type the bench times.
+const MAT_VEC_TYPES: [DType; 15] = [
+    DType::F32,
+    DType::F16,
+    DType::Bf16,
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Q2_K,
+    DType::Q3_K,
+    DType::Q4_K,
+    DType::Q5_K,
+    DType::Q6_K,
+    DType::Iq4Nl,
+    DType::Iq4Xs,
+];
+
+/// The mat-vec weight types whose rows also sweep the column count by default: the common
+/// ones, each standing for a decode path (float, 4-bit and 8-bit legacy blocks, K-quants).
+pub const COLUMN_SWEEP_TYPES: [DType; 4] = [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K];
+
 impl KernelDef for MulMatVec {
     type Params = (DType, DType);
     const NAME: &'static str = "mul_mat_vec";
@@ -102,6 +126,45 @@ impl KernelDef for MulMatVec {
 
     fn strategy(p: &(DType, DType)) -> BoxedStrategy<Case> {
         strategy(p.0, p.1).prop_map(Case::MulMatVec).boxed()
+    }
+
+    const BENCH_ORDER: u8 = 1;
+    /// Every weight type at 4096×4096, 14336×4096 and 4096×14336, one column; the common types (every type with `all`) also with 2–8 columns.
+    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Case)> {
+        let weights = Blocks::Quantized(Dist::Normal);
+        let mut rows = Vec::new();
+        let mut push = |label: String, case| rows.push((label, case));
+        for a_type in MAT_VEC_TYPES {
+            let sweep = shapes.all || COLUMN_SWEEP_TYPES.contains(&a_type);
+            for (m, k, cols) in [
+                (4096, 4096, &[1, 2, 4, 8][..]),
+                (14336, 4096, &[1, 8][..]),
+                (4096, 14336, &[1, 8][..]),
+            ] {
+                for &n in cols.iter().filter(|&&n| n == 1 || sweep) {
+                    let (m, k) = (shapes.dim(m), shapes.dim(k));
+                    let case = MulMatVecCase {
+                        a_type,
+                        b_type: DType::F32,
+                        k,
+                        m,
+                        n,
+                        ne02: 1,
+                        r2: 1,
+                        ne03: 1,
+                        b_row_pad: 0,
+                        a_blocks: weights,
+                        b_dist: Dist::Normal,
+                        seed: 1,
+                    };
+                    push(
+                        format!("{m}×{k} {a_type} · {n} col"),
+                        Case::MulMatVec(case),
+                    );
+                }
+            }
+        }
+        rows
     }
 }
 

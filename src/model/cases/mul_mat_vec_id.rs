@@ -19,6 +19,7 @@ use vkdiff_reference::DType;
 use super::data::{rng, tensor, Blocks, Dist};
 use super::{Case, CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
+use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::compare::compare;
 use crate::model::facts::{bucket, k_fact, repeated_expert, repeated_forced, rows, REPEATED_FACT};
@@ -109,6 +110,39 @@ impl KernelDef for MulMatVecId {
 
     fn strategy(p: &DType) -> BoxedStrategy<Case> {
         strategy(*p).prop_map(Case::MulMatVecId).boxed()
+    }
+
+    const BENCH_ORDER: u8 = 2;
+    /// One decode token of a Qwen3-30B-A3B-like MoE layer (128 experts, 8 used).
+    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Case)> {
+        let weights = Blocks::Quantized(Dist::Normal);
+        let mut rows = Vec::new();
+        let mut push = |label: String, case| rows.push((label, case));
+        // MoE layers of a Qwen3-30B-A3B-like model: 128 experts, 8 used per token, expert FFN 768
+        // wide over hidden 2048 (gate/up: 768×2048, down: 2048×768).
+        for a_type in [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K] {
+            for (m, k) in [(768, 2048), (2048, 768)] {
+                let (m, k) = (shapes.dim(m), shapes.dim(k));
+                let case = MulMatVecIdCase {
+                    a_type,
+                    k,
+                    m,
+                    n_as: 128,
+                    n_used: 8,
+                    ne11: 1,
+                    routing: Routing::Distinct,
+                    b_row_pad: 0,
+                    a_blocks: weights,
+                    b_dist: Dist::Normal,
+                    seed: 1,
+                };
+                push(
+                    format!("MoE 128×{m}×{k} {a_type}, 8 used"),
+                    Case::MulMatVecId(case),
+                );
+            }
+        }
+        rows
     }
 }
 

@@ -45,6 +45,7 @@ use vkdiff_reference::DType;
 use super::data::{tensor, Blocks, Dist};
 use super::{Case, CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
+use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::compare::compare;
 use crate::model::facts::{bucket, host_cores, k_fact, mm_path, rows, NO_CORES, RAGGED};
@@ -155,6 +156,45 @@ impl KernelDef for MulMm {
 
     fn ggml_skip(p: &Family, config: Config) -> Option<String> {
         ggml_skip(p, config)
+    }
+
+    const BENCH_ORDER: u8 = 5;
+    /// Prefill matmuls of a 7–8B model at M×N×K = 4096×512×4096, 14336×512×4096 and 4096×512×14336, scalar and cm2.
+    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Case)> {
+        let weights = Blocks::Quantized(Dist::Normal);
+        let mut rows = Vec::new();
+        let mut push = |label: String, case| rows.push((label, case));
+        for cm2 in [false, true] {
+            for a_type in [DType::F16, DType::Q4_0, DType::Q8_0] {
+                for (m, k) in [(4096, 4096), (14336, 4096), (4096, 14336)] {
+                    let (m, k, n) = (shapes.dim(m), shapes.dim(k), shapes.dim(512));
+                    let case = MulMmCase {
+                        a_type,
+                        b_type: DType::F32,
+                        k,
+                        m,
+                        n,
+                        ne02: 1,
+                        r2: 1,
+                        ne03: 1,
+                        b_row_pad: 0,
+                        prec: Prec::Default,
+                        force_split_k: None,
+                        a_blocks: weights,
+                        b_dist: Dist::Normal,
+                        seed: 1,
+                        cm2,
+                        cm1: false,
+                        scale_log2: 0,
+                    };
+                    push(
+                        format!("{m}×{n}×{k} {a_type}{}", cm2_label(cm2)),
+                        Case::MulMm(case),
+                    );
+                }
+            }
+        }
+        rows
     }
 }
 
@@ -1279,5 +1319,14 @@ pub(crate) mod tests {
             reduced[0] >= 20 && reduced[1] >= 20,
             "cm2 reduced-accumulator tiles (BN/4, BN/2): {reduced:?}"
         );
+    }
+}
+
+/// How a bench row names the cm2 path.
+fn cm2_label(cm2: bool) -> &'static str {
+    if cm2 {
+        " cm2"
+    } else {
+        ""
     }
 }

@@ -39,6 +39,7 @@ use super::mul_mm::{
 };
 use super::{Case, CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
+use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::facts::{bucket, k_fact, mm_path, repeated_expert, repeated_forced, rows, REPEATED_FACT};
 use crate::model::config::Config;
@@ -124,6 +125,44 @@ impl KernelDef for MulMmId {
 
     fn ggml_skip(p: &Family, config: Config) -> Option<String> {
         super::mul_mm::ggml_skip(p, config)
+    }
+
+    const BENCH_ORDER: u8 = 3;
+    /// A 512-token prefill of a Qwen3-30B-A3B-like MoE layer (128 experts, 8 used), scalar and cm2.
+    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Case)> {
+        let weights = Blocks::Quantized(Dist::Normal);
+        let mut rows = Vec::new();
+        let mut push = |label: String, case| rows.push((label, case));
+        for cm2 in [false, true] {
+            for a_type in [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K] {
+                for (m, k) in [(768, 2048), (2048, 768)] {
+                    let (m, k, tokens) = (shapes.dim(m), shapes.dim(k), shapes.dim(512));
+                    let case = MulMmIdCase {
+                        a_type,
+                        b_type: DType::F32,
+                        k,
+                        m,
+                        n_as: 128,
+                        n_used: 8,
+                        ne11: 1,
+                        n_tokens: tokens,
+                        routing: Routing::Random,
+                        b_row_pad: 0,
+                        prec: Prec::Default,
+                        a_blocks: weights,
+                        b_dist: Dist::Normal,
+                        seed: 1,
+                        cm2,
+                        cm1: false,
+                    };
+                    push(
+                        format!("MoE 128×{m}×{k} {a_type}, {tokens} tok{}", cm2_label(cm2)),
+                        Case::MulMmId(case),
+                    );
+                }
+            }
+        }
+        rows
     }
 }
 
@@ -646,5 +685,14 @@ mod tests {
         }
         c.routing = Routing::Repeated;
         assert!(c.ids().chunks(3).all(|t| t[0] == t[1]));
+    }
+}
+
+/// How a bench row names the cm2 path.
+fn cm2_label(cm2: bool) -> &'static str {
+    if cm2 {
+        " cm2"
+    } else {
+        ""
     }
 }

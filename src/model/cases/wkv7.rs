@@ -15,6 +15,7 @@ use vkdiff_reference::DType;
 use super::data::{rng, values, Dist};
 use super::{Case, CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
+use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::compare::compare;
 use crate::model::facts::bucket;
@@ -56,6 +57,26 @@ impl KernelDef for Wkv7 {
 
     fn strategy(_: &()) -> BoxedStrategy<Case> {
         strategy().prop_map(Case::Wkv7).boxed()
+    }
+
+    const BENCH_ORDER: u8 = 6;
+    /// RWKV-7 over 1024 tokens and over 1, 32 heads of 64.
+    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Case)> {
+        let mut rows = Vec::new();
+        let mut push = |label: String, case| rows.push((label, case));
+        for t in [shapes.dim(1024), 1] {
+            let wkv7 = Wkv7Case {
+                head_size: 64,
+                heads: 32,
+                tokens_per_seq: t,
+                seqs: 1,
+                dist: Dist::Normal,
+                free_ab: false,
+                seed: 1,
+            };
+            push(format!("T={t} C=2048 S=64"), Case::Wkv7(wkv7));
+        }
+        rows
     }
 }
 
