@@ -718,7 +718,7 @@ mod tests {
     fn a_case_asks_for_the_extensions_of_its_path_only() {
         let repro = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/docs/runs/2026-11-24-h100-s19/q5k-probe/q5k_cm2_f16acc.json"
+            "/tests/data/h100_q5k_cm2_f16acc.json"
         );
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(repro).unwrap()).unwrap();
