@@ -98,7 +98,7 @@ float16_t dequantFuncQ5_1(DECODE_ARGS(decodeBufQ5_1))
 #endif
 
 #if defined(DATA_A_Q8_0)
-// qs read as 16-bit words and the element's byte taken with unpack8: on the H100 (session 43)
+// qs read as 16-bit words and the element's byte taken with unpack8: on the H100 (2026-12-06)
 // the pipeline then had no local memory (0x220 bytes with byte reads) and 44,032 bytes of shared
 // memory (48,128), and ran the three cm2 q8_0 rows 1.01 / 1.00 / 1.01x the byte reads.
 struct block_q8_0_words { float16_t d; int16_t qs[16]; };

@@ -123,7 +123,7 @@ void subgroup_sync()
 // registers (`vectors` = KV_VECTORS a constant in each call; keys past ncols re-read the
 // tile's last key; quantized blocks' d·q in f32 rounded to f16 here), store_rows writes them
 // to the subgroup's Ksh rows, 0 past ncols (a zero weight then meets a zero V). Behind a test at
-// every load the loads went one at a time on the H100 (docs/bench.md, session 8).
+// every load the loads went one at a time on the H100 (2026-11-26).
 void fetch_rows(const bool is_v, const bool vectors, uint first, uint ncols, uint sg, uint lane,
                 out f16vec4 x[KV_SLOTS])
 {

@@ -266,7 +266,7 @@ impl Gpu {
     /// Waits (up to the timeout again) for a job that ran past the timeout, before anything it
     /// may still use is reset or refilled: re-recording its command buffer while lavapipe's
     /// queue thread still walked it crashed that thread (SIGSEGV in libvulkan_lvp.so,
-    /// docs/bench.md session 29). Still running: this job reports a lost device too.
+    /// seen on 2026-12-02). Still running: this job reports a lost device too.
     fn settle(&mut self) -> Result<()> {
         if !self.pending {
             return Ok(());

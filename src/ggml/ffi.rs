@@ -162,7 +162,7 @@ pub struct Timing {
     /// The bench's heater, paused for the warmup and timed computes only, as for vkdiff's own
     /// timed jobs. Paused for the whole case (inputs, reference, uploads: seconds of host work
     /// on the large rows) the GPU clocked down and ggml's computes ran up to 4x slower in the
-    /// first rounds of a row (H100, session 44).
+    /// first rounds of a row (H100, 2026-12-06).
     pub heater: Option<std::sync::Arc<vkdiff_gpu::heat::Heater>>,
 }
 
