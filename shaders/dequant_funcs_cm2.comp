@@ -1,10 +1,10 @@
 // dequant_funcs_cm2.comp: decode callbacks for cooperative-matrix-2 tensor loads of a
-// quantized A (interface notes 3.2). coopMatLoadTensorNV with a tensor layout of block size
+// quantized A (docs/interface.md §3.2). coopMatLoadTensorNV with a tensor layout of block size
 // (1, QUANT_K) calls dequantFuncA once per matrix element with a buffer reference to the
 // element's block and the element's index in it (coordInBlock[1]); the callback returns the
 // fully scaled value as float16_t.
 //
-// Formulas are those of the interface notes 2.3/2.4; the arithmetic precision per type
+// Formulas are those of docs/interface.md §2.3/§2.4; the arithmetic precision per type
 // follows 3.2 (src/tolerance.rs models exactly this, see cm2_decode_error):
 //   q4_0 q5_0 q8_0 iq4_nl   d * q in float16_t                       (1 f16 rounding)
 //   q4_1 q5_1               d * q + m in float16_t                   (2 f16 roundings)

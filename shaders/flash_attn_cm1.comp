@@ -1,13 +1,13 @@
 #version 450
 
-// flash_attn_cm1.comp: flash attention with KHR cooperative matrices (the cm1 path, §9.8):
+// flash_attn_cm1.comp: flash attention with KHR cooperative matrices (cm1, docs/interface.md §9.8):
 // S = Q·Kᵀ and P·V on 16×16×16 f16 subgroup-scope matrices, the softmax in ordinary
 // arithmetic (interface in flash_attn_base.comp).
 //
 // Pipeline (host, §9.5): WorkGroupSize 128 with a required subgroup size of 32 and full
 // subgroups, so 4 subgroups; Br = 16 query rows, Bc = 64 keys per tile. D is a multiple of 16
 // (every head size upstream allows). The small-rows pipeline (Br = 1) is never selected
-// (§12.8) and not supported here.
+// (§12 item 8) and not supported here.
 //
 // Precision (the interface's for this path, except P·V, see below):
 //   Q·scale in f32, rounded to f16 (shared Qsh); K and V staged as f16 (blocks: d·q in f32,

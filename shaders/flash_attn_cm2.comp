@@ -1,6 +1,6 @@
 #version 450
 
-// flash_attn_cm2.comp: flash attention with NV cooperative matrix 2 (the cm2 path, §9.8):
+// flash_attn_cm2.comp: flash attention with NV cooperative matrix 2 (cm2, docs/interface.md §9.8):
 // workgroup-scope matrices for S = Q·Kᵀ, the softmax and P·V. Q and f16 K and V load straight
 // from memory through tensor layouts; quantized K and V are decoded by ordinary code into shared
 // memory (interface in flash_attn_base.comp; upstream binds the same buffers as byte arrays and

@@ -4,7 +4,7 @@
 // (defines, bindings, push constants, specialization constants, dispatch: see
 // mul_mat_vec_base.comp); the host passes BLOCK_SIZE = max(subgroup size, 16), a power of two.
 //
-// Work split (interface notes 5.4: 16 invocations per super-block): invocation tid is thread
+// Work split (docs/interface.md §5.4: 16 invocations per super-block): invocation tid is thread
 // t = tid % 16 of super-blocks tid / 16, tid / 16 + BLOCK_SIZE / 16, ... of each row. In a
 // super-block, thread t takes four quads (4 consecutive elements): quad g = 0..3 is elements
 // kq_thread_first(t) + 32 g + 0..3, with kq_thread_first(t) = 128 (t / 8) + 4 (t % 8)

@@ -1,7 +1,7 @@
 #version 450
 
 // mul_mm_cm2.comp: D = A * B (MUL_MAT) or the mixture-of-experts product (MUL_MAT_ID=1) with
-// NV cooperative matrix 2 (interface notes section 7): one workgroup-scope BM x BN
+// NV cooperative matrix 2 (docs/interface.md §7): one workgroup-scope BM x BN
 // accumulator per workgroup, A and B read straight from memory by tensor-layout loads,
 // quantized A decoded by the callbacks of dequant_funcs_cm2.comp.
 //

@@ -86,7 +86,8 @@ pub const COLUMN_SWEEP_TYPES: [DType; 4] = [DType::F16, DType::Q4_0, DType::Q8_0
 ///
 /// `host_cores` is the shader core count upstream's host knows for the device
 /// ([`crate::findings::host_cores`]): with it, a decode row splits its keys as that host does
-/// (split_k = 2·cores / KV-head groups, §9.6), without it the host does not split either.
+/// (split_k = 2·cores / KV-head groups, interface.md §9.6), without it the host does not split
+/// either.
 ///
 /// Central on purpose, unlike the rest of a kernel: the rows are one model's shapes, chosen
 /// together (the same hidden size, FFN and heads across kernels) and ordered by where a decode

@@ -1,5 +1,5 @@
 //! What a device can do, probed once: the facts that decide which kernel variants run on it
-//! (upstream's device classification, §1.5 of the interface notes) and which are skipped.
+//! (upstream's device classification, §1.5 of docs/interface.md) and which are skipped.
 
 use std::fmt;
 

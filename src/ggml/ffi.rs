@@ -1,6 +1,6 @@
 //! ggml's public C API, loaded at run time from a build (libloading), and one single-op graph
 //! run through it. Only functions whose signatures are the same at the pinned July 2025
-//! revision and today's are used (GGML_BACKEND.md §1); enum values that moved between them
+//! revision and today's are used (ggml-host.md §1); enum values that moved between them
 //! (ggml_op) are never passed.
 
 use std::ffi::{c_char, c_int, c_void, CStr};

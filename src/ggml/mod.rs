@@ -21,7 +21,7 @@ use crate::kernels::Variant;
 use crate::worker::{read_frame, write_frame, Request, Response};
 use vkdiff_reference::tensor::Tensor;
 
-/// A named path configuration, forced through ggml's environment switches (GGML_BACKEND.md §2.1).
+/// A named path configuration, forced through ggml's environment switches (ggml-host.md §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Config {
     /// No fp16, no cooperative matrices: the `_fp32` shaders.
