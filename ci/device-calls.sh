@@ -1,5 +1,6 @@
-# Helpers for one-off device scripts (docs/plans/*, docs/runs/*/sNNx.sh), sourced on the GPU
-# machine from the repository root as `source ci/device-calls.sh "$OUT" || exit 1` (the call's
+# Helpers for one-off device scripts (a shader experiment's scripts, staged by
+# ci/stage-trees.sh), sourced on the GPU machine from the repository root as
+# `source ci/device-calls.sh "$OUT" || exit 1` (the call's
 # $OUT): it readies the machine (.gl/on-device.sh), then each helper writes its log under
 # $LOGS (OUT/logs) and prints a short summary for the device reply's tail. Trees: $U
 # (upstream's, from `ci/gpu.sh stage`) and $T/NAME (from `ci/stage-trees.sh`).

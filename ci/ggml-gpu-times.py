@@ -6,7 +6,7 @@ wait included), ours is GPU timestamps. ggml's perf logger prints each compute's
 ("Total time: X us.") to stderr; the bench prints "<variant> <label>: row took" after each row,
 so the blocks between two such lines are that row's ggml computes (warmup and timed, all
 rounds). Their median sets ggml's GPU time beside ours; their minimum is a check on the clocks
-(while the bench's heater paused for all of ggml's host work, before session 44, the median of
+(while the bench's heater paused for all of ggml's host work, until 2026-12-06, the median of
 the large rows came out up to 4x the minimum).
 Usage: GGML_VK_PERF_LOGGER=1 vkdiff bench --ggml DIR [...] > BENCH.log 2> BENCH.err
        python3 ci/ggml-gpu-times.py BENCH.log BENCH.err"""

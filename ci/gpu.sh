@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# The GPU run, in two halves because the GPU machine has a Vulkan driver but no Rust toolchain
-# and no Vulkan loader:
+# The GPU run, end to end. The GPU machine has a Vulkan driver but no Rust toolchain and no
+# Vulkan loader, so the work is split: this machine builds and stages, the GPU machine runs.
 #
-#   bash ci/gpu.sh stage              # here: build, strip into .devbin/, fetch the loader (.gl/)
-#   bash ci/gpu.sh campaign OUT [...] # there (through .gl/on-device.sh): the validated campaign
-#                                     # of every kernel, then the benchmarks, logs under OUT
-#   bash ci/gpu.sh bench OUT [...]    # there: only `vkdiff bench ...`, log under OUT
-#
-# `UPSTREAM=0.1.109 bash ci/gpu.sh stage` also copies that upstream shader tree
-# (ci/upstream-tree.sh) to .devbin/upstream-shaders, for `bench OUT --against .devbin/upstream-shaders`.
-# `GGML="0.1.109 0.1.161" bash ci/gpu.sh stage` builds (or takes from the cache) ggml with its
-# Vulkan backend from those upstream trees and packs each build's libraries, stripped, as
-# .devbin/ggml-VERSION.tgz (about 8 and 14 MB; the device has no compiler), for
-#   bash ci/gpu.sh ggml OUT [vkdiff run args]   # there: backend mode over every staged tree,
-#                                               # side by side, GGML_SECONDS (520) each
-#
-# With the workplace's device tool: `run` with carry [".gl", ".devbin"] and the command
-#   bash ci/gpu.sh campaign $OUT
-# Extra arguments after OUT go to `vkdiff run` (e.g. --cases 1000 -o flash_attn).
+# 1. Prepare (here, once): the Vulkan loader and validation layer for the GPU machine go into
+#    .gl/ (with .gl/on-device.sh, which unpacks them there). `stage` does this itself when
+#    .gl/on-device.sh is missing, with ../shared/device/prepare.sh.
+# 2. Stage (here): build, strip the binary into .devbin/.
+#      bash ci/gpu.sh stage
+#      UPSTREAM=0.1.109 bash ci/gpu.sh stage          # + upstream's shader tree, for --against
+#      GGML="0.1.109 0.1.161" bash ci/gpu.sh stage    # + ggml's own backend, built per tree
+#    A shader experiment (patched trees and scripts) is staged on top with ci/stage-trees.sh.
+# 3. Run (there): copy the working tree to the GPU machine together with the ignored folders
+#    .gl and .devbin (64 MiB at most; stage prints their size), then, from the repository root:
+#      bash ci/gpu.sh campaign OUT [vkdiff run args]  # validated campaign of every kernel, then
+#                                                     # `vkdiff bench`; logs under OUT
+#      bash ci/gpu.sh bench OUT [vkdiff bench args]   # only the bench, e.g.
+#                                                     # --against .devbin/upstream-shaders
+#      bash ci/gpu.sh ggml OUT [vkdiff run args]      # backend mode over every staged ggml tree
+#    or any `bash .gl/on-device.sh .devbin/vkdiff ...` command. These refuse to run anywhere
+#    but the GPU machine (ci/gpu-machine.sh).
+# 4. Read the result: OUT/campaign.log (the tail is printed), OUT/campaign/report.html and
+#    repro/, OUT/bench.log; `vkdiff report OUT/campaign/report.jsonl` regroups the findings here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -140,7 +143,7 @@ bench)
     exit "$status"
     ;;
 *)
-    sed -n '2,20p' "$0"
+    sed -n '2,23p' "$0"
     exit 2
     ;;
 esac

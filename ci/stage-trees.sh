@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Stages a device plan (docs/plans/device-sNN/): for each NAME.patch in the given folders,
-# .devbin/trees/NAME = a copy of shaders/ with the patch applied (patches are against
-# shaders/ at the plan's commit), and the folders' device scripts (sNN?.sh) in .devbin/.
-# From the repository root, after `UPSTREAM=0.1.109 bash ci/gpu.sh stage`; then on the device
-# (carry .gl and .devbin) `bash .devbin/sNNa.sh $OUT`.
+# Stages a shader experiment for the GPU machine. Each FOLDER holds patches against shaders/
+# (NAME.patch) and device scripts (*.sh) that source ci/device-calls.sh. For each patch,
+# .devbin/trees/NAME = a copy of shaders/ with the patch applied; the scripts go to .devbin/.
+# Usage, from the repository root (see ci/gpu.sh for the whole recipe):
+#   UPSTREAM=0.1.109 bash ci/gpu.sh stage      # binary, loader, upstream tree
+#   bash ci/stage-trees.sh FOLDER...           # patched trees and scripts
+#   then on the device, carrying .gl and .devbin: bash .devbin/SCRIPT.sh "$OUT"
 set -euo pipefail
 shopt -s nullglob # a plan may have no patches
 for dir in "$@"; do
@@ -12,5 +14,5 @@ for dir in "$@"; do
         rm -rf "$t" && mkdir -p "$(dirname "$t")" && cp -r shaders "$t"
         (cd "$t" && patch -s -p1 < "$OLDPWD/$p")
     done
-    cp "$dir"/s[0-9][0-9]?.sh .devbin/
+    cp "$dir"/*.sh .devbin/
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the path of a real upstream llama.cpp tree (with ggml-vulkan), taken from the crates.io
 # package llama-cpp-sys-2, which vendors llama.cpp and follows upstream releases.
-#   bash ci/upstream-tree.sh 0.1.109   # 2025-07-09, next to the pinned interface (UPSTREAM_INTERFACE.md)
+#   bash ci/upstream-tree.sh 0.1.109   # 2025-07-09, next to the pinned interface (docs/interface.md)
 #   bash ci/upstream-tree.sh 0.1.161   # 2026-11-03, a recent tree
 # The ggml root is <path>/ggml; the shader tree <path>/ggml/src/ggml-vulkan/vulkan-shaders.
 # Only cargo's registry is used (nothing is built), so it works wherever `cargo` does.

@@ -179,7 +179,7 @@ vec2 block_dm(uint ib) { return vec2(float(data_a[ib].d), 0.0); }
 // kvalues_iq4nl (types.comp) in shared memory, filled at entry by init_iq_shmem (the hook the
 // lattice i-quants' tables use, types.comp): a dynamically indexed constant array became
 // local-memory traffic, and selects over a packed copy cost 0.54-0.72x of upstream's shared
-// table on the H100 (session 9).
+// table on the H100 (2026-11-26).
 #define NEEDS_INIT_IQ_SHMEM 1
 shared float kvalues_sh[16];
 

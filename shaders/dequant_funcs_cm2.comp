@@ -1,10 +1,10 @@
 // dequant_funcs_cm2.comp: decode callbacks for cooperative-matrix-2 tensor loads of a
-// quantized A (interface notes 3.2). coopMatLoadTensorNV with a tensor layout of block size
+// quantized A (docs/interface.md §3.2). coopMatLoadTensorNV with a tensor layout of block size
 // (1, QUANT_K) calls dequantFuncA once per matrix element with a buffer reference to the
 // element's block and the element's index in it (coordInBlock[1]); the callback returns the
 // fully scaled value as float16_t.
 //
-// Formulas are those of the interface notes 2.3/2.4; the arithmetic precision per type
+// Formulas are those of docs/interface.md §2.3/§2.4; the arithmetic precision per type
 // follows 3.2 (src/tolerance.rs models exactly this, see cm2_decode_error):
 //   q4_0 q5_0 q8_0 iq4_nl   d * q in float16_t                       (1 f16 rounding)
 //   q4_1 q5_1               d * q + m in float16_t                   (2 f16 roundings)
@@ -98,7 +98,7 @@ float16_t dequantFuncQ5_1(DECODE_ARGS(decodeBufQ5_1))
 #endif
 
 #if defined(DATA_A_Q8_0)
-// qs read as 16-bit words and the element's byte taken with unpack8: on the H100 (session 43)
+// qs read as 16-bit words and the element's byte taken with unpack8: on the H100 (2026-12-06)
 // the pipeline then had no local memory (0x220 bytes with byte reads) and 44,032 bytes of shared
 // memory (48,128), and ran the three cm2 q8_0 rows 1.01 / 1.00 / 1.01x the byte reads.
 struct block_q8_0_words { float16_t d; int16_t qs[16]; };

@@ -1,5 +1,5 @@
 // flash_attn_base.comp: interface shared by the flash-attention shaders (GGML_OP_FLASH_ATTN_EXT,
-// §9 of the interface notes): specialization and push constants, bindings, K/V/mask loads,
+// §9 of docs/interface.md): specialization and push constants, bindings, K/V/mask loads,
 // the workgroup's index set-up, the ALiBi slope and the split-k output layout.
 //
 // Defines: FLOAT_TYPE, Q_TYPE, D_TYPE (= float), ACC_TYPE (float or float16_t: the
@@ -18,7 +18,7 @@
 //   p.mask == 0), 4 O f32 (dst, or the split-k scratch). Upstream at the pinned commit
 //   declares quantized K and V as one arrayed binding 1 (kv_packed[2]); the host binds K at 1
 //   and V at 2 with one descriptor each, so V is read from binding 2 here (upstream's later fix).
-// Push constants (32 words, 128 bytes), units as the host fills them (§9.4, §12.5):
+// Push constants (32 words, 128 bytes), units as the host fills them (§9.4, §12 item 5):
 //   N, KV, ne1 (= H), ne2 (= N before the GQA rewrite), ne3, neq2, neq3, nek2, nek3, nev2,
 //   nev3, nem1, nb01 (f32 elements), nb02, nb03 (bytes), nb11 (elements for f16, blocks for
 //   quants), nb12, nb13 (bytes), nb21 (elements/blocks), nb22, nb23 (bytes), nb31 (unused),

@@ -1,13 +1,13 @@
 #version 450
 
-// flash_attn_cm1.comp: flash attention with KHR cooperative matrices (the cm1 path, §9.8):
+// flash_attn_cm1.comp: flash attention with KHR cooperative matrices (cm1, docs/interface.md §9.8):
 // S = Q·Kᵀ and P·V on 16×16×16 f16 subgroup-scope matrices, the softmax in ordinary
 // arithmetic (interface in flash_attn_base.comp).
 //
 // Pipeline (host, §9.5): WorkGroupSize 128 with a required subgroup size of 32 and full
 // subgroups, so 4 subgroups; Br = 16 query rows, Bc = 64 keys per tile. D is a multiple of 16
 // (every head size upstream allows). The small-rows pipeline (Br = 1) is never selected
-// (§12.8) and not supported here.
+// (§12 item 8) and not supported here.
 //
 // Precision (the interface's for this path, except P·V, see below):
 //   Q·scale in f32, rounded to f16 (shared Qsh); K and V staged as f16 (blocks: d·q in f32,
@@ -123,7 +123,7 @@ void subgroup_sync()
 // registers (`vectors` = KV_VECTORS a constant in each call; keys past ncols re-read the
 // tile's last key; quantized blocks' d·q in f32 rounded to f16 here), store_rows writes them
 // to the subgroup's Ksh rows, 0 past ncols (a zero weight then meets a zero V). Behind a test at
-// every load the loads went one at a time on the H100 (docs/bench.md, session 8).
+// every load the loads went one at a time on the H100 (2026-11-26).
 void fetch_rows(const bool is_v, const bool vectors, uint first, uint ncols, uint sg, uint lane,
                 out f16vec4 x[KV_SLOTS])
 {

@@ -1,6 +1,6 @@
 #version 450
 
-// flash_attn_cm2.comp: flash attention with NV cooperative matrix 2 (the cm2 path, §9.8):
+// flash_attn_cm2.comp: flash attention with NV cooperative matrix 2 (cm2, docs/interface.md §9.8):
 // workgroup-scope matrices for S = Q·Kᵀ, the softmax and P·V. Q and f16 K and V load straight
 // from memory through tensor layouts; quantized K and V are decoded by ordinary code into shared
 // memory (interface in flash_attn_base.comp; upstream binds the same buffers as byte arrays and
@@ -38,7 +38,7 @@
 //      ones). M starts at the lowest finite value, so S − M' is never −∞ − (−∞). (With a lane
 //      per key group reading S from shared memory, the prefill row took 863 µs on the H100,
 //      upstream 211; with per-element functions testing −∞ bits for the mask and the weights,
-//      409 µs and 0.51 of upstream on the H200; as now, see docs/bench.md session 23.)
+//      409 µs and 0.51 of upstream on the H200 on 2026-11-29.)
 //   3. O = O·α (α spread to D columns by a row reduction); V loaded or staged as K in 1 (zero
 //      rows past ncols, so the NaN keys a cache holds beyond KV never meet a zero weight; staged
 //      V is fetched before step 2); O += f16(P·V).
@@ -240,7 +240,7 @@ void main()
     // upstream's cm2 prefill row with an earlier per-element mask function ran 0.68 of its
     // speed. With the add as a matrix on every tile (no per-element mask function) the
     // prefill row ran 1.04x faster on the H200 than with it on partial and ALiBi tiles
-    // (docs/bench.md, session 24).
+    // (2026-11-29).
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> tM =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
     tM = setTensorLayoutDimensionNV(tM, p.gqa_ratio > 1 ? Br : p.N, kv_end);

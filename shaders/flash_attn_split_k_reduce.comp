@@ -1,7 +1,7 @@
 #version 450
 
 // flash_attn_split_k_reduce.comp: combines the k_num partial results of split-k flash
-// attention (§9.7) into dst.
+// attention (interface.md §9.7) into dst.
 //
 // Bindings (set 0): 0 the scratch written by flash_attn.comp (float, readonly), 1 dst
 //   (float, writeonly). Push constants: uint D (head size), N (rows = dst.ne1 = H), k_num.
@@ -15,10 +15,10 @@
 //   in order, with fma. With no such split the row is NaN, like the unsplit kernel.
 //
 // Work: the invocations share the splits' L_s and f_s through shared memory, WG splits at a
-// time, and each keeps the sums of columns tid and tid + WG (head sizes are at most 256, §9.5).
-// (With 32 invocations, each walking every split's L and M again for each of its columns, the
-// reduce was about half of a decode row's time on the H200: 11 of 22.8 µs at KV 4096, D 64,
-// 33 splits.)
+// time, and each keeps the sums of columns tid and tid + WG (head sizes are at most 256,
+// interface.md §9.5). (With 32 invocations, each walking every split's L and M again for each of
+// its columns, the reduce was about half of a decode row's time on the H200: 11 of 22.8 µs at KV
+// 4096, D 64, 33 splits.)
 //
 // Worked example (D = 64, N = 2, k_num = 3): the O blocks take 3·2·64 = 384 floats; row 1's
 // L values are at 384 + 1, 384 + 5, 384 + 9 and its M values at 384 + 3, 384 + 7, 384 + 11;

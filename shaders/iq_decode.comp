@@ -1,5 +1,5 @@
 // iq_decode.comp: element decoding of the lattice i-quants (iq1_s, iq1_m, iq2_xxs, iq2_xs,
-// iq2_s, iq3_xxs, iq3_s; interface notes 2.5), shared by their mat-vec bodies
+// iq2_s, iq3_xxs, iq3_s; docs/interface.md §2.5), shared by their mat-vec bodies
 // (mul_mat_vec_iq*.comp), mul_mm.comp and the cm2 callbacks (dequant_funcs_cm2.comp).
 //
 // The including file includes types.comp first (block structs and the shared table IQ_GRID,

@@ -1,6 +1,6 @@
 #version 450
 
-// mul_mat_split_k_reduce.comp (`split_k_reduce`, interface notes 8.3): adds up the k_num
+// mul_mat_split_k_reduce.comp (`split_k_reduce`, docs/interface.md §8.3): adds up the k_num
 // partial results mul_mm.comp wrote for a split-k MUL_MAT.
 //
 // Bindings (set 0): 0 the scratch (float, readonly): split s holds its partial D at

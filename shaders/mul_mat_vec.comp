@@ -125,7 +125,7 @@ float quad_dot(vec4 q, vec4 b)
 // workgroup's B loads is one contiguous run of 16 BLOCK_SIZE bytes (the chunks' two halves
 // leave gaps). q8_0 always goes by quads (a quad is one qs word); q4_0, whose words hold two
 // quads, only with 8 columns, where B's loads dominate. H100, against the chunk body
-// (session 38): q8_0 14336x4096 1.02x with one column, 1.16-1.52x with 2-8; q4_0 1.17-1.21x
+// (2026-12-05): q8_0 14336x4096 1.02x with one column, 1.16-1.52x with 2-8; q4_0 1.17-1.21x
 // with 8 columns but 0.85-0.93x with 1-4; q4_1 and q5_0 lost 9-32% with one column.
 #if defined(DATA_A_Q8_0)
 const bool BY_QUADS = true;
@@ -251,7 +251,7 @@ void chunk_step(uint chunk, bool valid, uint a_first_block, uint blocks_per_row,
 // order: whole passes of UNROLL, then the rest half as many a pass, where the chunks past the
 // end re-read the last one and add nothing (as accumulate_quads; H100, q4_0 MoE 128x2048x768
 // 1.02x one pass of 4, the 4096-wide rows 1.00-1.02x). iq4_nl keeps one loop of UNROLL a pass
-// with the clamp in every step: H100 (session 42), its one-column rows ran 1.05 / 1.01 / 1.09x
+// with the clamp in every step: H100 (2026-12-06), its one-column rows ran 1.05 / 1.01 / 1.09x
 // faster that way, while iq4_xs ran 0.92-0.96x and q4_1 / q5_1 0.97-1.00x.
 #if defined(DATA_A_IQ4_NL)
 #define CHUNK_WHOLE_PASSES 0

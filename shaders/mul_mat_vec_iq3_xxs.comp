@@ -1,6 +1,6 @@
 #version 450
 
-// mul_mat_vec_iq3_xxs.comp: D = A * B with A in iq3_xxs (interface notes 2.5, 5). The body is shared
-// by the lattice i-quants: mul_mat_vec_iq_lattice.comp.
+// mul_mat_vec_iq3_xxs.comp: D = A * B with A in iq3_xxs (docs/interface.md §2.5, §5). The body is
+// shared by the lattice i-quants: mul_mat_vec_iq_lattice.comp.
 
 #include "mul_mat_vec_iq_lattice.comp"

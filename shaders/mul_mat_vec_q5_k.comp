@@ -34,7 +34,7 @@ void thread_scales(uint ib, uint t, out vec2 sc[4])
     k4_thread_scales(a_bytes16(176 * ib, 16), t, sc);
 }
 
-// Four super-blocks per pass with one column (H100, session 42: 1.01 / 1.02 / 1.02x two at
+// Four super-blocks per pass with one column (H100, 2026-12-06: 1.01 / 1.02 / 1.02x two at
 // 4096², 14336x4096, 4096x14336; q6_K lost 16-20% the same way), two with several columns,
 // columns outer from 4 columns (mul_mat_vec_superblock.comp).
 #define KQ_UNROLL 4

@@ -4,7 +4,7 @@
 // (defines, bindings, push constants, specialization constants, dispatch: see
 // mul_mat_vec_base.comp); the host passes BLOCK_SIZE = max(subgroup size, 16), a power of two.
 //
-// Work split (interface notes 5.4: 16 invocations per super-block): invocation tid is thread
+// Work split (docs/interface.md §5.4: 16 invocations per super-block): invocation tid is thread
 // t = tid % 16 of super-blocks tid / 16, tid / 16 + BLOCK_SIZE / 16, ... of each row. In a
 // super-block, thread t takes four quads (4 consecutive elements): quad g = 0..3 is elements
 // kq_thread_first(t) + 32 g + 0..3, with kq_thread_first(t) = 128 (t / 8) + 4 (t % 8)
@@ -60,8 +60,8 @@ uint clamped_row(uint first_row, uint num_rows, uint row)
 
 // Super-blocks per pass of the K loop (see UNROLL in mul_mat_vec.comp): their loads are issued
 // together. A type's file may set KQ_UNROLL 1 where decoding, not loading, is the cost. With
-// several columns one per pass unless the type sets KQ_UNROLL_COLUMNS: on the H200 (session 21,
-// docs/bench.md) 2 per pass with 8 columns ran q3_K 1.06-1.37x and q4_K 1.17-1.20x one per
+// several columns one per pass unless the type sets KQ_UNROLL_COLUMNS: on the H200 (2026-11-28)
+// 2 per pass with 8 columns ran q3_K 1.06-1.37x and q4_K 1.17-1.20x one per
 // pass, but q2_K 0.60-0.93x and q6_K 0.86-0.93x (q5_K keeps it: 0.87-0.89x against the shaders
 // before its new scales, not yet understood); 4 per pass with one column gained nothing.
 #ifndef KQ_UNROLL
@@ -92,7 +92,7 @@ uint quad_group(uint t, uint g)
 // pass, in A row `row` of the workgroup. Each of a super-block's 16 threads decodes one group
 // (group_scale) where it would otherwise decode the four its quads lie in. Two buffers, taken
 // in turn by the passes: one barrier a pass, as a pass's writes only meet reads two passes
-// back. A type's file turns it on up to KQ_SHARED_SCALES_MAX_COLS columns. H200 (session 29,
+// back. A type's file turns it on up to KQ_SHARED_SCALES_MAX_COLS columns. H200 (2026-12-02,
 // against the per-thread decode): q6_K 1.02-1.06x with 1 column, 1.24-1.46x with 4 and 8;
 // q2_K 1.08-1.18x with 1 and 2, 0.73x with 8; q3_K 1.19-1.29x with 1 and 2, 0.96x with 4.
 #ifndef KQ_SHARED_SCALES_MAX_COLS
@@ -181,9 +181,9 @@ void add_quads(uint o, bool valid, vec4 q[4], vec2 sc[4], vec4 b[4], float b_sum
 
 // The order of the (row, column) outputs in a step; each output's arithmetic is the same
 // either way. Columns outer loads a column's B quads once for all rows; rows outer re-reads
-// them per row, from cache. H100, q4_K (session 18): columns outer 1.06-1.10x with 8 columns,
+// them per row, from cache. H100, q4_K (2026-11-28): columns outer 1.06-1.10x with 8 columns,
 // but 0.90x with 4, so only from 8 unless a type's file sets KQ_COLUMNS_OUTER_FROM (9: never,
-// NUM_COLS ≤ 8). H200 (session 28): q4_K's 8 columns 1.15-1.40x rows outer, one super-block a
+// NUM_COLS ≤ 8). H200 (2026-12-02): q4_K's 8 columns 1.15-1.40x rows outer, one super-block a
 // pass; q5_K's 4 columns 1.11x columns outer (rows outer slowed when B's sums left add_quads).
 #ifndef KQ_COLUMNS_OUTER_FROM
 #define KQ_COLUMNS_OUTER_FROM 8

@@ -1,7 +1,7 @@
 #version 450
 
 // mul_mm.comp: D = A * B for many B columns (MUL_MAT), or the mixture-of-experts product
-// (MUL_MAT_ID=1), on the scalar path of the interface notes (section 6): A tiles of BM x BK
+// (MUL_MAT_ID=1), on the scalar path of docs/interface.md §6: A tiles of BM x BK
 // and B tiles of BN x BK are staged in shared memory as FLOAT_TYPE, and every output element
 // is accumulated by one invocation, in ACC_TYPE, over k ascending. With COOPMAT=1 the same
 // file is the cm1 path: same staging, products by KHR cooperative matrices (see "cm1" below).

@@ -1,7 +1,7 @@
 #version 450
 
 // mul_mm_cm2.comp: D = A * B (MUL_MAT) or the mixture-of-experts product (MUL_MAT_ID=1) with
-// NV cooperative matrix 2 (interface notes section 7): one workgroup-scope BM x BN
+// NV cooperative matrix 2 (docs/interface.md §7): one workgroup-scope BM x BN
 // accumulator per workgroup, A and B read straight from memory by tensor-layout loads,
 // quantized A decoded by the callbacks of dequant_funcs_cm2.comp.
 //
@@ -238,7 +238,7 @@ const uint UNROLL_K = QUANT_K == 256 ? 256 : 8 * BK;
     }
 #define LOAD_B(BNX, LB, KK)                                                                \
     coopMatLoadTensorNV(mat_b, data_b, 0, sliceTensorLayoutNV(LB, b_row0, BNX, KK, BK), B_VIEW_ARGS)
-// B's tensor load is issued before A's: on the H100 (session 43, against upstream 0.1.109) this
+// B's tensor load is issued before A's: on the H100 (2026-12-06, against upstream 0.1.109) this
 // took the q8_0 rows from 0.89-0.91 to 0.95-0.96 of upstream's speed, q4_0 from 1.06-1.07 to
 // 1.07-1.08, f16 from 0.99-1.00 to 0.99-1.01. Not on the MUL_MAT_ID path, whose gathered B
 // goes through decodeFuncB: there B first ran the f16 MoE rows 1.5x slower (q8_0 unchanged).

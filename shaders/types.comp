@@ -86,7 +86,7 @@ struct block_q8_0 {           // 34 bytes
     int8_t qs[QK8_0];         // @2
 };
 
-// ---- K-quants: 256-element super-blocks (interface notes 2.4) ----
+// ---- K-quants: 256-element super-blocks (docs/interface.md §2.4) ----
 // Element e (0 <= e < 256): n = e / 128, g = (e % 128) / 32, l = e % 32, 32-element
 // sub-block sb = e / 32, 16-element group grp = e / 16.
 
@@ -126,7 +126,7 @@ struct block_q6_K {           // 210 bytes
     float16_t d;                // @208
 };
 
-// ---- Non-linear 4-bit blocks (interface notes 2.3 and 2.5) ----
+// ---- Non-linear 4-bit blocks (docs/interface.md §2.3 and §2.5) ----
 
 #define QK4_NL 32
 struct block_iq4_nl {         // 18 bytes
@@ -141,7 +141,7 @@ struct block_iq4_xs {         // 136 bytes
     uint8_t qs[QK_K / 2];     // @8: 16 bytes per 32-element sub-block, as iq4_nl's qs
 };
 
-// ---- Lattice i-quants: 256-element super-blocks (interface notes 2.5) ----
+// ---- Lattice i-quants: 256-element super-blocks (docs/interface.md §2.5) ----
 // Element e: sub-block ib = e / 32, group l = (e % 32) / 8 of 8 elements, j = e % 8.
 // Decoding: iq_decode.comp.
 
@@ -305,7 +305,7 @@ const float kvalues_iq4nl[16] = float[16](
 #define QUANT_R 1
 #endif
 
-// ---- Lattice tables in shared memory (interface notes 2.6) ----
+// ---- Lattice tables in shared memory (docs/interface.md §2.6) ----
 // For a lattice i-quant A, the table is copied into `shared` memory by init_iq_shmem through
 // its fill function (generated from iq_grids.json and served by the compiler as iq_grids.comp,
 // which says why it is straight-line code with the entries written out), which

@@ -222,7 +222,7 @@ pub enum Command {
         #[arg(long)]
         all: bool,
         /// Start no row after this many seconds: the rows measured so far and the summary are
-        /// still printed (for a device session with a hard limit).
+        /// still printed (for a device call with a hard time limit).
         #[arg(long)]
         time_limit: Option<u64>,
         /// Time rows whose result is wrong too (their status still says WRONG): for

@@ -3,6 +3,8 @@
 //! adversarial summation orders), and the model's bound must cover the emulated result's
 //! distance from the exact one for every element. No GPU is involved: these tests judge the
 //! bounds, not the shaders.
+//!
+//! § numbers: sections of docs/interface.md.
 
 use proptest::prelude::*;
 use vkdiff::cases::wkv7::bounds::wkv7_bounds;

@@ -1,6 +1,6 @@
 //! Block decoders on any bytes (every bit pattern, NaN/Inf scales included): they never panic,
 //! and the exact decoder agrees with the element formulas written out independently here
-//! (interface notes §2.3), element by element.
+//! (docs/interface.md §2.3), element by element.
 #![no_main]
 
 use half::f16;

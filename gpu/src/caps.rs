@@ -1,5 +1,5 @@
 //! What a device can do, probed once: the facts that decide which kernel variants run on it
-//! (upstream's device classification, §1.5 of the interface notes) and which are skipped.
+//! (upstream's device classification, §1.5 of docs/interface.md) and which are skipped.
 
 use std::fmt;
 
@@ -134,7 +134,7 @@ pub struct DeviceCaps {
     /// shaderSignedZeroInfNanPreserveFloat16 (Vulkan 1.2 float controls): a shader may declare
     /// that f16 arithmetic on ±∞ and NaN follows IEEE 754. Without the declaration Vulkan leaves
     /// such results undefined, which is why our flash attention tests a −∞ mask by its bits
-    /// instead of adding it (docs/bench.md, session 19).
+    /// instead of adding it (found on the H100 on 2026-11-28).
     #[serde(default)]
     pub inf_nan_preserve_f16: bool,
     /// The same for f32 (shaderSignedZeroInfNanPreserveFloat32).

@@ -13,7 +13,7 @@ use crate::error::{GpuError, Result, VkContext};
 use crate::statistics::PipelineStatistics;
 use crate::DeviceCaps;
 
-/// Upstream's descriptor set layout: set 0, bindings 0..7, all storage buffers (§1.2).
+/// Upstream's descriptor set layout: set 0, bindings 0..7, all storage buffers (interface.md §1.2).
 pub const MAX_BINDINGS: u32 = 8;
 /// Most timed repetitions one bench job records (two timestamps each).
 pub const MAX_TIMED_REPEATS: u32 = 512;
@@ -38,7 +38,7 @@ pub const GUARD_BYTES: usize = 256;
 pub const POISON_F32: u32 = 0x7FC0_DEAD;
 
 /// How a pipeline is built: the variant, its specialization constants and the host-side
-/// options upstream passes to `ggml_vk_create_pipeline` (§1.4).
+/// options upstream passes to `ggml_vk_create_pipeline` (interface.md §1.4).
 #[derive(Debug, Clone)]
 pub struct PipelineDesc<'a> {
     /// The shader variant.
@@ -266,7 +266,7 @@ impl Gpu {
     /// Waits (up to the timeout again) for a job that ran past the timeout, before anything it
     /// may still use is reset or refilled: re-recording its command buffer while lavapipe's
     /// queue thread still walked it crashed that thread (SIGSEGV in libvulkan_lvp.so,
-    /// docs/bench.md session 29). Still running: this job reports a lost device too.
+    /// seen on 2026-12-02). Still running: this job reports a lost device too.
     fn settle(&mut self) -> Result<()> {
         if !self.pending {
             return Ok(());

@@ -83,9 +83,9 @@ pub struct Env {
     pub cm2_only: Option<String>,
     /// `VKDIFF_MATVEC_SHAPE=BLOCK,ROWS`: a host experiment for `vkdiff bench`: quantized
     /// mat-vec pipelines get this workgroup size and rows per workgroup instead of the pinned
-    /// host's (§5.4), to measure how the dispatch shape limits their bandwidth. Results are
-    /// still judged (the error model reads the same constants). Not a configuration upstream
-    /// runs: never set in campaigns.
+    /// host's (interface.md §5.4), to measure how the dispatch shape limits their bandwidth.
+    /// Results are still judged (the error model reads the same constants). Not a configuration
+    /// upstream runs: never set in campaigns.
     pub matvec_shape: Option<(u32, u32)>,
 }
 

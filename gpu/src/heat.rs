@@ -3,7 +3,7 @@
 //! The H100's clock governor follows load: idle it sits at 345 MHz, and over a bench, whose
 //! host time (inputs, the reference, checks) leaves the GPU mostly idle, it wanders between 345
 //! and 1,980 MHz. Mat-vec times follow it (q4_0 14336×4096: 24 µs at 1,980 MHz, 56 µs at 765,
-//! 78 µs at 585; `nvidia-smi` every 50 ms beside the jobs, session 9, docs/bench.md). Heating
+//! 78 µs at 585; `nvidia-smi` every 50 ms beside the jobs, 2026-11-26). Heating
 //! inside a job's own command buffer for 30 ms did not pin it. So a thread on a second logical
 //! device keeps the ALUs busy (`bench_fma.comp`, a few ms a submit) for as long as the bench
 //! runs, and pauses, its last submit finished, for exactly the span of each timed job.

@@ -43,8 +43,9 @@ pub enum Error {
         /// The type it was given.
         dtype: DType,
     },
-    /// A block format whose ggml reference quantizer the interface notes do not specify (the
-    /// K-quants, iq4_nl, iq4_xs): values cannot be converted to it; use raw blocks.
+    /// A block format whose ggml reference quantizer vkdiff does not reproduce
+    /// (docs/interface.md §2.7: the K-quants, iq4_nl, iq4_xs): values cannot be converted to
+    /// it; use raw blocks.
     #[error("{dtype}: ggml's reference quantizer for this format is not specified; generate raw blocks instead")]
     NoQuantizer {
         /// The block format.

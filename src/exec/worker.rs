@@ -145,7 +145,7 @@ pub const CPU_REPEAT_EVERY: u64 = 4;
 /// too); by default every case on a GPU and one in [`CPU_REPEAT_EVERY`] on a CPU device
 /// (lavapipe). llvmpipe runs a workgroup's invocations in one fixed order, so there a repeat can
 /// only catch races between workgroups, and it was a quarter of the main job's time
-/// (docs/bench.md, session 8). Replay, `--in-process` and the tests other than the
+/// (measured on 2026-11-26). Replay, `--in-process` and the tests other than the
 /// differential suite ([`Repeat::AsCampaign`]) repeat every case.
 pub fn campaign_repeats(
     repeat: bool,
@@ -175,7 +175,7 @@ pub const GPU_CASES: u32 = 200;
 
 /// The default on a CPU device (lavapipe): the main job's cases are as cheap as we could make
 /// them, and on a 2-core machine its 200 cases a variant took 625 s from empty caches
-/// (docs/bench.md, session 34), of which about 290 s per worker are compiles that do not shrink
+/// (measured on 2026-12-05), of which about 290 s per worker are compiles that do not shrink
 /// with fewer cases (shaderc, LLVM's JIT of each pipeline); at 160 it ends within 10 minutes
 /// there. `--cases 200` runs the GPU's count.
 pub const CPU_CASES: u32 = 160;
@@ -767,7 +767,7 @@ mod tests {
     fn a_case_asks_for_the_extensions_of_its_path_only() {
         let repro = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/h100_q5k_cm2_cancelled_zero.json"
+            "/tests/data/h100_q5k_cm2_f16acc.json"
         );
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(repro).unwrap()).unwrap();

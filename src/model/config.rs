@@ -8,7 +8,7 @@ use vkdiff_gpu::DeviceCaps;
 
 use crate::model::kernels::Variant;
 
-/// A named path configuration (GGML_BACKEND.md §2.1).
+/// A named path configuration (ggml-host.md §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Config {
     /// No fp16, no cooperative matrices: the `_fp32` shaders.

@@ -36,7 +36,8 @@ impl fmt::Display for Reach {
 
 /// The shader core count the pinned host reads (NVIDIA SM builtins, AMD core properties), for
 /// devices vkdiff knows; None where the host sees none (lavapipe) or vkdiff does not know it.
-/// Without it the host never splits K (mul_mm, §8.3) or KV (flash attention, §9.6).
+/// Without it the host never splits K (mul_mm, interface.md §8.3) or KV (flash attention,
+/// interface.md §9.6).
 pub fn host_cores(caps: &DeviceCaps) -> Option<u32> {
     let name = caps.name.as_str();
     if name.contains("H100") && name.contains("PCIe") {
@@ -51,7 +52,8 @@ pub fn host_cores(caps: &DeviceCaps) -> Option<u32> {
 /// Why a split is forced on a device whose core count the host does not know.
 pub const NO_CORES: &str = "the host splits only with a shader core count, which this device does not report to it (or vkdiff does not know)";
 
-/// Reachability of `case` on `caps` under the pinned host's rules (§8.3, §8.5, §9.1, §9.6).
+/// Reachability of `case` on `caps` under the pinned host's rules (interface.md §8.3, §8.5, §9.1,
+/// §9.6).
 pub fn reach_of(case: &Case, caps: &DeviceCaps) -> Reach {
     Reach {
         forced: case.model().forced(caps),

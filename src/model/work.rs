@@ -19,7 +19,7 @@ pub struct BenchShapes {
     pub all: bool,
     /// The shader core count upstream's host knows for the device
     /// ([`crate::model::facts::host_cores`]): with it a decode row splits as that host does
-    /// (split_k = 2·cores / KV-head groups, §9.6); without it the host does not split either.
+    /// (split_k = 2·cores / KV-head groups, interface.md §9.6); without it the host does not split either.
     pub host_cores: Option<u32>,
 }
 

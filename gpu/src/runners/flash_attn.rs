@@ -1,5 +1,5 @@
 //! Flash attention (`flash_attn.comp`, `flash_attn_cm1.comp`, `flash_attn_cm2.comp` +
-//! `flash_attn_split_k_reduce.comp`, §9 of the interface notes): upstream's host logic
+//! `flash_attn_split_k_reduce.comp`, §9 of docs/interface.md): upstream's host logic
 //! (`ggml_vk_flash_attn`) for the **three paths** — variant and defines, path fallbacks,
 //! pipeline choice (small/large rows, aligned/unaligned), specialization constants, the GQA
 //! rewrite, split-k and its reduce dispatch, the 128-byte push-constant struct.
@@ -87,7 +87,7 @@ pub const CM2_KV_TYPES: [DType; 7] = [
 ];
 
 /// The SPIR-V variant `flash_attn_f32_f16_<kv>[_f16acc][_cm1|_cm2]` with the generator's
-/// defines (§9.2). The scalar path always runs the f32-accumulator one (§12.8).
+/// defines (§9.2). The scalar path always runs the f32-accumulator one (§12 item 8).
 pub fn variant(path: Path, kv: DType, f16acc: bool) -> ShaderVariant {
     let acc = if f16acc { "float16_t" } else { "float" };
     let mut defines: Vec<(String, String)> = ["FLOAT_TYPE", "Q_TYPE", "D_TYPE"]
@@ -203,7 +203,7 @@ pub fn has_16x16x16(caps: &DeviceCaps, f32acc: bool) -> bool {
 }
 
 /// Upstream's cm1 shared-memory estimate (§9.6 step 1; it uses Br = 8 although the pipeline
-/// uses Br = 16, §12.15), in bytes.
+/// uses Br = 16, §12 item 15), in bytes.
 pub fn cm1_shmem_estimate(d: usize, f32acc: bool) -> usize {
     let (br, bc) = (8, 64);
     let acc = if f32acc { 4 } else { 2 };

@@ -24,7 +24,8 @@ pub struct KernelRun {
     pub validation: Vec<String>,
 }
 
-/// The host's `elements`/`wg_denoms` rule (§1.3): workgroups = ⌈elements / denoms⌉ per axis.
+/// The host's `elements`/`wg_denoms` rule (interface.md §1.3): workgroups = ⌈elements / denoms⌉ per
+/// axis.
 pub fn workgroups(elements: [u32; 3], denoms: [u32; 3]) -> [u32; 3] {
     [0, 1, 2].map(|i| elements[i].div_ceil(denoms[i]))
 }

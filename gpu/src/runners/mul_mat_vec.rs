@@ -1,5 +1,5 @@
 //! Matrix-vector MUL_MAT (`mul_mat_vec.comp` and the per-type K-quant files
-//! `mul_mat_vec_q2_k.comp` … `mul_mat_vec_q6_k.comp`, §5 of the interface notes): one workgroup
+//! `mul_mat_vec_q2_k.comp` … `mul_mat_vec_q6_k.comp`, §5 of docs/interface.md): one workgroup
 //! computes NUM_ROWS rows of dst for NUM_COLS (= ne11 ≤ 8) columns of B, or for one batch when
 //! ne11 = 1.
 

@@ -1,4 +1,4 @@
-//! Matrix-vector MUL_MAT_ID (`mul_mat_vec.comp` with `MUL_MAT_ID=1`, §5 of the interface notes):
+//! Matrix-vector MUL_MAT_ID (`mul_mat_vec.comp` with `MUL_MAT_ID=1`, §5 of docs/interface.md):
 //! upstream's path for a single token (ids.ne1 = 1, §4.3). Dispatch row y is expert slot s: the
 //! workgroup multiplies expert ids[s]'s rows by b row s mod ne11 into dst row s. Only the first
 //! token's ids are read.

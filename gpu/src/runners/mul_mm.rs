@@ -1,5 +1,5 @@
 //! Matrix-matrix MUL_MAT and MUL_MAT_ID (`mul_mm.comp` + `mul_mat_split_k_reduce.comp`, §6 and
-//! §8 of the interface notes): upstream's host logic on **scalar devices** (no cooperative
+//! §8 of docs/interface.md): upstream's host logic on **scalar devices** (no cooperative
 //! matrices) — the mode (fp16 or fp32 arithmetic), the pipeline slot and its accumulator (§8.4),
 //! the host's staging copies (§4.3), the shared-memory check that disables tiles (§8.1), the
 //! tile and aligned choice (§8.2), split_k and its reduce (§8.3), and MUL_MAT_ID's token

@@ -23,7 +23,8 @@ pub fn run(gpu: &mut Gpu, tree: &mut ShaderTree, inputs: &Wkv7Inputs) -> Result<
         .dims()
         .map_err(|e| GpuError::Unsupported(e.to_string()))?;
     let variant = variant();
-    // Upstream passes {subgroup_size} although the shader declares no constant (§10.5).
+    // Upstream passes {subgroup_size} although the shader declares no constant (interface.md
+    // §10.5).
     let desc = PipelineDesc {
         variant: &variant,
         spec: vec![gpu.caps().subgroup_size],

@@ -3,8 +3,8 @@
 //! [`KVALUES_IQ4NL`].
 //!
 //! ggml's reference quantizers for both (`quantize_row_iq4_nl_ref`, `quantize_row_iq4_xs_ref`:
-//! weighted searches over candidate scales) are not specified by the interface notes, so none is
-//! implemented ([`DType::has_quantizer`] is false); test data are raw blocks.
+//! weighted searches over candidate scales) are not reproduced here (docs/interface.md §2.7), so
+//! none is implemented ([`DType::has_quantizer`] is false); test data are raw blocks.
 //!
 //! Exactness: d (≤ 11 significant bits) × (ls − 32) (≤ 5) × table value (≤ 7) has at most 23
 //! significant bits, so every element is exact in f32 as well as f64, and ggml's f32

@@ -2,8 +2,8 @@
 //!
 //! Each format has one `#[repr(C)]` struct whose size equals the on-device block size and one
 //! [`Block`] implementation holding its layout and decoders. ggml's reference quantizers for
-//! these formats (`quantize_row_q2_K_ref` …: iterative scale searches) are not specified by the
-//! interface notes, so none is implemented: [`DType::has_quantizer`] is false and
+//! these formats (`quantize_row_q2_K_ref` …: iterative scale searches) are not reproduced
+//! here (docs/interface.md §2.7), so none is implemented: [`DType::has_quantizer`] is false and
 //! [`quantize`](super::quantize) returns [`Error::NoQuantizer`](crate::Error::NoQuantizer).
 //! Test data for them are raw blocks (every bit pattern with finite f16 fields is valid).
 //!

@@ -53,8 +53,9 @@ pub trait Block: Copy {
 
     /// ggml's `quantize_row_<t>_ref` for one block of `LEN` values, bit for bit.
     ///
-    /// Formats whose reference quantizer the interface notes do not specify (the K-quants and
-    /// i-quants: [`DType::has_quantizer`] is false) keep this default, which panics; the public
+    /// Formats whose reference quantizer vkdiff does not reproduce (docs/interface.md §2.7: the
+    /// K-quants and i-quants: [`DType::has_quantizer`] is false) keep this default, which
+    /// panics; the public
     /// [`quantize`](super::quantize) returns [`Error::NoQuantizer`](crate::Error::NoQuantizer)
     /// for them before it would be called.
     ///

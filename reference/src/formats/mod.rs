@@ -322,9 +322,9 @@ impl DType {
     }
 
     /// Whether [`quantize`] can produce this type: false for the formats whose ggml reference
-    /// quantizer the interface notes do not specify (the K-quants and iq4_nl/iq4_xs, whose
-    /// quantizers search over candidate scales, and the lattice i-quants); generate raw blocks
-    /// for those instead.
+    /// quantizer vkdiff does not reproduce (docs/interface.md §2.7: the K-quants and
+    /// iq4_nl/iq4_xs, whose quantizers search over candidate scales, and the lattice i-quants);
+    /// generate raw blocks for those instead.
     pub const fn has_quantizer(self) -> bool {
         !matches!(
             self,

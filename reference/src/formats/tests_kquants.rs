@@ -211,9 +211,9 @@ fn decode_q2_k() {
 // q3_K.
 
 /// Scale bytes giving s = [3, 0, 0, 48, 31, 0, 0, 49, 42, 0, 0, 48, 53, 0, 0, 50]:
-/// scales[0] = 0xA3 (s0 low 3, s8 low 10), scales[4] = 0x5F (s4 low 15, s12 low 5),
-/// scales[7] = 0x21 (s7 low 1, s15 low 2), scales[8] = 0xE4 (high bits 0, 1, 2, 3 of s0, s4,
-/// s8, s12), scales[11] = 0xFF (high bits 3 of s3, s7, s11, s15).
+/// scales[0] = 0xA3 (s[0] low 3, s[8] low 10), scales[4] = 0x5F (s[4] low 15, s[12] low 5),
+/// scales[7] = 0x21 (s[7] low 1, s[15] low 2), scales[8] = 0xE4 (high bits 0, 1, 2, 3 of s[0],
+/// s[4], s[8], s[12]), scales[11] = 0xFF (high bits 3 of s[3], s[7], s[11], s[15]).
 const Q3_SCALES: [(usize, u8); 5] = [
     (96, 0xA3),
     (100, 0x5F),

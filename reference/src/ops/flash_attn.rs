@@ -1,5 +1,5 @@
 //! GGML_OP_FLASH_ATTN_EXT (`ggml_flash_attn_ext(ctx, q, k, v, mask, scale, max_bias,
-//! logit_softcap)`), exact, with ggml's semantics (§9.1 of the interface notes):
+//! logit_softcap)`), exact, with ggml's semantics (§9.1 of docs/interface.md):
 //!
 //! | tensor | shape (ne0, ne1, ne2, ne3) |
 //! |---|---|
@@ -13,12 +13,12 @@
 //! (h mod ne32, i3 mod ne33):
 //!
 //! * s' = scale, or scale/logit_softcap **rounded to f32** when logit_softcap ≠ 0 (ggml and the
-//!   Vulkan host both divide in f32 before anything else, §12.6);
+//!   Vulkan host both divide in f32 before anything else, §12 item 6);
 //! * x_j = s'·(q · k_j); S_j = x_j, or logit_softcap·tanh(x_j) with a softcap;
 //! * S_j += slope(h)·`mask[q][j]`, slope(h) = m0^(h+1) for h < n_head_log2, else
 //!   m1^(2(h − n_head_log2) + 1), 1 without ALiBi; n_head_log2 = 2^⌊log₂ H⌋ (the power itself,
-//!   §12.7) and m0 = 2^(−max_bias/n_head_log2), m1 = 2^(−max_bias/2/n_head_log2) computed in f32
-//!   with `powf` as ggml's host does; the reference then takes m0^(h+1) exactly (f64);
+//!   §12 item 7) and m0 = 2^(−max_bias/n_head_log2), m1 = 2^(−max_bias/2/n_head_log2) computed
+//!   in f32 with `powf` as ggml's host does; the reference then takes m0^(h+1) exactly (f64);
 //! * O = Σ_j softmax(S)_j · v_j, over the keys whose mask term is not −∞.
 //!
 //! The CPU backend rounds q to K's vec-dot type (f16, or q8_0 for quantized K) and accumulates
@@ -66,7 +66,7 @@ pub struct FlashAttnParams {
 
 impl FlashAttnParams {
     /// s', the factor applied to q·k before the softcap: `scale`, or `scale / logit_softcap`
-    /// rounded to f32 (what ggml's CPU path and the Vulkan host push, §12.6).
+    /// rounded to f32 (what ggml's CPU path and the Vulkan host push, §12 item 6).
     pub fn dot_scale(&self) -> f32 {
         if self.logit_softcap != 0.0 {
             self.scale / self.logit_softcap

@@ -14,8 +14,9 @@
 //!
 //! **Ids outside [0, n_as)**: ggml builds the graph without looking at ids (they are data); the
 //! CPU backend asserts on them and the Vulkan kernels read whatever memory the id points at
-//! (mat-vec) or leave the dst rows unwritten (matrix-matrix, §8.5). There is no defined result,
-//! so the reference returns [`Error::Value`] naming the first bad id instead of a number.
+//! (mat-vec) or leave the dst rows unwritten (matrix-matrix, interface.md §8.5). There is no
+//! defined result, so the reference returns [`Error::Value`] naming the first bad id instead of a
+//! number.
 
 use super::kernel::{gemm, sum_init, zeroed, Job, Values};
 use super::Output;

@@ -1,6 +1,6 @@
 //! ggml's public C API, loaded at run time from a build (libloading), and one single-op graph
 //! run through it. Only functions whose signatures are the same at the pinned July 2025
-//! revision and today's are used (GGML_BACKEND.md §1); enum values that moved between them
+//! revision and today's are used (ggml-host.md §1); enum values that moved between them
 //! (ggml_op) are never passed.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -162,7 +162,7 @@ pub struct Timing {
     /// The bench's heater, paused for the warmup and timed computes only, as for vkdiff's own
     /// timed jobs. Paused for the whole case (inputs, reference, uploads: seconds of host work
     /// on the large rows) the GPU clocked down and ggml's computes ran up to 4x slower in the
-    /// first rounds of a row (H100, session 44).
+    /// first rounds of a row (H100, 2026-12-06).
     pub heater: Option<std::sync::Arc<vkdiff_gpu::heat::Heater>>,
 }
 

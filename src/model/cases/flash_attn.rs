@@ -768,7 +768,7 @@ impl CaseModel for FlashAttnCase {
         // A host that chooses its own split: judge with the loosest candidate (below).
         let split_k = if lat.splits { None } else { self.split_k };
         // Recent ggml (not the July 2025 host) computes scalar flash attention in f16 at
-        // GGML_PREC_DEFAULT on an fp16 device (GGML_BACKEND.md §2.1), and (0.1.161
+        // GGML_PREC_DEFAULT on an fp16 device (ggml-host.md §2.1), and (0.1.161
         // get_fa_tuning_params) runs a one-row dispatch (N = 1, GQA not folded into rows) on that
         // scalar path whatever the coopmat configuration. Through ggml's host such a case is
         // judged with the loosest of the pinned model and an f16 candidate (FaArith::ScalarF16).

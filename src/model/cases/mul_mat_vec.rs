@@ -198,8 +198,9 @@ pub fn strategy(a: DType, b: DType) -> impl Strategy<Value = MulMatVecCase> {
     )
         .prop_map(
             move |(k, m, n, (ne02, r2, ne03), b_row_pad, a_blocks, b_dist, seed)| {
-                // Several columns go to the mat-vec kernel only without batches (§4.3); with batches they
-                // are a matrix-matrix case. The huge-M rows stay narrow to keep the case cheap.
+                // Several columns go to the mat-vec kernel only without batches (interface.md
+                // §4.3); with batches they are a matrix-matrix case. The huge-M rows stay narrow to
+                // keep the case cheap.
                 let (ne02, r2, ne03) = if n > 1 { (1, 1, 1) } else { (ne02, r2, ne03) };
                 let k = if m > 60000 { k.min(64.max(block)) } else { k };
                 MulMatVecCase {

@@ -1,5 +1,6 @@
 //! MUL_MAT_ID cases that upstream routes to the matrix-vector ID kernel: one token (ids.ne1 = 1)
-//! whose n_used expert slots each multiply one expert matrix by one b row (§4.2, §4.3).
+//! whose n_used expert slots each multiply one expert matrix by one b row (interface.md §4.2,
+//! §4.3).
 //!
 //! Ids are generated inside [0, n_as): ggml accepts any i32 there (ids are data, not shape), but
 //! an id outside the experts has no defined result (the mat-vec kernel reads whatever memory it
@@ -27,8 +28,8 @@ use crate::model::kernels::KernelDef;
 use vkdiff_gpu::DeviceCaps;
 
 /// Expert types the mat-vec ID kernel takes: the mat-vec A types except bf16, which upstream
-/// routes to the matrix-matrix ID kernel even for one token (§4.3; its `mul_mat_vec_id_bf16_f32`
-/// is compiled but never selected).
+/// routes to the matrix-matrix ID kernel even for one token (interface.md §4.3; its
+/// `mul_mat_vec_id_bf16_f32` is compiled but never selected).
 pub fn a_types() -> impl Iterator<Item = DType> {
     super::mul_mat_vec::A_TYPES
         .iter()

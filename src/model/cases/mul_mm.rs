@@ -28,6 +28,8 @@
 //! broadcast over dim 2, padded B rows, both precision requests, a forced split_k of 2..4 (3
 //! becomes 2; k_split = ⌈K/split_k⌉ is not a multiple of BK in general), long K for the f16
 //! accumulators, and data from every distribution and raw block kind.
+//!
+//! § numbers: sections of docs/interface.md.
 
 pub mod bounds;
 pub mod bounds_cm2;

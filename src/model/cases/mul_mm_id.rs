@@ -18,6 +18,8 @@
 //!
 //! Ids are generated inside [0, n_as): an id outside has no defined result (see
 //! `mul_mat_vec_id.rs`).
+//!
+//! § numbers: sections of docs/interface.md.
 
 use std::fmt;
 

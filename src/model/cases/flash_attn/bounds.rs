@@ -1,5 +1,7 @@
 //! The flash-attention error model (scalar, cm1 and cm2 paths). Shared arithmetic:
 //! [`crate::model::tolerance`].
+//!
+//! § numbers: sections of docs/interface.md.
 
 #[allow(unused_imports)]
 use crate::model::tolerance::*;
@@ -215,15 +217,15 @@ pub fn tanh_error(ax: f64) -> f64 {
 ///   1 ± h). With split-k, the reduce's f32 arithmetic as on the scalar path.
 /// * **f16 range.** What the interface computes in f16 can overflow for inputs ggml accepts:
 ///   q̂ (|q|, |s'·q| > 65504), decoded K or V elements beyond 65504 (cm2 decodes blocks in f16;
-///   cm1 stages K as f16; a K element of any key, masked or not, since ∞ − ∞ in S is NaN), with f16 accumulators the logits (|s'|Σ|q·k| + error > 65504) and
-///   O's partial sums (Σ_j |v_jd| over the row's live keys > 65504; cm2's per-tile P·V
-///   accumulator is f16 even with f32 accumulators: per tile). On cm2 a decoded V element
-///   beyond 65504, or NaN, of any key, masked or not, poisons its output column: its zero
-///   weight times ∞ or NaN is NaN in the tile's f16 P·V (seen on the H100; upstream's cm2
-///   multiplies whole tiles the same way, while ggml's CPU path skips masked keys). Where that
-///   can happen the result
-///   may be ±∞ or NaN and is not judged: the bound is NaN there (the case counts and reports
-///   those elements). Upstream at the pinned commit does not clamp (§12 "later changed" 7).
+///   cm1 stages K as f16; a K element of any key, masked or not, since ∞ − ∞ in S is NaN), with f16
+///   accumulators the logits (|s'|Σ|q·k| + error > 65504) and O's partial sums (Σ_j |v_jd| over the
+///   row's live keys > 65504; cm2's per-tile P·V accumulator is f16 even with f32 accumulators: per
+///   tile). On cm2 a decoded V element beyond 65504, or NaN, of any key, masked or not, poisons its
+///   output column: its zero weight times ∞ or NaN is NaN in the tile's f16 P·V (seen on the H100;
+///   upstream's cm2 multiplies whole tiles the same way, while ggml's CPU path skips masked keys).
+///   Where that can happen the result may be ±∞ or NaN and is not judged: the bound is NaN there
+///   (the case counts and reports those elements). Upstream at the pinned commit does not clamp
+///   (§12 later-changed 7).
 pub fn flash_attn_bounds(
     shape: &FlashAttnShape,
     fa: &vkdiff_reference::ops::flash_attn::FlashAttn,

@@ -1,5 +1,7 @@
 //! The mat-vec error model (mul_mat_vec.comp and its per-type bodies; MUL_MAT_ID through the
 //! mat-vec kernel uses it per expert slot). Shared arithmetic: [`crate::model::tolerance`].
+//!
+//! § numbers: sections of docs/interface.md.
 
 #[allow(unused_imports)]
 use crate::model::tolerance::*;

@@ -1,5 +1,7 @@
 //! The matrix-matrix error model (mul_mm.comp scalar and cm1 paths, MUL_MAT and MUL_MAT_ID).
 //! Shared arithmetic: [`crate::model::tolerance`].
+//!
+//! § numbers: sections of docs/interface.md.
 
 #[allow(unused_imports)]
 use crate::model::tolerance::*;
@@ -95,8 +97,8 @@ impl MulMmBounds {
             .zip(got)
             .zip(&self.may_overflow)
             .map(|((&b, &g), &ovf)| {
-                // ±65504: later upstream clamps f16 accumulators (§12 L7); recent ggml trees
-                // in backend mode produce it where the pinned kernel produces ±∞.
+                // ±65504: later upstream clamps f16 accumulators (§12 later-changed 7); recent ggml
+                // trees in backend mode produce it where the pinned kernel produces ±∞.
                 if ovf && (!g.is_finite() || f64::from(g.abs()) == F16_MAX) {
                     f64::NAN
                 } else {
@@ -274,9 +276,9 @@ fn mul_mm_bounds_lanes<const L: usize>(
                             != Some(std::cmp::Ordering::Less);
                         if chain.ovf[l] && split_k > 1 {
                             // Later upstream clamps each split's accumulators to ±ACC_TYPE_MAX
-                            // before the f32 reduce (§12 L7), so an overflowing split adds a
-                            // finite ±65504 whatever its exact partial (|·| ≤ mag): the result
-                            // stays finite, off by at most 65504 + mag for this split.
+                            // before the f32 reduce (§12 later-changed 7), so an overflowing split
+                            // adds a finite ±65504 whatever its exact partial (|·| ≤ mag): the
+                            // result stays finite, off by at most 65504 + mag for this split.
                             chain.err[l] += arith.acc.overflow() + chain.mag[l];
                         }
                         ovf[l] |= chain.ovf[l];

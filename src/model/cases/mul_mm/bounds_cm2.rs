@@ -1,5 +1,7 @@
 //! The matrix-matrix error model on NV cooperative matrix 2 (mul_mm_cm2.comp). Shared
 //! arithmetic: [`crate::model::tolerance`].
+//!
+//! § numbers: sections of docs/interface.md.
 
 #[allow(unused_imports)]
 use crate::model::tolerance::*;

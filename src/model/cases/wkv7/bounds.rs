@@ -3,10 +3,10 @@
 #[allow(unused_imports)]
 use crate::model::tolerance::*;
 
-/// RWKV-7 (§10): a running error bound on the recurrence, evaluated on the exact values. With
-/// E the bound on the state's accumulated error (0 for the f32 input state), every magnitude is
-/// taken of the *computed* value (exact magnitude plus its error bound), so the bound is a
-/// strict upper bound, not a first-order estimate:
+/// RWKV-7 (interface.md §10): a running error bound on the recurrence, evaluated on the exact
+/// values. With E the bound on the state's accumulated error (0 for the f32 input state), every
+/// magnitude is taken of the *computed* value (exact magnitude plus its error bound), so the bound
+/// is a strict upper bound, not a first-order estimate:
 /// * sa_i = Σ_j a_j·St[i][j] (an S-term dot, any order):
 ///   e_sa = Σ|a_j|·E_ij + γ(S)·Σ|a_j|·(|St_ij| + E_ij)
 /// * St'_ij = St_ij·w_j + v_i·k_j + sa_i·b_j (three products, two sums):
