@@ -47,7 +47,7 @@ pub fn cases(quick: bool, all: bool, host_cores: Option<u32>) -> Vec<BenchCase> 
         all,
         host_cores,
     };
-    let mut kernels: Vec<_> = crate::model::kernels::KERNELS.iter().collect();
+    let mut kernels: Vec<_> = crate::model::cases::KERNELS.iter().collect();
     kernels.sort_by_key(|k| k.bench_order);
     kernels
         .into_iter()

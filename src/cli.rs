@@ -17,8 +17,9 @@ use vkdiff_gpu::{Gpu, ShaderTree};
 use crate::bench;
 use crate::campaign::{self, CaseRecord, Settings, VariantReport};
 use crate::cases::Outcome;
+use crate::cases::{Kernel, KERNELS};
 use crate::fuzzing;
-use crate::kernels::{self, Kernel, Variant, KERNELS};
+use crate::kernels::{self, Variant};
 use crate::report::{self, JsonReport, Line};
 use crate::repro::Reproducer;
 use crate::worker::{self, Evaluator, InProcess, Worker};
@@ -497,7 +498,7 @@ impl RunPlan {
                 self.shaders.display().to_string(),
             )?;
             if let Some(c) = ggml_config {
-                w.variant_filter = Some(Box::new(move |v| c.variant_skip(v)));
+                w.variant_filter = Some(Box::new(move |v| crate::ggml::variant_skip(c, v)));
                 w.real_graphs = true;
             }
             Ok::<_, String>(w)
@@ -792,7 +793,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 load_known(known)?
             };
             let started = std::time::Instant::now();
-            let mut selected = kernels::select(&ops, variant.as_deref())?;
+            let mut selected = crate::cases::select(&ops, variant.as_deref())?;
             if let Some(shard) = shard {
                 // Variant i of the selection runs on shard i mod n: several machines, one campaign.
                 let (i, n) = parse_shard(&shard)?;
@@ -932,7 +933,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             time_wrong,
         } => {
             target.apply();
-            kernels::select(&ops, None)?;
+            crate::cases::select(&ops, None)?;
             // --ggml: ggml in this process on the same device, timed per graph_compute, as the
             // "against" column; vkdiff's rows run on the configuration's path too.
             let (mut gpu, mut ggml) = match &target.ggml {
@@ -1083,7 +1084,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             out,
         } => {
             if kernel != fuzzing::ANY {
-                kernels::select(std::slice::from_ref(&kernel), None)?;
+                crate::cases::select(std::slice::from_ref(&kernel), None)?;
             }
             let data =
                 std::fs::read(&artifact).map_err(|e| format!("{}: {e}", artifact.display()))?;

@@ -17,7 +17,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use vkdiff_gpu::{Gpu, ShaderTree};
 
 use crate::cases::{Case, Outcome};
-use crate::kernels;
+
 use crate::repro::Reproducer;
 
 /// The kernel name that stands for "the first byte picks the kernel".
@@ -28,10 +28,10 @@ pub const ANY: &str = "any";
 pub fn case_from_bytes(kernel: &str, data: &[u8]) -> Option<Case> {
     if kernel == ANY {
         let (pick, rest) = data.split_first().unwrap_or((&0, &[]));
-        let k = &kernels::KERNELS[*pick as usize % kernels::KERNELS.len()];
+        let k = &crate::cases::KERNELS[*pick as usize % crate::cases::KERNELS.len()];
         return case_from_bytes(k.name, rest);
     }
-    let k = kernels::kernel(kernel)?;
+    let k = crate::cases::kernel(kernel)?;
     let variants = (k.variants)();
     let (pick, rest) = data.split_first().unwrap_or((&0, &[]));
     let variant = variants.get(*pick as usize % variants.len().max(1))?;
@@ -83,7 +83,7 @@ pub fn check_selected(data: &[u8]) -> Result<(), String> {
         .fuzz_kernel
         .clone()
         .unwrap_or_else(|| ANY.into());
-    if kernel != ANY && kernels::kernel(&kernel).is_none() {
+    if kernel != ANY && crate::cases::kernel(&kernel).is_none() {
         return Err(format!("VKDIFF_FUZZ_KERNEL={kernel}: no such kernel"));
     }
     check(&kernel, data)
@@ -126,15 +126,15 @@ mod tests {
     #[test]
     fn any_bytes_decode_to_a_case_and_the_same_bytes_to_the_same_case() {
         for data in [&[][..], &[0u8; 1000][..], &[0xff; 64][..], b"vkdiff"] {
-            for k in crate::kernels::KERNELS {
+            for k in crate::cases::KERNELS {
                 let a =
                     case_from_bytes(k.name, data).unwrap_or_else(|| panic!("{} decodes", k.name));
                 assert_eq!(Some(a), case_from_bytes(k.name, data));
             }
         }
         assert!(case_from_bytes("no_such_kernel", b"x").is_none());
-        for pick in 0..crate::kernels::KERNELS.len() as u8 {
-            let k = &crate::kernels::KERNELS[pick as usize];
+        for pick in 0..crate::cases::KERNELS.len() as u8 {
+            let k = &crate::cases::KERNELS[pick as usize];
             let any = case_from_bytes(ANY, &[pick, 3, 1, 4]).unwrap();
             assert_eq!(Some(any), case_from_bytes(k.name, &[3, 1, 4]));
         }

@@ -109,7 +109,7 @@ fn shards_partition_the_variants() {
         variants(&b.join("report.jsonl")),
     );
     assert!(va.is_disjoint(&vb), "{va:?} {vb:?}");
-    let all: BTreeSet<String> = vkdiff::kernels::select(&["mul_mat_vec".into()], None)
+    let all: BTreeSet<String> = vkdiff::cases::select(&["mul_mat_vec".into()], None)
         .unwrap()
         .into_iter()
         .map(|(_, v)| v.name)

@@ -12,7 +12,8 @@ mod common;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use vkdiff::campaign::{run_variant, table, Settings};
-use vkdiff::kernels::{Kernel, Variant, KERNELS};
+use vkdiff::cases::{Kernel, KERNELS};
+use vkdiff::kernels::Variant;
 use vkdiff::worker::{InProcess, Repeat};
 use vkdiff_gpu::ShaderTree;
 

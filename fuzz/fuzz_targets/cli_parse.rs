@@ -9,7 +9,7 @@ fuzz_target!(|args: Vec<String>| {
     let argv = std::iter::once("vkdiff".to_string()).chain(args);
     if let Ok(cli) = parse_from(argv) {
         if let Command::Run { ops, variant, .. } = &cli.command {
-            let _ = vkdiff::kernels::select(&ops[..], variant.as_deref());
+            let _ = vkdiff::cases::select(&ops[..], variant.as_deref());
         }
     }
 });

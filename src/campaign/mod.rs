@@ -19,8 +19,9 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 use self::findings::{Reach, Signature};
 use self::repro::Reproducer;
+use crate::cases::Kernel;
 use crate::cases::{Case, Outcome};
-use crate::kernels::{Kernel, Variant};
+use crate::kernels::Variant;
 use crate::worker::Evaluator;
 
 /// What to run and where results go.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use vkdiff_gpu::runners::KernelRun;
 use vkdiff_gpu::{DeviceCaps, Gpu, ShaderTree};
 
-use crate::model::cases::Outcome;
+use crate::model::outcome::Outcome;
 use crate::model::driver::{Driver, GraphOp, Latitude, OwnRun};
 
 /// vkdiff's runners on a device owned by the caller.

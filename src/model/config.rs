@@ -6,8 +6,6 @@
 
 use vkdiff_gpu::DeviceCaps;
 
-use crate::model::kernels::Variant;
-
 /// A named path configuration (ggml-host.md §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Config {
@@ -70,11 +68,5 @@ impl Config {
             c.coopmat2 = false;
         }
         c
-    }
-
-    /// Why a variant (a path vkdiff models) is not what ggml runs under this configuration.
-    pub fn variant_skip(self, v: &Variant) -> Option<String> {
-        let kernel = crate::model::kernels::kernel(v.kernel)?;
-        (kernel.ggml_skip)(v, self)
     }
 }

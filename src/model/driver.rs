@@ -12,7 +12,7 @@ use vkdiff_gpu::runners::KernelRun;
 use vkdiff_gpu::{DeviceCaps, Gpu, ShaderTree};
 use vkdiff_reference::tensor::Tensor;
 
-use crate::model::cases::Outcome;
+use crate::model::outcome::Outcome;
 
 /// vkdiff's own runner for one op: what the own driver calls with its device and shader tree.
 pub type OwnRun<'r> = dyn FnMut(&mut Gpu, &mut ShaderTree) -> vkdiff_gpu::Result<KernelRun> + 'r;

@@ -1,4 +1,4 @@
-//! The kernel registry. A kernel is one module under [`crate::model::cases`] that implements
+//! What a kernel is. A kernel is one module under [`crate::model::cases`] that implements
 //! [`KernelDef`] (its variants with its own parameter type, its case strategy, the device
 //! features a variant needs) and [`CaseModel`](crate::model::cases::CaseModel) for its case type (how a
 //! case is evaluated and judged, and the words its findings are described by). One line in the
@@ -12,13 +12,14 @@ use std::sync::Arc;
 use proptest::strategy::BoxedStrategy;
 use vkdiff_gpu::DeviceCaps;
 
-use crate::model::cases::Case;
 use crate::model::work::BenchShapes;
 
 /// What a kernel module implements (the registry turns it into a [`Kernel`] row).
 pub trait KernelDef: 'static {
     /// What distinguishes this kernel's variants (types, path, accumulator…).
     type Params: fmt::Debug + Clone + PartialEq + Send + Sync + 'static;
+    /// The kernel's case type (one variant of the registry's `Case`).
+    type Case: fmt::Debug + Clone + 'static;
     /// Name used by `--op`, in reports and as the `op` tag of reproducers (the module's stem).
     const NAME: &'static str;
     /// Main shader file.
@@ -30,7 +31,7 @@ pub trait KernelDef: 'static {
     /// Every variant upstream compiles and selects: (upstream's SPIR-V name, parameters).
     fn variants() -> Vec<(String, Self::Params)>;
     /// Case generator for a variant.
-    fn strategy(params: &Self::Params) -> BoxedStrategy<Case>;
+    fn strategy(params: &Self::Params) -> BoxedStrategy<Self::Case>;
     /// Why this device cannot run the variant (a missing feature), or None.
     fn requires(_params: &Self::Params, _caps: &DeviceCaps) -> Option<String> {
         None
@@ -39,7 +40,7 @@ pub trait KernelDef: 'static {
     const BENCH_ORDER: u8 = u8::MAX;
     /// Realistic LLM-shape cases for `vkdiff bench`, each with its label (none by default: the
     /// kernel is then tested everywhere but not benched).
-    fn bench_rows(_shapes: &BenchShapes) -> Vec<(String, Case)> {
+    fn bench_rows(_shapes: &BenchShapes) -> Vec<(String, Self::Case)> {
         Vec::new()
     }
     /// Why ggml's own host, under `config`, does not run the variant (another path), or None.
@@ -48,88 +49,16 @@ pub trait KernelDef: 'static {
     }
 }
 
-/// A kernel family: a [`KernelDef`] with its parameter type erased, so that one table holds
-/// every kernel.
-pub struct Kernel {
-    /// See [`KernelDef::NAME`].
-    pub name: &'static str,
-    /// See [`KernelDef::SHADER`].
-    pub shader: &'static str,
-    /// See [`KernelDef::SUMMARY`].
-    pub summary: &'static str,
-    /// See [`KernelDef::ERROR_MODEL`].
-    pub error_model: &'static str,
-    /// Every variant upstream compiles and selects.
-    pub variants: fn() -> Vec<Variant>,
-    /// Case generator for a variant.
-    pub strategy: fn(&Variant) -> BoxedStrategy<Case>,
-    /// Why this device cannot run the variant (a missing feature), or None.
-    pub requires: fn(&Variant, &DeviceCaps) -> Option<String>,
-    /// Why ggml's host under a configuration does not run the variant, or None.
-    pub ggml_skip: fn(&Variant, crate::model::config::Config) -> Option<String>,
-    /// See [`KernelDef::BENCH_ORDER`].
-    pub bench_order: u8,
-    /// See [`KernelDef::bench_rows`].
-    pub bench_rows: fn(&BenchShapes) -> Vec<(String, Case)>,
-}
-
-impl Kernel {
-    /// The row of kernel `K`.
-    pub const fn of<K: KernelDef>() -> Kernel {
-        Kernel {
-            name: K::NAME,
-            shader: K::SHADER,
-            summary: K::SUMMARY,
-            error_model: K::ERROR_MODEL,
-            variants: variants_of::<K>,
-            strategy: strategy_of::<K>,
-            requires: requires_of::<K>,
-            ggml_skip: ggml_skip_of::<K>,
-            bench_order: K::BENCH_ORDER,
-            bench_rows: K::bench_rows,
-        }
-    }
-}
-
-fn variants_of<K: KernelDef>() -> Vec<Variant> {
-    K::variants()
-        .into_iter()
-        .map(|(name, params)| Variant {
-            kernel: K::NAME,
-            name,
-            params: Params(Arc::new(params)),
-        })
-        .collect()
-}
-
-/// `K`'s parameters of a variant. A row only ever receives the variants its own `variants`
-/// made (the registry pairs them), so another kernel's variant is a bug in the caller.
-fn params_of<K: KernelDef>(v: &Variant) -> &K::Params {
-    v.params::<K::Params>().unwrap_or_else(|| {
-        panic!(
-            "kernel {} was given variant {} of kernel {}",
-            K::NAME,
-            v.name,
-            v.kernel
-        )
-    })
-}
-
-fn strategy_of<K: KernelDef>(v: &Variant) -> BoxedStrategy<Case> {
-    K::strategy(params_of::<K>(v))
-}
-
-fn requires_of<K: KernelDef>(v: &Variant, caps: &DeviceCaps) -> Option<String> {
-    K::requires(params_of::<K>(v), caps)
-}
-
-fn ggml_skip_of<K: KernelDef>(v: &Variant, config: crate::model::config::Config) -> Option<String> {
-    K::ggml_skip(params_of::<K>(v), config)
-}
-
 /// A kernel's variant parameters, type-erased (each kernel reads back its own type).
 #[derive(Clone)]
 pub struct Params(Arc<dyn DynParams>);
+
+impl Params {
+    /// Erases `params`' type.
+    pub fn new<T: Any + fmt::Debug + PartialEq + Send + Sync>(params: T) -> Params {
+        Params(Arc::new(params))
+    }
+}
 
 trait DynParams: Any + fmt::Debug + Send + Sync {
     fn as_any(&self) -> &dyn Any;
@@ -173,37 +102,6 @@ impl Variant {
     pub fn params<T: Any>(&self) -> Option<&T> {
         self.params.0.as_any().downcast_ref::<T>()
     }
-}
-
-/// Every kernel vkdiff tests: the registry of `src/cases/mod.rs`.
-pub const KERNELS: &[Kernel] = crate::model::cases::REGISTRY;
-
-/// The kernel named `name`.
-pub fn kernel(name: &str) -> Option<&'static Kernel> {
-    KERNELS.iter().find(|k| k.name == name)
-}
-
-/// Every (kernel, variant) pair selected by `ops` (kernel names; empty = all) and `filter` (a
-/// substring of the variant name).
-pub fn select(
-    ops: &[String],
-    filter: Option<&str>,
-) -> Result<Vec<(&'static Kernel, Variant)>, String> {
-    for op in ops {
-        if kernel(op).is_none() {
-            let names: Vec<_> = KERNELS.iter().map(|k| k.name).collect();
-            return Err(format!(
-                "unknown op {op:?}; kernels are: {}",
-                names.join(", ")
-            ));
-        }
-    }
-    Ok(KERNELS
-        .iter()
-        .filter(|k| ops.is_empty() || ops.iter().any(|o| o == k.name))
-        .flat_map(|k| (k.variants)().into_iter().map(move |v| (k, v)))
-        .filter(|(_, v)| name_matches(filter, &v.name))
-        .collect())
 }
 
 /// Whether a variant name passes a `--variant` filter: it contains the filter, or one of its

@@ -8,7 +8,7 @@
 //! - [`facts`]: the words findings are described with, and reachability.
 //! - [`tolerance`]: the arithmetic the error models share (each kernel's own model is its
 //!   case module's `bounds`).
-//! - [`compare`]: per-element verdicts.
+//! - [`compare`]: per-element verdicts; [`outcome`]: the result of a case.
 //! - [`work`]: the least bytes and flops of a case (for the bench).
 
 pub mod cases;
@@ -17,5 +17,6 @@ pub mod config;
 pub mod driver;
 pub mod facts;
 pub mod kernels;
+pub mod outcome;
 pub mod tolerance;
 pub mod work;

@@ -12,7 +12,8 @@ use vkdiff_gpu::{DeviceCaps, Gpu, GpuError, ShaderTree, ShaderVariant};
 use super::*;
 use crate::campaign::{self, Settings};
 use crate::cases::{Case, CrashKind, Outcome};
-use crate::kernels::{self, Kernel, Variant, KERNELS};
+use crate::cases::{Kernel, KERNELS};
+use crate::kernels::Variant;
 use crate::worker::{Evaluator, InProcess, Worker};
 
 /// What `vkdiff mutate` does.
@@ -438,7 +439,7 @@ pub(super) fn baseline(
 /// Runs the mutation campaign; progress goes to stdout, the report to `out/mutants.json`.
 pub fn run(opts: &Options) -> Result<MutationReport, String> {
     let started = Instant::now();
-    let selected = kernels::select(&opts.ops, opts.variant.as_deref())?;
+    let selected = crate::cases::select(&opts.ops, opts.variant.as_deref())?;
     if selected.is_empty() {
         return Err("no variant matches the selection".into());
     }

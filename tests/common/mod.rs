@@ -5,7 +5,8 @@
 
 use std::sync::Mutex;
 
-use vkdiff::kernels::{self, Kernel, Variant};
+use vkdiff::cases::{self, Kernel};
+use vkdiff::kernels::Variant;
 use vkdiff_gpu::Gpu;
 
 /// Runs `f` with the test device: $VKDIFF_DEVICE, else the default (lavapipe on CI).
@@ -23,7 +24,7 @@ pub fn with_gpu<R>(f: impl FnOnce(&mut Gpu) -> R) -> R {
 
 /// The table row and variant called `name`.
 pub fn variant(name: &str) -> (&'static Kernel, Variant) {
-    kernels::select(&[], None)
+    cases::select(&[], None)
         .unwrap()
         .into_iter()
         .find(|(_, v)| v.name == name)

@@ -19,7 +19,7 @@ use vkdiff_gpu::{DeviceCaps, Gpu};
 use serde::{Deserialize, Serialize};
 use vkdiff_reference::tensor::Tensor;
 
-use crate::model::cases::Outcome;
+use crate::model::outcome::Outcome;
 use crate::model::driver::{Driver, GraphOp, Latitude, OwnRun};
 
 pub use crate::model::config::{Config, CONFIGS};
@@ -73,6 +73,12 @@ fn unavailable(config: Config, ggml_log: &str) -> Option<String> {
             format!("cm2 needs NV coopmat2; ggml reports matrix cores: {cores:?} (device or build lacks it)")
         }),
     }
+}
+
+/// Why a variant (a path vkdiff models) is not what ggml runs under this configuration.
+pub fn variant_skip(config: Config, v: &crate::model::kernels::Variant) -> Option<String> {
+    let kernel = crate::model::cases::kernel(v.kernel)?;
+    (kernel.ggml_skip)(v, config)
 }
 
 /// The driver: one loaded ggml build, one device, one configuration.

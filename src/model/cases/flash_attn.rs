@@ -42,7 +42,7 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, tensor, values, Blocks, Dist, Scales};
-use super::{Case, CaseModel, Outcome};
+use super::{CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
@@ -228,6 +228,7 @@ pub struct Row {
 pub struct FlashAttn;
 
 impl KernelDef for FlashAttn {
+    type Case = FlashAttnCase;
     type Params = Row;
     const NAME: &'static str = "flash_attn";
     const SHADER: &'static str = "flash_attn.comp";
@@ -248,8 +249,8 @@ impl KernelDef for FlashAttn {
             .collect()
     }
 
-    fn strategy(p: &Row) -> BoxedStrategy<Case> {
-        strategy(p.path, p.kv).prop_map(Case::FlashAttn).boxed()
+    fn strategy(p: &Row) -> BoxedStrategy<Self::Case> {
+        strategy(p.path, p.kv).boxed()
     }
 
     fn requires(p: &Row, caps: &DeviceCaps) -> Option<String> {
@@ -273,7 +274,7 @@ impl KernelDef for FlashAttn {
 
     const BENCH_ORDER: u8 = 4;
     /// Decode (N = 1, KV 4k–32k, D 64 and 128) and prefill (N = 512, KV 4k) with 32 query heads over 8 KV heads, on every path.
-    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Case)> {
+    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Self::Case)> {
         let weights = Blocks::Quantized(Dist::Normal);
         let mut rows = Vec::new();
         let mut push = |label: String, case| rows.push((label, case));
@@ -329,7 +330,7 @@ impl KernelDef for FlashAttn {
                         "N={n} KV={kv} D={d} 32/8 heads{}",
                         split_k.map(|s| format!(" split_k {s}")).unwrap_or_default()
                     ),
-                    Case::FlashAttn(case),
+                    case,
                 );
             }
         }

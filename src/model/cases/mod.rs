@@ -12,16 +12,19 @@ pub(crate) mod test_devices;
 
 use std::fmt;
 
+use proptest::strategy::{BoxedStrategy, Strategy};
 use serde::{Deserialize, Serialize};
-use vkdiff_gpu::{DeviceCaps, GpuError};
+use vkdiff_gpu::DeviceCaps;
 
-use crate::model::compare::Verdict;
+use crate::model::config::Config;
 use crate::model::driver::Ctx;
-use crate::model::kernels::{Kernel, KernelDef};
+use crate::model::kernels::{name_matches, KernelDef, Params, Variant};
+pub use crate::model::outcome::{CrashKind, Outcome};
+use crate::model::work::BenchShapes;
 
 /// The registry: one line per kernel, `module::Def(CaseType)`, declares the module, its variant
 /// of [`Case`] (whose snake_case name is the `op` tag of reproducers and must equal
-/// [`KernelDef::NAME`]: a unit test checks it) and its row in [`REGISTRY`]. The module holds
+/// [`KernelDef::NAME`]: a unit test checks it) and its row in [`KERNELS`]. The module holds
 /// everything else about the kernel.
 macro_rules! registry {
     ($($module:ident :: $Def:ident ( $Case:ident ),)*) => {
@@ -45,7 +48,7 @@ macro_rules! registry {
                 }
             }
 
-            /// The kernel's name in the [`KERNELS`](crate::model::kernels::KERNELS) table.
+            /// The kernel's name in the [`KERNELS`](KERNELS) table.
             pub fn kernel(&self) -> &'static str {
                 match self {
                     $(Case::$Def(_) => <$module::$Def as KernelDef>::NAME,)*
@@ -53,8 +56,16 @@ macro_rules! registry {
             }
         }
 
-        /// Every kernel, in `vkdiff list` order.
-        pub const REGISTRY: &[Kernel] = &[$(Kernel::of::<$module::$Def>(),)*];
+        $(
+            impl From<$module::$Case> for Case {
+                fn from(case: $module::$Case) -> Case {
+                    Case::$Def(case)
+                }
+            }
+        )*
+
+        /// Every kernel vkdiff tests, in `vkdiff list` order.
+        pub const KERNELS: &[Kernel] = &[$(Kernel::of::<$module::$Def>(),)*];
     };
 }
 
@@ -65,6 +76,129 @@ registry! {
     flash_attn::FlashAttn(FlashAttnCase),
     mul_mm::MulMm(MulMmCase),
     mul_mm_id::MulMmId(MulMmIdCase),
+}
+
+/// A kernel family: a [`KernelDef`] with its parameter type erased, so that one table holds
+/// every kernel.
+pub struct Kernel {
+    /// See [`KernelDef::NAME`].
+    pub name: &'static str,
+    /// See [`KernelDef::SHADER`].
+    pub shader: &'static str,
+    /// See [`KernelDef::SUMMARY`].
+    pub summary: &'static str,
+    /// See [`KernelDef::ERROR_MODEL`].
+    pub error_model: &'static str,
+    /// Every variant upstream compiles and selects.
+    pub variants: fn() -> Vec<Variant>,
+    /// Case generator for a variant.
+    pub strategy: fn(&Variant) -> BoxedStrategy<Case>,
+    /// Why this device cannot run the variant (a missing feature), or None.
+    pub requires: fn(&Variant, &DeviceCaps) -> Option<String>,
+    /// Why ggml's host under a configuration does not run the variant, or None.
+    pub ggml_skip: fn(&Variant, Config) -> Option<String>,
+    /// See [`KernelDef::BENCH_ORDER`].
+    pub bench_order: u8,
+    /// See [`KernelDef::bench_rows`].
+    pub bench_rows: fn(&BenchShapes) -> Vec<(String, Case)>,
+}
+
+impl Kernel {
+    /// The row of kernel `K`.
+    pub const fn of<K: KernelDef>() -> Kernel
+    where
+        Case: From<K::Case>,
+    {
+        Kernel {
+            name: K::NAME,
+            shader: K::SHADER,
+            summary: K::SUMMARY,
+            error_model: K::ERROR_MODEL,
+            variants: variants_of::<K>,
+            strategy: strategy_of::<K>,
+            requires: requires_of::<K>,
+            ggml_skip: ggml_skip_of::<K>,
+            bench_order: K::BENCH_ORDER,
+            bench_rows: bench_rows_of::<K>,
+        }
+    }
+}
+
+fn variants_of<K: KernelDef>() -> Vec<Variant> {
+    K::variants()
+        .into_iter()
+        .map(|(name, params)| Variant {
+            kernel: K::NAME,
+            name,
+            params: Params::new(params),
+        })
+        .collect()
+}
+
+/// `K`'s parameters of a variant. A row only ever receives the variants its own `variants`
+/// made (the registry pairs them), so another kernel's variant is a bug in the caller.
+fn params_of<K: KernelDef>(v: &Variant) -> &K::Params {
+    v.params::<K::Params>().unwrap_or_else(|| {
+        panic!(
+            "kernel {} was given variant {} of kernel {}",
+            K::NAME,
+            v.name,
+            v.kernel
+        )
+    })
+}
+
+fn strategy_of<K: KernelDef>(v: &Variant) -> BoxedStrategy<Case>
+where
+    Case: From<K::Case>,
+{
+    K::strategy(params_of::<K>(v)).prop_map(Case::from).boxed()
+}
+
+fn bench_rows_of<K: KernelDef>(shapes: &BenchShapes) -> Vec<(String, Case)>
+where
+    Case: From<K::Case>,
+{
+    K::bench_rows(shapes)
+        .into_iter()
+        .map(|(label, case)| (label, Case::from(case)))
+        .collect()
+}
+
+fn requires_of<K: KernelDef>(v: &Variant, caps: &DeviceCaps) -> Option<String> {
+    K::requires(params_of::<K>(v), caps)
+}
+
+fn ggml_skip_of<K: KernelDef>(v: &Variant, config: Config) -> Option<String> {
+    K::ggml_skip(params_of::<K>(v), config)
+}
+
+/// The kernel named `name`.
+pub fn kernel(name: &str) -> Option<&'static Kernel> {
+    KERNELS.iter().find(|k| k.name == name)
+}
+
+/// Every (kernel, variant) pair selected by `ops` (kernel names; empty = all) and `filter` (a
+/// substring of the variant name).
+pub fn select(
+    ops: &[String],
+    filter: Option<&str>,
+) -> Result<Vec<(&'static Kernel, Variant)>, String> {
+    for op in ops {
+        if kernel(op).is_none() {
+            let names: Vec<_> = KERNELS.iter().map(|k| k.name).collect();
+            return Err(format!(
+                "unknown op {op:?}; kernels are: {}",
+                names.join(", ")
+            ));
+        }
+    }
+    Ok(KERNELS
+        .iter()
+        .filter(|k| ops.is_empty() || ops.iter().any(|o| o == k.name))
+        .flat_map(|k| (k.variants)().into_iter().map(move |v| (k, v)))
+        .filter(|(_, v)| name_matches(filter, &v.name))
+        .collect())
 }
 
 /// What a kernel's case type implements: evaluation against the reference with its error
@@ -164,109 +298,6 @@ impl fmt::Display for Case {
     }
 }
 
-/// The result of one case.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum Outcome {
-    /// Every element within its bound.
-    Pass {
-        /// Headroom figures.
-        verdict: Verdict,
-        /// GPU time of the kernel.
-        gpu_ns: Option<f64>,
-    },
-    /// At least one element out of bound, unwritten or non-finite, or a write past the end.
-    Fail {
-        /// Which elements and by how much.
-        verdict: Verdict,
-    },
-    /// Not run, with the named reason (a host precondition or a missing device feature).
-    Skip(String),
-    /// The shader tree lacks the variant's file.
-    Missing(String),
-    /// The case could not be run: compile error, Vulkan error, invalid case.
-    Error(String),
-    /// The device was lost while running the case; it must be recreated.
-    DeviceLost(String),
-    /// The process evaluating the case died (a driver crash inside the shader, say) or was
-    /// killed past the time limit.
-    Crash {
-        /// Which way it ended.
-        kind: CrashKind,
-        /// What the worker saw: the exit status and its last stderr lines.
-        message: String,
-    },
-    /// The validation layer reported these messages while the case ran.
-    Validation(Vec<String>),
-    /// Two runs of the same inputs gave different bits: a race or uninitialised read.
-    Nondeterministic(String),
-}
-
-impl Outcome {
-    /// True for findings about the shader: wrong elements, a crash, nondeterminism. These are
-    /// shrunk and written as reproducers.
-    pub fn is_failure(&self) -> bool {
-        matches!(
-            self,
-            Outcome::Fail { .. }
-                | Outcome::Crash { .. }
-                | Outcome::Nondeterministic(_)
-                | Outcome::Validation(_)
-        )
-    }
-
-    /// What a failure found, in words (the verdict's elements, or the crash or race message).
-    pub fn explain(&self) -> String {
-        match self {
-            Outcome::Fail { verdict } => verdict.explain(),
-            Outcome::Crash { message, .. } => format!("crash: {message}\n"),
-            Outcome::Nondeterministic(m) => format!("nondeterministic: {m}\n"),
-            Outcome::Validation(m) => format!("validation layer: {}\n", m.join("\n  ")),
-            Outcome::Pass { .. } => "passed\n".into(),
-            Outcome::Skip(m) => format!("skipped: {m}\n"),
-            Outcome::Missing(m) => format!("missing: {m}\n"),
-            Outcome::Error(m) => format!("error: {m}\n"),
-            Outcome::DeviceLost(m) => format!("{m}\n"),
-        }
-    }
-
-    /// Turns a GPU error into the outcome it stands for.
-    pub fn from_gpu_error(e: GpuError) -> Outcome {
-        match e {
-            GpuError::MissingShader { .. } => Outcome::Missing(e.to_string()),
-            GpuError::Unsupported(reason) => Outcome::Skip(reason),
-            GpuError::OutOfMemory { what } => {
-                Outcome::Skip(format!("too large for this device: {what}"))
-            }
-            GpuError::DeviceLost { .. } => Outcome::DeviceLost(e.to_string()),
-            GpuError::Validation(messages) => Outcome::from_validation(messages),
-            e => Outcome::Error(e.to_string()),
-        }
-    }
-
-    /// Layer messages: a finding, unless each only says the layer predates something the
-    /// variant uses; then the case is unvalidated, a skip that names why (never a pass, never
-    /// a failure).
-    pub fn from_validation(messages: Vec<String>) -> Outcome {
-        let messages = vkdiff_gpu::layer_messages::explain_consequences(messages);
-        if vkdiff_gpu::layer_messages::only_unvalidated(&messages) {
-            let mut m = messages;
-            m.dedup();
-            Outcome::Skip(m.join("; "))
-        } else {
-            Outcome::Validation(messages)
-        }
-    }
-
-    /// Judges a verdict.
-    pub fn from_verdict(verdict: Verdict, gpu_ns: Option<f64>) -> Outcome {
-        if verdict.passed() {
-            Outcome::Pass { verdict, gpu_ns }
-        } else {
-            Outcome::Fail { verdict }
-        }
-    }
-}
-
 /// The extensions of a kernel on the cm1 (`cm1`) or cm2 (`cm2`) path whose matrix is of type
 /// `matrix`: cooperative matrices, and bf16 ones for a bf16 matrix (scalar kernels, bf16
 /// mat-vec included, convert by hand and need none).
@@ -279,29 +310,6 @@ pub fn coopmat_extensions(
         coopmat: cm1 || cm2,
         coopmat2: cm2,
         bf16: (cm1 || cm2) && matrix == vkdiff_reference::DType::Bf16,
-    }
-}
-
-/// How a worker process ended inside a case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CrashKind {
-    /// It died inside the case (a driver crash, an abort in ggml), alone in a fresh worker too
-    /// when it had run other cases first.
-    Died,
-    /// It died inside the case after evaluating others, and the case alone in a fresh worker
-    /// did not crash: a state an earlier case left behind, not the case's own crash.
-    AfterEarlier,
-    /// The case ran past the time limit and the worker was killed (a kernel that never ends?).
-    TimedOut,
-}
-
-impl Outcome {
-    /// A crash of `kind` with `message`.
-    pub fn crash(kind: CrashKind, message: impl Into<String>) -> Outcome {
-        Outcome::Crash {
-            kind,
-            message: message.into(),
-        }
     }
 }
 
@@ -329,7 +337,7 @@ mod tests {
     use proptest::strategy::{Strategy, ValueTree};
     use proptest::test_runner::TestRunner;
 
-    use crate::model::kernels::KERNELS;
+    use super::KERNELS;
 
     #[test]
     fn every_registry_row_s_cases_carry_its_name_as_their_op_tag() {

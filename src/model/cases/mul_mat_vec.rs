@@ -13,7 +13,7 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{tensor, Blocks, Dist};
-use super::{Case, CaseModel, Outcome};
+use super::{CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
@@ -104,6 +104,7 @@ const MAT_VEC_TYPES: [DType; 15] = [
 pub const COLUMN_SWEEP_TYPES: [DType; 4] = [DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K];
 
 impl KernelDef for MulMatVec {
+    type Case = MulMatVecCase;
     type Params = (DType, DType);
     const NAME: &'static str = "mul_mat_vec";
     const SHADER: &'static str = "mul_mat_vec.comp";
@@ -124,13 +125,13 @@ impl KernelDef for MulMatVec {
         v
     }
 
-    fn strategy(p: &(DType, DType)) -> BoxedStrategy<Case> {
-        strategy(p.0, p.1).prop_map(Case::MulMatVec).boxed()
+    fn strategy(p: &(DType, DType)) -> BoxedStrategy<Self::Case> {
+        strategy(p.0, p.1).boxed()
     }
 
     const BENCH_ORDER: u8 = 1;
     /// Every weight type at 4096×4096, 14336×4096 and 4096×14336, one column; the common types (every type with `all`) also with 2–8 columns.
-    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Case)> {
+    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Self::Case)> {
         let weights = Blocks::Quantized(Dist::Normal);
         let mut rows = Vec::new();
         let mut push = |label: String, case| rows.push((label, case));
@@ -159,7 +160,7 @@ impl KernelDef for MulMatVec {
                     };
                     push(
                         format!("{m}×{k} {a_type} · {n} col"),
-                        Case::MulMatVec(case),
+                        case,
                     );
                 }
             }

@@ -18,7 +18,7 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, tensor, Blocks, Dist};
-use super::{Case, CaseModel, Outcome};
+use super::{CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
@@ -97,6 +97,7 @@ pub struct MulMatVecIdCase {
 pub struct MulMatVecId;
 
 impl KernelDef for MulMatVecId {
+    type Case = MulMatVecIdCase;
     type Params = DType;
     const NAME: &'static str = "mul_mat_vec_id";
     const SHADER: &'static str = "mul_mat_vec.comp";
@@ -109,13 +110,13 @@ impl KernelDef for MulMatVecId {
             .collect()
     }
 
-    fn strategy(p: &DType) -> BoxedStrategy<Case> {
-        strategy(*p).prop_map(Case::MulMatVecId).boxed()
+    fn strategy(p: &DType) -> BoxedStrategy<Self::Case> {
+        strategy(*p).boxed()
     }
 
     const BENCH_ORDER: u8 = 2;
     /// One decode token of a Qwen3-30B-A3B-like MoE layer (128 experts, 8 used).
-    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Case)> {
+    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Self::Case)> {
         let weights = Blocks::Quantized(Dist::Normal);
         let mut rows = Vec::new();
         let mut push = |label: String, case| rows.push((label, case));
@@ -139,7 +140,7 @@ impl KernelDef for MulMatVecId {
                 };
                 push(
                     format!("MoE 128×{m}×{k} {a_type}, 8 used"),
-                    Case::MulMatVecId(case),
+                    case,
                 );
             }
         }

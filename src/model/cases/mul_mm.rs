@@ -45,7 +45,7 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{tensor, Blocks, Dist};
-use super::{Case, CaseModel, Outcome};
+use super::{CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
@@ -130,6 +130,7 @@ pub struct Family {
 pub struct MulMm;
 
 impl KernelDef for MulMm {
+    type Case = MulMmCase;
     type Params = Family;
     const NAME: &'static str = "mul_mm";
     const SHADER: &'static str = "mul_mm.comp";
@@ -146,9 +147,8 @@ impl KernelDef for MulMm {
             .collect()
     }
 
-    fn strategy(p: &Family) -> BoxedStrategy<Case> {
+    fn strategy(p: &Family) -> BoxedStrategy<Self::Case> {
         strategy(p.a, p.b, p.acc16, p.mode)
-            .prop_map(Case::MulMm)
             .boxed()
     }
 
@@ -162,7 +162,7 @@ impl KernelDef for MulMm {
 
     const BENCH_ORDER: u8 = 5;
     /// Prefill matmuls of a 7–8B model at M×N×K = 4096×512×4096, 14336×512×4096 and 4096×512×14336, scalar and cm2.
-    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Case)> {
+    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Self::Case)> {
         let weights = Blocks::Quantized(Dist::Normal);
         let mut rows = Vec::new();
         let mut push = |label: String, case| rows.push((label, case));
@@ -191,7 +191,7 @@ impl KernelDef for MulMm {
                     };
                     push(
                         format!("{m}×{n}×{k} {a_type}{}", cm2_label(cm2)),
-                        Case::MulMm(case),
+                        case,
                     );
                 }
             }
@@ -1239,8 +1239,8 @@ pub(crate) mod tests {
         // A reproducer file; only its case is needed here.
         let file: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let case: Case = serde_json::from_value(file["case"].clone()).unwrap();
-        let Case::MulMm(c) = case else {
+        let case: crate::model::cases::Case = serde_json::from_value(file["case"].clone()).unwrap();
+        let crate::model::cases::Case::MulMm(c) = case else {
             panic!("not a mul_mm case")
         };
         let (a, b) = c.inputs().unwrap();

@@ -39,7 +39,7 @@ use super::mul_mm::{
     all_families, arith_of, cm1_bounds, cm2_bounds, cm2_k_strategy, edge_strategy, family_name,
     inputs_for, judge, k_strategy, mode_of, mode_on, pad_strategy, QUANT_TYPES,
 };
-use super::{Case, CaseModel, Outcome};
+use super::{CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
@@ -99,6 +99,7 @@ pub struct MulMmIdCase {
 pub struct MulMmId;
 
 impl KernelDef for MulMmId {
+    type Case = MulMmIdCase;
     type Params = Family;
     const NAME: &'static str = "mul_mm_id";
     const SHADER: &'static str = "mul_mm.comp";
@@ -115,9 +116,8 @@ impl KernelDef for MulMmId {
             .collect()
     }
 
-    fn strategy(p: &Family) -> BoxedStrategy<Case> {
+    fn strategy(p: &Family) -> BoxedStrategy<Self::Case> {
         strategy(p.a, p.b, p.acc16, p.mode)
-            .prop_map(Case::MulMmId)
             .boxed()
     }
 
@@ -131,7 +131,7 @@ impl KernelDef for MulMmId {
 
     const BENCH_ORDER: u8 = 3;
     /// A 512-token prefill of a Qwen3-30B-A3B-like MoE layer (128 experts, 8 used), scalar and cm2.
-    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Case)> {
+    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Self::Case)> {
         let weights = Blocks::Quantized(Dist::Normal);
         let mut rows = Vec::new();
         let mut push = |label: String, case| rows.push((label, case));
@@ -159,7 +159,7 @@ impl KernelDef for MulMmId {
                     };
                     push(
                         format!("MoE 128×{m}×{k} {a_type}, {tokens} tok{}", cm2_label(cm2)),
-                        Case::MulMmId(case),
+                        case,
                     );
                 }
             }

@@ -13,7 +13,7 @@ use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
 use super::data::{rng, values, Dist};
-use super::{Case, CaseModel, Outcome};
+use super::{CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
@@ -45,6 +45,7 @@ pub struct Wkv7Case {
 pub struct Wkv7;
 
 impl KernelDef for Wkv7 {
+    type Case = Wkv7Case;
     type Params = ();
     const NAME: &'static str = "wkv7";
     const SHADER: &'static str = "wkv7.comp";
@@ -55,13 +56,13 @@ impl KernelDef for Wkv7 {
         vec![("rwkv_wkv7_f32".into(), ())]
     }
 
-    fn strategy(_: &()) -> BoxedStrategy<Case> {
-        strategy().prop_map(Case::Wkv7).boxed()
+    fn strategy(_: &()) -> BoxedStrategy<Self::Case> {
+        strategy().boxed()
     }
 
     const BENCH_ORDER: u8 = 6;
     /// RWKV-7 over 1024 tokens and over 1, 32 heads of 64.
-    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Case)> {
+    fn bench_rows(shapes: &BenchShapes) -> Vec<(String, Self::Case)> {
         let mut rows = Vec::new();
         let mut push = |label: String, case| rows.push((label, case));
         for t in [shapes.dim(1024), 1] {
@@ -74,7 +75,7 @@ impl KernelDef for Wkv7 {
                 free_ab: false,
                 seed: 1,
             };
-            push(format!("T={t} C=2048 S=64"), Case::Wkv7(wkv7));
+            push(format!("T={t} C=2048 S=64"), wkv7);
         }
         rows
     }
