@@ -28,8 +28,9 @@ pub trait Evaluator {
     fn caps(&self) -> &DeviceCaps;
     /// The shader tree, for reports and reproducers.
     fn shaders(&self) -> String;
-    /// Whether a real ggml graph on the device produces the case's configuration (an
-    /// evaluator that only runs real graphs returns reachable for every case).
+    /// Whether a real ggml graph on the device produces the case's configuration and inputs (an
+    /// evaluator that only runs real graphs judges the inputs alone:
+    /// [`crate::findings::input_reach`]).
     fn reach(&self, case: &Case) -> crate::findings::Reach {
         crate::findings::reach_of(case, self.caps())
     }
@@ -371,7 +372,7 @@ pub struct Worker {
     /// Variants the worker does not run, with the reason (backend mode's configuration).
     pub variant_filter: Option<VariantFilter>,
     /// The worker runs real ggml graphs (backend mode): whatever a case asks, ggml's own host
-    /// chose how to run it, so every case is reachable by construction.
+    /// chose how to run it, so only inputs no real graph produces make a case forced-only.
     pub real_graphs: bool,
 }
 
@@ -632,7 +633,7 @@ impl Evaluator for Worker {
 
     fn reach(&self, case: &Case) -> crate::findings::Reach {
         if self.real_graphs {
-            crate::findings::Reach::default()
+            crate::findings::input_reach(case)
         } else {
             crate::findings::reach_of(case, self.caps())
         }

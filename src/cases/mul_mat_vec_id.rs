@@ -22,7 +22,6 @@ use crate::bench::Work;
 use crate::compare::compare;
 use crate::findings::{bucket, k_fact, repeated_expert, repeated_forced, rows, REPEATED_FACT};
 use crate::kernels::KernelDef;
-use vkdiff_gpu::DeviceCaps;
 
 /// Expert types the mat-vec ID kernel takes: the mat-vec A types except bf16, which upstream
 /// routes to the matrix-matrix ID kernel even for one token (§4.3; its `mul_mat_vec_id_bf16_f32`
@@ -303,7 +302,7 @@ impl CaseModel for MulMatVecIdCase {
         Outcome::from_verdict(verdict, run.gpu_ns)
     }
 
-    fn forced(&self, _caps: &DeviceCaps) -> Vec<String> {
+    fn unreal_inputs(&self) -> Vec<String> {
         repeated_forced(&self.ids(), self.n_used)
     }
 

@@ -253,10 +253,17 @@ pub fn target(env: &[(String, String)]) -> Option<crate::repro::GgmlTarget> {
     })
 }
 
-/// The report label of a worker environment: `ggml <tree> config <config>`, or None when it is
-/// not a ggml worker's.
+/// The report label of a worker environment: `ggml <tree> [<identity>] config <config>`, or
+/// None when it is not a ggml worker's. The identity ([`crate::findings::tree_identity`]: ggml
+/// version, git commit, upstream changes found in the source) is what known-findings scopes
+/// match, so a tree's verdicts do not depend on its folder's name.
 pub fn label(env: &[(String, String)]) -> Option<String> {
-    target(env).map(|t| format!("ggml {} config {}", t.tree, t.config))
+    target(env).map(|t| {
+        match crate::findings::tree_identity(Path::new(&t.tree)) {
+            Some(id) => format!("ggml {} [{id}] config {}", t.tree, t.config),
+            None => format!("ggml {} config {}", t.tree, t.config),
+        }
+    })
 }
 
 /// Opens vkdiff's device and the ggml build in `lib_dir` on the same device under `config`,
