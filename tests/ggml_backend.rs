@@ -79,8 +79,15 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
         match l {
             Line::Case(c) => {
                 assert!(c.config.starts_with("ggml "), "unlabelled result {c:?}");
-                // ggml's own host chose how to run it: reachable by construction.
-                assert!(c.reach.reachable(), "{c:?}");
+                // ggml's own host chose how to run it: reachable, unless the inputs are ones no
+                // real graph produces (a token repeating an expert, CaseModel::unreal_inputs).
+                assert!(
+                    c.reach
+                        .forced
+                        .iter()
+                        .all(|r| r == vkdiff::findings::REPEATED),
+                    "{c:?}"
+                );
                 configs.insert(c.config.clone());
                 if c.outcome == "pass" {
                     *passed.entry(c.kernel.clone()).or_default() += 1;

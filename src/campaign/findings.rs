@@ -25,7 +25,9 @@
 //! into (and hide) another (a forced-only case may become reachable, never the reverse).
 //!
 //! Everything here reads only the case and the outcome, so it is the same for every evaluator
-//! (a backend evaluator that only builds real graphs overrides [`crate::worker::Evaluator::reach`]).
+//! (a backend evaluator, whose host chooses the configuration itself, overrides
+//! [`crate::worker::Evaluator::reach`] with [`input_reach`]: only the inputs can make its cases
+//! forced-only there).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -36,8 +38,9 @@ use crate::campaign::{Finding, VariantReport};
 use crate::cases::{Case, Outcome};
 use crate::compare::Spread;
 pub use crate::model::facts::{
-    bucket, host_cores, k_fact, mm_path, primary_kind, reach_of, repeated_expert, repeated_forced,
-    rows, Reach, AFTER_EARLIER_KIND, FULLY_MASKED, NO_CORES, RAGGED, REPEATED, REPEATED_FACT,
+    bucket, host_cores, input_reach, k_fact, mm_path, primary_kind, reach_of, repeated_expert,
+    repeated_forced, rows, Reach, AFTER_EARLIER_KIND, FULLY_MASKED, NO_CORES, RAGGED, REPEATED,
+    REPEATED_FACT,
 };
 
 /// The coarse key a variant's failures are grouped by before shrinking, and which a shrink
@@ -539,9 +542,10 @@ fn size(case: &Case) -> usize {
 pub struct Known {
     /// Substrings of the key or of each member's signature, all required.
     pub patterns: Vec<String>,
-    /// Which runs the entry is about (`@…` patterns): each must name the run's target, one of
-    /// its comma-separated alternatives a substring of [`run_target`] (e.g. `@shaders`,
-    /// `@ggml`, `@shaders,0.1.109`). Empty: every run.
+    /// Which runs the entry is about (`@…` patterns): each must hold for the run's target, one
+    /// of its comma-separated alternatives holding ([`scope_term_holds`]: `has:CHANGE`,
+    /// `lacks:CHANGE`, `ggml-version:V`, `git:PREFIX`, else a substring of [`run_target`]
+    /// outside its identity, e.g. `@shaders`, `@ggml`, `@shaders,0.1.109`). Empty: every run.
     #[serde(default)]
     pub scope: Vec<String>,
     /// What the bug is.
@@ -550,8 +554,9 @@ pub struct Known {
     pub fix: String,
 }
 
-/// What a known entry's scope is matched against: `ggml <tree> config <name>` for a backend
-/// run (its report config), `shaders <config>` for shader mode.
+/// What a known entry's scope is matched against: `ggml <tree> [<identity>] config <name>` for
+/// a backend run (its report config; reports written before trees had an identity lack the
+/// bracket), `shaders <config>` for shader mode.
 pub fn run_target(config: &str) -> String {
     if config.starts_with("ggml ") {
         config.to_string()
@@ -560,13 +565,64 @@ pub fn run_target(config: &str) -> String {
     }
 }
 
+pub use crate::exec::ggml::identity::{ggml_version, tree_identity, Marker, CHANGES};
+
+/// A backend run's target split into the part outside its identity bracket and the identity
+/// (empty when the target has none: shader mode, or a report from before identities).
+fn split_identity(target: &str) -> (String, &str) {
+    if let (Some(open), Some(close)) = (target.find(" ["), target.rfind("] config ")) {
+        if open < close {
+            return (
+                format!("{}{}", &target[..open], &target[close + 1..]),
+                &target[open + 2..close],
+            );
+        }
+    }
+    (target.to_string(), "")
+}
+
+/// The words of one identity field (`has`, `lacks`, `git`, `ggml-version`), if present.
+fn identity_field<'a>(identity: &'a str, field: &str) -> Option<Vec<&'a str>> {
+    identity.split("; ").find_map(|p| {
+        let rest = p.strip_prefix(field)?;
+        (rest.is_empty() || rest.starts_with(' ')).then(|| rest.split_whitespace().collect())
+    })
+}
+
+/// Whether one alternative of a scope pattern holds for a run's target:
+/// - `has:CHANGE` / `lacks:CHANGE`: the tree's identity says it has (lacks) that [`CHANGES`]
+///   entry. A target without an identity (shader mode, older reports) satisfies neither;
+/// - `ggml-version:V`: the tree's GGML_VERSION is V or starts with `V.` (`none`: the tree sets
+///   none);
+/// - `git:PREFIX`: the tree is a git checkout at a commit starting with PREFIX;
+/// - anything else: a substring of the target outside its identity bracket (`shaders`, `ggml`,
+///   a folder name: the meaning scope words had before identities).
+pub fn scope_term_holds(term: &str, target: &str) -> bool {
+    let (outside, identity) = split_identity(target);
+    let field = |f: &str| identity_field(identity, f).unwrap_or_default();
+    if let Some(c) = term.strip_prefix("has:") {
+        field("has").contains(&c)
+    } else if let Some(c) = term.strip_prefix("lacks:") {
+        field("lacks").contains(&c)
+    } else if let Some(v) = term.strip_prefix("ggml-version:") {
+        field("ggml-version")
+            .first()
+            .is_some_and(|x| *x == v || x.starts_with(&format!("{v}.")))
+    } else if let Some(p) = term.strip_prefix("git:") {
+        field("git").first().is_some_and(|x| x.starts_with(p))
+    } else {
+        outside.contains(term)
+    }
+}
+
 impl Known {
     /// True when the entry is about runs like the one whose report config is `config`.
     pub fn applies_to(&self, config: &str) -> bool {
         let target = run_target(config);
-        self.scope
-            .iter()
-            .all(|s| s.split(',').any(|alt| target.contains(alt.trim())))
+        self.scope.iter().all(|s| {
+            s.split(',')
+                .any(|alt| scope_term_holds(alt.trim(), &target))
+        })
     }
 
     /// True when every pattern occurs in the text.
@@ -624,6 +680,21 @@ pub fn parse_known(text: &str) -> Result<Vec<Known>, String> {
             .partition(|p| p.starts_with('@'));
         if patterns.is_empty() {
             return Err(format!("line {}: no pattern", n + 1));
+        }
+        for alt in scope.iter().flat_map(|s| s[1..].split(',')) {
+            let alt = alt.trim();
+            if let Some(c) = alt
+                .strip_prefix("has:")
+                .or_else(|| alt.strip_prefix("lacks:"))
+            {
+                if !CHANGES.iter().any(|(name, ..)| *name == c) {
+                    return Err(format!(
+                        "line {}: unknown change {c:?} in @{alt} (known: {})",
+                        n + 1,
+                        CHANGES.iter().map(|c| c.0).collect::<Vec<_>>().join(", ")
+                    ));
+                }
+            }
         }
         out.push(Known {
             scope: scope.iter().map(|s| s[1..].to_string()).collect(),
@@ -730,6 +801,155 @@ mod tests {
         let s = stale(&k, &[], std::slice::from_ref(&r));
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].explanation, "backend");
+    }
+
+    /// A temp folder holding a ggml tree's marker files: `fixed` picks the post-change text of
+    /// every [`CHANGES`] entry, else the pre-change one.
+    fn marker_tree(name: &str, fixed: bool) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("vkdiff-identity-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut files: BTreeMap<&str, String> = BTreeMap::new();
+        for (_, _, paths, marker) in CHANGES {
+            let text = match (*marker, fixed) {
+                (Marker::Present(m), true) | (Marker::Absent(m), false) => m,
+                (Marker::Present(_), false) | (Marker::Absent(_), true) => "",
+                (Marker::Either { has, .. }, true) => has,
+                (Marker::Either { lacks, .. }, false) => lacks,
+            };
+            let f = files.entry(paths[0]).or_default();
+            f.push_str(text);
+            f.push('\n');
+        }
+        for (path, text) in files {
+            let p = dir.join("ggml").join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        std::fs::write(
+            dir.join("ggml/CMakeLists.txt"),
+            "set(GGML_VERSION_MAJOR 0)\nset(GGML_VERSION_MINOR 9)\nset(GGML_VERSION_PATCH 4)\n",
+        )
+        .unwrap();
+        dir.join("ggml")
+    }
+
+    #[test]
+    fn known_entries_scope_by_what_a_tree_is_not_by_its_folder_name() {
+        let known = parse_known(
+            "@ggml & @lacks:fa-kv-bounds & flash_attn/scalar :: partial tile :: PR 16160\n\
+             @ggml & @has:acc-clamp & mul_mm :: clamp :: PR 15652\n\
+             @ggml & @ggml-version:0.9 & wkv7 :: by version :: -\n\
+             @ggml & @0.1.109 & wkv7 :: by folder name :: -\n",
+        )
+        .unwrap();
+        // The same old revision in two folders of different names, and a fixed one.
+        let (a, b, new) = (
+            marker_tree("llama-cpp-sys-2-0.1.109", false),
+            marker_tree("some-checkout", false),
+            marker_tree("other", true),
+        );
+        let id = |d: &std::path::Path| tree_identity(d).unwrap();
+        assert_eq!(id(&a), id(&b));
+        assert!(
+            id(&a).starts_with("ggml-version 0.9.4; has ; lacks mmid-split"),
+            "{}",
+            id(&a)
+        );
+        assert!(
+            id(&new).contains("; has mmid-split dequant-batched-k"),
+            "{}",
+            id(&new)
+        );
+        assert!(id(&new).ends_with("; lacks "), "{}", id(&new));
+        let target =
+            |d: &std::path::Path| format!("ggml {} [{}] config scalar-fp16", d.display(), id(d));
+        let verdicts = |t: &str| known.iter().map(|k| k.applies_to(t)).collect::<Vec<_>>();
+        assert_eq!(verdicts(&target(&a))[..3], verdicts(&target(&b))[..3]);
+        assert_eq!(verdicts(&target(&a))[..3], [true, false, true]);
+        assert_eq!(verdicts(&target(&new))[..3], [false, true, true]);
+        // A plain folder-name word keeps its old meaning: the path, never the identity.
+        assert_eq!(
+            (verdicts(&target(&a))[3], verdicts(&target(&b))[3]),
+            (true, false)
+        );
+        // Without an identity (shader mode, an older report) has/lacks/version never hold.
+        for t in ["", "ggml .devbin/ggml-0.1.109 config cm2"] {
+            assert_eq!(verdicts(t)[..3], [false, false, false], "{t}");
+        }
+        assert!(parse_known("@lacks:no-such-change & wkv7 :: x :: y\n").is_err());
+        for d in [a, b, new] {
+            let _ = std::fs::remove_dir_all(d.parent().unwrap());
+        }
+    }
+
+    #[test]
+    fn ggml_version_comes_from_cmake() {
+        let t = "project(\"ggml\")\nset(GGML_VERSION_MAJOR 0)\nset(GGML_VERSION_MINOR 26)\nset(GGML_VERSION_PATCH 0)\n";
+        assert_eq!(ggml_version(t).as_deref(), Some("0.26.0"));
+        assert_eq!(ggml_version("set(GGML_VERSION_MAJOR 0)\n"), None);
+        let target = "ggml /t [ggml-version 0.26.0; has acc-clamp; lacks ] config cm2";
+        assert!(scope_term_holds("ggml-version:0.26", target));
+        assert!(scope_term_holds("ggml-version:0", target));
+        assert!(!scope_term_holds("ggml-version:0.2", target));
+        assert!(
+            scope_term_holds("has:acc-clamp", target)
+                && !scope_term_holds("lacks:acc-clamp", target)
+        );
+    }
+
+    /// The pinned revision's identity, from a tree on disk (`VKDIFF_IDENTITY_TREES`: paths
+    /// separated by `:`), must be the same under any folder name: run with
+    /// `--ignored` after copying a tree elsewhere.
+    #[test]
+    #[ignore]
+    fn identities_of_real_trees() {
+        let trees = std::env::var("VKDIFF_IDENTITY_TREES").unwrap_or_default();
+        for t in trees.split(':').filter(|t| !t.is_empty()) {
+            println!("{t}: {:?}", tree_identity(std::path::Path::new(t)));
+        }
+    }
+
+    fn moe(routing: crate::cases::mul_mat_vec_id::Routing) -> Case {
+        use crate::cases::data::{Blocks, Dist};
+        Case::MulMmId(crate::cases::mul_mm_id::MulMmIdCase {
+            a_type: vkdiff_reference::DType::F32,
+            b_type: vkdiff_reference::DType::F32,
+            k: 4,
+            m: 3,
+            n_as: 5,
+            n_used: 3,
+            ne11: 1,
+            n_tokens: 4,
+            routing,
+            b_row_pad: 0,
+            prec: vkdiff_gpu::runners::mul_mm::Prec::F32,
+            a_blocks: Blocks::Quantized(Dist::Normal),
+            b_dist: Dist::Normal,
+            seed: 3,
+            cm2: false,
+            cm1: false,
+        })
+    }
+
+    #[test]
+    fn repeated_experts_are_forced_only_in_both_modes() {
+        use crate::cases::mul_mat_vec_id::Routing;
+        let caps = crate::cases::test_devices::lavapipe();
+        let repeated = moe(Routing::AllToOne);
+        // Shader mode (the host model plus the inputs) and backend mode (the inputs alone).
+        assert_eq!(reach_of(&repeated, &caps).forced, [REPEATED]);
+        assert_eq!(input_reach(&repeated).forced, [REPEATED]);
+        let distinct = moe(Routing::Distinct);
+        assert!(reach_of(&distinct, &caps).reachable() && input_reach(&distinct).reachable());
+        // The same failure is then a forced-only finding, apart from a reachable one.
+        let key = |c: &Case| {
+            FindingKey::of(&Finding {
+                signature: signature(c, &Outcome::Error(String::new()), &input_reach(c)),
+                ..finding_of(c.clone(), "never written", input_reach(c))
+            })
+        };
+        assert!(!key(&repeated).reachable && key(&distinct).reachable);
     }
 
     #[test]

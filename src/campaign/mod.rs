@@ -64,6 +64,10 @@ pub struct CaseRecord {
     /// Whether a real graph on the device produces this configuration.
     #[serde(default)]
     pub reach: Reach,
+    /// A passing case judged against several candidate models: the tightest it fits
+    /// ([`crate::compare::Verdict::fits`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fits: Option<String>,
 }
 
 impl CaseRecord {
@@ -94,6 +98,12 @@ impl CaseRecord {
             gpu_ns,
             detail,
             reach,
+            fits: match outcome {
+                Outcome::Pass { verdict, .. } if !verdict.fits.is_empty() => {
+                    Some(verdict.fits.clone())
+                }
+                _ => None,
+            },
         }
     }
 }

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use vkdiff_gpu::runners::KernelRun;
 use vkdiff_gpu::{DeviceCaps, Gpu, ShaderTree};
 
-use crate::model::outcome::Outcome;
 use crate::model::driver::{Driver, GraphOp, Latitude, OwnRun};
+use crate::model::outcome::Outcome;
 
 /// vkdiff's runners on a device owned by the caller.
 pub struct OwnDriver<'a> {

@@ -29,8 +29,9 @@ pub trait Evaluator {
     fn caps(&self) -> &DeviceCaps;
     /// The shader tree, for reports and reproducers.
     fn shaders(&self) -> String;
-    /// Whether a real ggml graph on the device produces the case's configuration (an
-    /// evaluator that only runs real graphs returns reachable for every case).
+    /// Whether a real ggml graph on the device produces the case's configuration and inputs (an
+    /// evaluator that only runs real graphs judges the inputs alone:
+    /// [`crate::model::facts::input_reach`]).
     fn reach(&self, case: &Case) -> crate::model::facts::Reach {
         crate::model::facts::reach_of(case, self.caps())
     }
@@ -412,7 +413,7 @@ pub struct Worker {
     /// Variants the worker does not run, with the reason (backend mode's configuration).
     pub variant_filter: Option<VariantFilter>,
     /// The worker runs real ggml graphs (backend mode): whatever a case asks, ggml's own host
-    /// chose how to run it, so every case is reachable by construction.
+    /// chose how to run it, so only inputs no real graph produces make a case forced-only.
     pub real_graphs: bool,
 }
 
@@ -681,7 +682,7 @@ impl Evaluator for Worker {
 
     fn reach(&self, case: &Case) -> crate::model::facts::Reach {
         if self.real_graphs {
-            crate::model::facts::Reach::default()
+            crate::model::facts::input_reach(case)
         } else {
             crate::model::facts::reach_of(case, self.caps())
         }

@@ -102,6 +102,11 @@ pub struct Verdict {
     /// grouped by.
     #[serde(default)]
     pub spread: Spread,
+    /// Backend mode, where the bound is the loosest of several candidate models: the tightest
+    /// candidate the result fits on its own ([`tightest_fit`]), e.g. "f32" or "f16"; empty
+    /// where there was one model.
+    #[serde(default)]
+    pub fits: String,
 }
 
 /// A summary of all failing elements of a verdict: their kinds and the range of their ggml
@@ -286,9 +291,40 @@ pub fn compare(
     Ok(v)
 }
 
+/// Which of several named candidate bounds (each as long as `want`) the result fits on its
+/// own, every element judged as [`compare`] does: the one with the smallest sum of finite
+/// bounds among those it passes ("none alone" when it passes none, which can happen under the
+/// element-wise loosest of them). Recorded in [`Verdict::fits`], so that a report says whether
+/// an error is within the f32 model or only within an f16 one.
+pub fn tightest_fit(got: &[f32], want: &[f64], candidates: &[(String, Vec<f64>)]) -> String {
+    let mut best: Option<(f64, &str)> = None;
+    for (name, bounds) in candidates {
+        let fits = compare(got, want, bounds, |i| [i, 0, 0, 0], |_| "").is_ok_and(|v| v.passed());
+        if fits {
+            let size: f64 = bounds.iter().filter(|b| b.is_finite()).sum();
+            if best.is_none_or(|(s, _)| size < s) {
+                best = Some((size, name));
+            }
+        }
+    }
+    best.map_or("none alone".into(), |(_, n)| n.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tightest_candidate_a_result_fits_is_named() {
+        let want = [1.0, 2.0];
+        let c = |n: &str, b: f64| (n.to_string(), vec![b; 2]);
+        let candidates = [c("f16", 1e-2), c("f32", 1e-6), c("f16 split 2", 2e-2)];
+        // An f32-accurate result fits all three: the tightest is named.
+        assert_eq!(tightest_fit(&[1.0, 2.0], &want, &candidates), "f32");
+        // An error of 1e-3 fits only the f16 models.
+        assert_eq!(tightest_fit(&[1.001, 2.0], &want, &candidates), "f16");
+        assert_eq!(tightest_fit(&[1.5, 2.0], &want, &candidates), "none alone");
+    }
 
     fn flat(i: usize) -> [usize; 4] {
         [i, 0, 0, 0]

@@ -53,10 +53,19 @@ pub fn host_cores(caps: &DeviceCaps) -> Option<u32> {
 pub const NO_CORES: &str = "the host splits only with a shader core count, which this device does not report to it (or vkdiff does not know)";
 
 /// Reachability of `case` on `caps` under the pinned host's rules (interface.md §8.3, §8.5, §9.1,
-/// §9.6).
+/// §9.6), and by its inputs ([`input_reach`]).
 pub fn reach_of(case: &Case, caps: &DeviceCaps) -> Reach {
+    let mut forced = case.model().forced(caps);
+    forced.extend(input_reach(case).forced);
+    Reach { forced }
+}
+
+/// Reachability by the inputs alone ([`crate::model::cases::CaseModel::unreal_inputs`]): what
+/// backend mode uses, where ggml's own host chose the configuration but the case's inputs may
+/// still be ones no real graph produces (a token repeating an expert).
+pub fn input_reach(case: &Case) -> Reach {
     Reach {
-        forced: case.model().forced(caps),
+        forced: case.model().unreal_inputs(),
     }
 }
 
@@ -64,8 +73,9 @@ pub fn reach_of(case: &Case, caps: &DeviceCaps) -> Reach {
 pub const REPEATED: &str =
     "several slots of one token routed to the same expert (a top-k router picks distinct experts)";
 
-/// The reach reasons of a MUL_MAT_ID case ([`crate::model::cases::CaseModel::forced`]): forced when
-/// a token routes several slots to one expert.
+/// The reach reasons of a MUL_MAT_ID case's inputs
+/// ([`crate::model::cases::CaseModel::unreal_inputs`]): forced when a token routes several slots to
+/// one expert.
 pub fn repeated_forced(ids: &[i32], n_used: usize) -> Vec<String> {
     if repeated_expert(ids, n_used) {
         vec![REPEATED.into()]

@@ -9,6 +9,7 @@
 
 pub mod build;
 pub mod ffi;
+pub mod identity;
 
 use std::path::Path;
 
@@ -19,8 +20,8 @@ use vkdiff_gpu::{DeviceCaps, Gpu};
 use serde::{Deserialize, Serialize};
 use vkdiff_reference::tensor::Tensor;
 
-use crate::model::outcome::Outcome;
 use crate::model::driver::{Driver, GraphOp, Latitude, OwnRun};
+use crate::model::outcome::Outcome;
 
 pub use crate::model::config::{Config, CONFIGS};
 
@@ -218,10 +219,15 @@ pub fn target(env: &[(String, String)]) -> Option<GgmlTarget> {
     })
 }
 
-/// The report label of a worker environment: `ggml <tree> config <config>`, or None when it is
-/// not a ggml worker's.
+/// The report label of a worker environment: `ggml <tree> [<identity>] config <config>`, or
+/// None when it is not a ggml worker's. The identity ([`identity::tree_identity`]: ggml
+/// version, git commit, upstream changes found in the source) is what known-findings scopes
+/// match, so a tree's verdicts do not depend on its folder's name.
 pub fn label(env: &[(String, String)]) -> Option<String> {
-    target(env).map(|t| format!("ggml {} config {}", t.tree, t.config))
+    target(env).map(|t| match identity::tree_identity(Path::new(&t.tree)) {
+        Some(id) => format!("ggml {} [{id}] config {}", t.tree, t.config),
+        None => format!("ggml {} config {}", t.tree, t.config),
+    })
 }
 
 /// Opens vkdiff's device and the ggml build in `lib_dir` on the same device under `config`,

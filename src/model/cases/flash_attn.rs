@@ -824,7 +824,8 @@ impl CaseModel for FlashAttnCase {
         };
         let caps = ctx.caps();
         let bounds_key = || format!("{} bounds {plan:?} f16 {f16_scalar_possible}", key());
-        let bounds = crate::model::cases::data::kept(bounds_key, || -> Result<Vec<f64>, String> {
+        type Named = Vec<(String, Vec<f64>)>;
+        let bounds = crate::model::cases::data::kept(bounds_key, || -> Result<(Vec<f64>, Named), String> {
             let d_split = runners::flash_attn::d_split(caps, self.d);
             let mut plans = vec![plan.clone()];
             if lat.splits {
@@ -856,22 +857,33 @@ impl CaseModel for FlashAttnCase {
                 shape.arith = FaArith::ScalarF16;
                 candidates.push((shape, terms));
             }
-            Ok(tolerance::loosest(
+            let each: Vec<Vec<f64>> = candidates
+                .iter()
+                .map(|(shape, terms)| {
+                    crate::cases::flash_attn::bounds::flash_attn_bounds(
+                        shape,
+                        &want,
+                        &v_values,
+                        v.ne(),
+                        terms.as_ref().map(|(r, v)| (r.as_slice(), v.as_slice())),
+                    )
+                })
+                .collect();
+            // Backend mode: every candidate by name, for the tightest fit in the report.
+            let named: Named = if each.len() > 1 {
                 candidates
                     .iter()
-                    .map(|(shape, terms)| {
-                        crate::model::cases::flash_attn::bounds::flash_attn_bounds(
-                            shape,
-                            &want,
-                            &v_values,
-                            v.ne(),
-                            terms.as_ref().map(|(r, v)| (r.as_slice(), v.as_slice())),
-                        )
+                    .zip(&each)
+                    .map(|((shape, _), b)| {
+                        (format!("{:?} split {}", shape.arith, shape.split_k), b.clone())
                     })
-                    .collect(),
-            ))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            Ok((tolerance::loosest(each), named))
         });
-        let bounds = match bounds {
+        let (bounds, mut named) = match bounds {
             Ok(b) => b,
             Err(e) => return Outcome::Error(e),
         };
@@ -889,13 +901,15 @@ impl CaseModel for FlashAttnCase {
         // inputs, and judged so (any other value written there is a divergence, reported with
         // its own region); others come from NaN or ±∞ in K or V (fuzzed block scales), where
         // the kernel's max() of a NaN logit is undefined in GLSL: not judged.
-        for (i, (x, b)) in want.out.values.iter().zip(bounds.iter_mut()).enumerate() {
-            if !x.is_finite() {
-                *b = if x.is_nan() && want.row_of(i).fully_masked {
-                    0.0
-                } else {
-                    f64::NAN
-                };
+        for b in std::iter::once(&mut bounds).chain(named.iter_mut().map(|(_, b)| b)) {
+            for (i, (x, b)) in want.out.values.iter().zip(b.iter_mut()).enumerate() {
+                if !x.is_finite() {
+                    *b = if x.is_nan() && want.row_of(i).fully_masked {
+                        0.0
+                    } else {
+                        f64::NAN
+                    };
+                }
             }
         }
         let mut verdict = match compare(
@@ -916,6 +930,10 @@ impl CaseModel for FlashAttnCase {
         };
         verdict.overrun = run.overrun;
         verdict.pipeline = run.variant.clone();
+        if !named.is_empty() {
+            verdict.fits =
+                crate::compare::tightest_fit(&run.values, &want.out.values, &named);
+        }
         if f16_scalar_possible {
             verdict.pipeline.push_str(
                 "; judged with the loosest of the pinned host's model and recent ggml's f16 scalar path (f16 Q, K, V, P and O; f32 softmax)",

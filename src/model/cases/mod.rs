@@ -216,6 +216,13 @@ pub trait CaseModel: fmt::Display {
     fn forced(&self, _caps: &DeviceCaps) -> Vec<String> {
         Vec::new()
     }
+    /// Why the case's inputs are ones no real graph produces, whichever host runs them (empty:
+    /// real inputs), e.g. a token that routes several slots to one expert, which a top-k router
+    /// never does. Unlike [`CaseModel::forced`] this holds in backend mode too, where ggml's own
+    /// host chose the path. See [`crate::model::facts::input_reach`].
+    fn unreal_inputs(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// The path within the kernel (`scalar`, `cm1`, `cm2`), empty for a one-path kernel.
     fn path(&self) -> String {
         String::new()

@@ -25,7 +25,6 @@ use crate::model::work::Work;
 use crate::model::compare::compare;
 use crate::model::facts::{bucket, k_fact, repeated_expert, repeated_forced, rows, REPEATED_FACT};
 use crate::model::kernels::KernelDef;
-use vkdiff_gpu::DeviceCaps;
 
 /// Expert types the mat-vec ID kernel takes: the mat-vec A types except bf16, which upstream
 /// routes to the matrix-matrix ID kernel even for one token (interface.md §4.3; its
@@ -340,7 +339,7 @@ impl CaseModel for MulMatVecIdCase {
         Outcome::from_verdict(verdict, run.gpu_ns)
     }
 
-    fn forced(&self, _caps: &DeviceCaps) -> Vec<String> {
+    fn unreal_inputs(&self) -> Vec<String> {
         repeated_forced(&self.ids(), self.n_used)
     }
 

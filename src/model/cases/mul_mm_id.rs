@@ -482,7 +482,7 @@ impl CaseModel for MulMmIdCase {
         judge(&run, &want, &bounds, None)
     }
 
-    fn forced(&self, _caps: &DeviceCaps) -> Vec<String> {
+    fn unreal_inputs(&self) -> Vec<String> {
         repeated_forced(&self.ids(), self.n_used)
     }
 
