@@ -5,7 +5,7 @@
 // fully scaled value as float16_t.
 //
 // Formulas are those of docs/interface.md §2.3/§2.4; the arithmetic precision per type
-// follows 3.2 (src/tolerance.rs models exactly this, see cm2_decode_error):
+// follows 3.2 (src/model/tolerance.rs models exactly this, see cm2_decode_error):
 //   q4_0 q5_0 q8_0 iq4_nl   d * q in float16_t                       (1 f16 rounding)
 //   q4_1 q5_1               d * q + m in float16_t                   (2 f16 roundings)
 //   q2_K                    (d * sc) * q - dmin * mn in float16_t     (4 f16 roundings)

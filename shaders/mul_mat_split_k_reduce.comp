@@ -9,7 +9,7 @@
 // Workgroup: 256 invocations, no specialization constants. Dispatch: ceil(ne / 1024)
 //   workgroups; invocation g writes outputs 4g .. 4g + 3 (those below ne).
 // Arithmetic: d[i] = ((0 + a[i]) + a[ne + i]) + ... + a[(k_num - 1) * ne + i], in float, in
-//   that order (src/tolerance.rs charges one rounding per split).
+//   that order (src/model/tolerance.rs charges one rounding per split).
 //
 // Worked example (ne = 6, k_num = 3): one workgroup; invocation 1 writes d[4] = a[4] + a[10]
 // + a[16] and d[5] = a[5] + a[11] + a[17]; invocations 2.. have nothing to write.

@@ -137,7 +137,7 @@ const uint QUADS_PER_BLOCK = QUANT_K / 4;
 // Quad `quad` of the row (elements 4 quad .. 4 quad + 3, in block quad / QUADS_PER_BLOCK)
 // for every row and column: acc = fma(quad_dot(q, b), d, acc). A term goes through 4 + 1
 // roundings in its quad and one per later quad of the invocation: at most 2c quads for c
-// chunks' worth, 2c + 4 <= 8c (the chunk body's allowance, src/tolerance.rs).
+// chunks' worth, 2c + 4 <= 8c (the chunk body's allowance, src/model/tolerance.rs).
 void quad_step(uint quad, bool valid, uint a_first_block, uint blocks_per_row,
                uint b_offset, uint first_row, uint num_rows)
 {
@@ -206,7 +206,7 @@ float chunk_dot(vec4 q_low, vec4 q_high, vec4 b_low, vec4 b_high)
 // for every row and column. Without a min: acc = fma(s, d, acc) with s = chunk_dot(q, b);
 // with one: acc += chunk_dot(q * d + m, b). A term goes through at most 4 + 1 + 1 roundings in
 // its chunk (+1 for "+ m") and one per later chunk of the invocation: c + 5 (c + 6) for c
-// chunks, within the 8c (8c + 1) the error model allows (src/tolerance.rs).
+// chunks, within the 8c (8c + 1) the error model allows (src/model/tolerance.rs).
 void chunk_step(uint chunk, bool valid, uint a_first_block, uint blocks_per_row,
                 uint b_offset, uint first_row, uint num_rows)
 {

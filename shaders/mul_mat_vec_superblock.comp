@@ -39,7 +39,7 @@
 //   acc  = (acc - t_m) + t_q      or acc + t_q without a min
 // so a term goes through at most 8 roundings inside its super-block (7 for the b sums) and
 // 1 (2 with a min) per super-block folded into acc, fused or not: within the model of
-// src/cases/mul_mat_vec/bounds.rs (mul_mat_vec_depth_of: 16 inside a share, which also
+// src/model/cases/mul_mat_vec/bounds.rs (mul_mat_vec_depth_of: 16 inside a share, which also
 // covers upstream's per-type bodies, plus the folds), then the tree of reduce_and_store.
 //
 // Worked example (q4_K, BLOCK_SIZE = 32, K = 768 = 3 super-blocks): invocations 0..15 take

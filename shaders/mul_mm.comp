@@ -83,7 +83,7 @@
 //   accumulator goes through this warp's TM x TN slice of coopmat_stage (column-major), and
 //   the warp's invocations write the elements with m < M and column < N (or the match count)
 //   to D. The TK-deep steps of one output run in K order from start_k; inside a step the
-//   implementation sums in any order and precision (src/tolerance.rs: mul_mm_cm2_bounds with
+//   implementation sums in any order and precision (src/model/tolerance.rs: mul_mm_cm2_bounds with
 //   depth TK).
 //   Worked example (H100, m tile of a float A: BLOCK_SIZE 128, BM = BN = 64, BK = 16,
 //   WM = WN = 32, TM = TN = TK = 16, WARP 32; M = 50, N = 64, K = 40): 4 warps, 4 warp tiles;
@@ -92,7 +92,7 @@
 //   Accumulator (cm 1, cn 0) holds rows 48..63, columns 32..47 of the tile; only rows 48, 49
 //   (< M) reach D.
 //
-// Arithmetic of the scalar path (src/tolerance.rs models exactly this): a block value is d*q (+ m) in float
+// Arithmetic of the scalar path (src/model/tolerance.rs models exactly this): a block value is d*q (+ m) in float
 // (d*sc*q - dmin*m for the K-quants), exact except for the one rounding of the min, then
 // FLOAT_TYPE(value) when staged; output (m, n) is sums = fma(ACC_TYPE(a_k), ACC_TYPE(b_k),
 // sums) for k = start_k, start_k + 1, ... end_k - 1 in that order, starting from 0, and
@@ -1058,7 +1058,7 @@ void compute_tile(uint a_base, uint row0, uint col0, uint start_k, uint end_k,
             }
         }
 #else
-        // k = block_k + i for i ascending: the order src/tolerance.rs assumes. Every step of
+        // k = block_k + i for i ascending: the order src/model/tolerance.rs assumes. Every step of
         // the tile runs, also past end_k: both operands are staged zeros there and
         // fma(0, 0, s) == s (up to the sign of a zero sum), and a constant trip count lets the
         // compiler unroll the loop.

@@ -46,7 +46,7 @@
 // ik * batch_stride_d * NumWorkGroups.z + n * stride_d + m (MUL_MAT) or token *
 // batch_stride_d + slot * stride_d + m (MUL_MAT_ID).
 //
-// Arithmetic (src/tolerance.rs, mul_mm_cm2_bounds): operands are FLOAT_TYPE values (f16 A and
+// Arithmetic (src/model/tolerance.rs, mul_mm_cm2_bounds): operands are FLOAT_TYPE values (f16 A and
 // B exact, quantized A as the decode callbacks round it); each coopMatMulAdd adds a BK-deep
 // slice of products to the accumulator in ACC_TYPE in an order the implementation chooses;
 // the K steps run in ascending order.

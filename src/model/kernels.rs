@@ -1,9 +1,11 @@
-//! What a kernel is. A kernel is one module under [`crate::model::cases`] that implements
-//! [`KernelDef`] (its variants with its own parameter type, its case strategy, the device
-//! features a variant needs) and [`CaseModel`](crate::model::cases::CaseModel) for its case type (how a
+//! What a kernel is. A kernel is one module under `src/model/cases/` that implements
+//! [`KernelDef`] (its variants with its own parameter type, its case type and strategy, the
+//! device features a variant needs, its bench rows) and `CaseModel` for its case type (how a
 //! case is evaluated and judged, and the words its findings are described by). One line in the
-//! `registry!` of `src/cases/mod.rs` adds it to [`KERNELS`], from which `vkdiff list`/`run`, the
-//! differential tests, the fuzz target, mutation testing and the CLI's `--op` list are derived.
+//! `registry!` of `src/model/cases/mod.rs` adds it to the registry's `KERNELS`, from which
+//! `vkdiff list`/`run`, the differential tests, the fuzz target, mutation testing, the bench and
+//! the CLI's `--op` list are derived. This module knows no kernel and no case type: the
+//! registry wraps each kernel's case type into its `Case` enum.
 
 use std::any::Any;
 use std::fmt;
@@ -14,7 +16,7 @@ use vkdiff_gpu::DeviceCaps;
 
 use crate::model::work::BenchShapes;
 
-/// What a kernel module implements (the registry turns it into a [`Kernel`] row).
+/// What a kernel module implements (the registry turns it into a `Kernel` row).
 pub trait KernelDef: 'static {
     /// What distinguishes this kernel's variants (types, path, accumulator…).
     type Params: fmt::Debug + Clone + PartialEq + Send + Sync + 'static;

@@ -1,5 +1,5 @@
 //! Error models: the shared arithmetic every kernel's per-element bound is built from. Each
-//! kernel's own model sits beside its case model (`src/cases/<kernel>/bounds.rs`); what is here
+//! kernel's own model sits beside its case model (`src/model/cases/<kernel>/bounds.rs`); what is here
 //! is common to several: the f32 and f16 units and γ, the floating-point formats operands are
 //! rounded to ([`Fp`]), and the IEEE special-value classes of a dot product ([`Special`]).
 //!

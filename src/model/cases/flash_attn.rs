@@ -224,7 +224,7 @@ pub struct Row {
     pub kv: DType,
 }
 
-/// The flash-attention kernel (registry line in `src/cases/mod.rs`).
+/// The flash-attention kernel (registry line in `src/model/cases/mod.rs`).
 pub struct FlashAttn;
 
 impl KernelDef for FlashAttn {
@@ -233,7 +233,7 @@ impl KernelDef for FlashAttn {
     const NAME: &'static str = "flash_attn";
     const SHADER: &'static str = "flash_attn.comp";
     const SUMMARY: &'static str = "GGML_OP_FLASH_ATTN_EXT on the scalar, cm1 (KHR coopmat) and cm2 (NV coopmat2) paths: q f32, K/V f16/q4_0/q8_0 (+ q4_1/q5_0/q5_1/iq4_nl on cm2), f16 or f32 accumulators, mask, ALiBi, softcap, GQA, split-k";
-    const ERROR_MODEL: &'static str = "logit errors (f32: γ(D/D_split + log₂ D_split + 5); coopmat: f16 Q/K roundings and γ_ACC(D + 1)) ·Σ|s'·q·k| (+ tanh, ALiBi pow) and exp's ULPs as exact weight perturbations, plus P's f16 rounding, the sums in ACC_TYPE, f16 P·V on cm2 (src/cases/flash_attn/bounds.rs); f16-accumulator range overflows unjudged and counted";
+    const ERROR_MODEL: &'static str = "logit errors (f32: γ(D/D_split + log₂ D_split + 5); coopmat: f16 Q/K roundings and γ_ACC(D + 1)) ·Σ|s'·q·k| (+ tanh, ALiBi pow) and exp's ULPs as exact weight perturbations, plus P's f16 rounding, the sums in ACC_TYPE, f16 P·V on cm2 (src/model/cases/flash_attn/bounds.rs); f16-accumulator range overflows unjudged and counted";
 
     fn variants() -> Vec<(String, Row)> {
         [Path::Scalar, Path::Cm1, Path::Cm2]

@@ -77,7 +77,7 @@ pub struct MulMatVecCase {
     pub seed: u64,
 }
 
-/// The matrix-vector kernel (registry line in `src/cases/mod.rs`).
+/// The matrix-vector kernel (registry line in `src/model/cases/mod.rs`).
 pub struct MulMatVec;
 
 /// Every mat-vec weight type the bench times.
@@ -109,7 +109,7 @@ impl KernelDef for MulMatVec {
     const NAME: &'static str = "mul_mat_vec";
     const SHADER: &'static str = "mul_mat_vec.comp";
     const SUMMARY: &'static str = "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs, B f32/f16";
-    const ERROR_MODEL: &'static str = "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min] (src/cases/mul_mat_vec/bounds.rs)";
+    const ERROR_MODEL: &'static str = "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min] (src/model/cases/mul_mat_vec/bounds.rs)";
 
     fn variants() -> Vec<(String, (DType, DType))> {
         let mut v = Vec::new();

@@ -92,7 +92,7 @@ pub struct MulMatVecIdCase {
     pub seed: u64,
 }
 
-/// The single-token MUL_MAT_ID kernel (registry line in `src/cases/mod.rs`).
+/// The single-token MUL_MAT_ID kernel (registry line in `src/model/cases/mod.rs`).
 pub struct MulMatVecId;
 
 impl KernelDef for MulMatVecId {
@@ -101,7 +101,7 @@ impl KernelDef for MulMatVecId {
     const NAME: &'static str = "mul_mat_vec_id";
     const SHADER: &'static str = "mul_mat_vec.comp";
     const SUMMARY: &'static str = "single-token MUL_MAT_ID (mixture of experts) through the mat-vec kernel, B f32";
-    const ERROR_MODEL: &'static str = "the mat-vec model of the experts' type, per expert slot (src/cases/mul_mat_vec/bounds.rs)";
+    const ERROR_MODEL: &'static str = "the mat-vec model of the experts' type, per expert slot (src/model/cases/mul_mat_vec/bounds.rs)";
 
     fn variants() -> Vec<(String, DType)> {
         a_types()

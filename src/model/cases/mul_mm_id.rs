@@ -95,7 +95,7 @@ pub struct MulMmIdCase {
     pub cm1: bool,
 }
 
-/// The MUL_MAT_ID matrix-matrix kernel (registry line in `src/cases/mod.rs`).
+/// The MUL_MAT_ID matrix-matrix kernel (registry line in `src/model/cases/mod.rs`).
 pub struct MulMmId;
 
 impl KernelDef for MulMmId {
@@ -104,7 +104,7 @@ impl KernelDef for MulMmId {
     const NAME: &'static str = "mul_mm_id";
     const SHADER: &'static str = "mul_mm.comp";
     const SUMMARY: &'static str = "MUL_MAT_ID (mixture of experts) for several tokens through the matrix-matrix kernel, scalar fp16 path, KHR coopmat path (`_cm1` rows) and NV coopmat2 path (`_cm2` rows): experts f32/f16/bf16/quantized, row-id gathering, token chunks of 4096/n_used";
-    const ERROR_MODEL: &'static str = "the mul_mm (scalar), mul_mm cm1 or mul_mm_cm2 (cm2) error bound per (slot, token) with its expert's rows (src/cases/mul_mm/bounds.rs, bounds_cm2.rs)";
+    const ERROR_MODEL: &'static str = "the mul_mm (scalar), mul_mm cm1 or mul_mm_cm2 (cm2) error bound per (slot, token) with its expert's rows (src/model/cases/mul_mm/bounds.rs, bounds_cm2.rs)";
 
     fn variants() -> Vec<(String, Family)> {
         all_families(true)

@@ -41,7 +41,7 @@ pub struct Wkv7Case {
     pub seed: u64,
 }
 
-/// The kernel (registry line in `src/cases/mod.rs`).
+/// The kernel (registry line in `src/model/cases/mod.rs`).
 pub struct Wkv7;
 
 impl KernelDef for Wkv7 {
@@ -50,7 +50,7 @@ impl KernelDef for Wkv7 {
     const NAME: &'static str = "wkv7";
     const SHADER: &'static str = "wkv7.comp";
     const SUMMARY: &'static str = "RWKV-7 recurrence (GGML_OP_RWKV_WKV7), f32";
-    const ERROR_MODEL: &'static str = "first-order running error of the recurrence: γ(S) per dot, γ(3) per state update, carried through |w| and |b| (src/cases/wkv7/bounds.rs)";
+    const ERROR_MODEL: &'static str = "first-order running error of the recurrence: γ(S) per dot, γ(3) per state update, carried through |w| and |b| (src/model/cases/wkv7/bounds.rs)";
 
     fn variants() -> Vec<(String, ())> {
         vec![("rwkv_wkv7_f32".into(), ())]
