@@ -24,6 +24,8 @@ use crate::cases::{Case, Ctx, Outcome};
 use vkdiff_gpu::runners::flash_attn::Path as FaPath;
 use vkdiff_gpu::runners::mul_mm::Prec;
 
+pub mod host;
+
 /// Bytes a kernel must move and flops it must do at the least: what GB/s and GFLOP/s divide.
 #[derive(Debug, Clone, Copy)]
 pub struct Work {
