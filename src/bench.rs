@@ -14,6 +14,8 @@ use vkdiff_gpu::{Gpu, ShaderTree, ShaderVariant};
 
 use crate::cases::{Case, Outcome};
 
+pub mod host;
+
 pub use crate::model::work::{quick_dim, BenchShapes, Work};
 
 /// The minimum work of a case, for kernels that define it.

@@ -230,6 +230,10 @@ pub enum Command {
         /// experiments, e.g. a copy of a shader with one part taken out, to see what it costs.
         #[arg(long)]
         time_wrong: bool,
+        /// No GPU: time each row's reference and error bounds on the host (inputs from the
+        /// row's seed), against the machine's measured f64 FMA rate (`bench::host`).
+        #[arg(long)]
+        host_only: bool,
     },
     /// Mutation testing: how many small bugs planted in the shader tree (relational and
     /// arithmetic swaps, constants ± 1, dropped barriers, min ↔ max, swapped operands) the
@@ -931,9 +935,14 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             all,
             time_limit,
             time_wrong,
+            host_only,
         } => {
             target.apply();
             crate::cases::select(&ops, None)?;
+            if host_only {
+                bench::host::run(&ops, variant.as_deref(), row.as_deref(), quick, all)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             // --ggml: ggml in this process on the same device, timed per graph_compute, as the
             // "against" column; vkdiff's rows run on the configuration's path too.
             let (mut gpu, mut ggml) = match &target.ggml {

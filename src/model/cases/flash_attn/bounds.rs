@@ -337,235 +337,686 @@ pub fn flash_attn_bounds(
         0.0
     };
     let cap = softcap as f64;
-    let floor_dot = subnormal_floor(d);
-    let floor_out = subnormal_floor(kv + d);
-    let dv = fa.out.ne[0];
-    let mut bounds = vec![0.0; fa.out.values.len()];
-    // Rows are independent: one rayon task each.
-    use rayon::prelude::*;
-    bounds.par_chunks_exact_mut(dv).zip(&fa.rows).enumerate().for_each(|(r, (out, row))| {
-        if row.fully_masked || row.non_finite {
-            return;
-        }
-        let live = |j: &usize| row.logits[*j] != f64::NEG_INFINITY;
-        let data = extra.map(|(rows, _)| &rows[r]);
-        let s_abs = data.map_or(0.0, |x| x.s_abs);
-        // f16 range of the inputs the coopmat paths convert.
-        if let Some(x) = data {
-            let q_over = if cm2 {
-                x.q_max > F16_MAX || x.q_max * s_abs > F16_MAX
-            } else {
-                x.q_max * s_abs > F16_MAX
-            };
-            // Masked keys too: the coopmat S = Q·Kᵀ covers whole tiles, and an ∞ in k̂ makes
-            // S_j ±∞ or NaN, which the −∞ mask turns into NaN (∞ − ∞), not −∞ (0.1.161's cm1
-            // on the H100 clamped that NaN row to −65504).
-            let k_over = (0..kv).any(|j| x.k_max[j] > F16_MAX);
-            // Every partial sum of the f16 logit is at most its terms' Σ|q̂·k̂| grown by the
-            // roundings on its way, (1 + g_dot)·(|s'|Σ|q·k| + K's decode error), and the
-            // bias sum adds at most |S_j|.
-            let s_over = f16acc
-                && (0..kv).filter(live).any(|j| {
-                    (row.dot_magnitude[j] + x.k_err[j]) * (1.0 + g_dot) + row.logits[j].abs()
-                        > F16_MAX
-                });
-            if q_over || k_over || s_over {
-                out.fill(f64::NAN);
-                return;
-            }
-        }
-        let slope_err = if alibi.max_bias > 0.0 {
-            let (base, e) = alibi.slope_parts(row.h);
-            alibi_slope_error(base, e)
-        } else {
-            0.0
-        };
-        let sigma: Vec<f64> = (0..kv)
-            .map(|j| {
-                if row.logits[j] == f64::NEG_INFINITY {
-                    return 0.0;
-                }
-                let s_dot = match data {
-                    Some(x) => {
-                        let c_q = if cm2 { 1.0 + s_abs } else { 1.0 };
-                        g_dot * row.dot_magnitude[j]
-                            + (1.0 + g_dot) * x.k_err[j]
-                            // A flushed q̂ or k̂ (< 2⁻¹⁴) drops its product with a partner
-                            // that is rounded ((1 + ρq)) and then carried through the
-                            // sum's roundings: (1 + g_dot) in all.
-                            + (1.0 + g_dot) * F16_MIN_NORMAL * (c_q * x.k_abs[j] + x.q_abs)
-                            + if f16acc {
-                                (d as f64 + 1.0) * F16_MIN_NORMAL
-                            } else {
-                                0.0
-                            }
-                    }
-                    None => g_dot * row.dot_magnitude[j] + floor_dot,
-                };
-                let mut s = if cap != 0.0 {
-                    let t = row.x[j].tanh();
-                    let (t_err, round) = if coop {
-                        (tanh_error(row.x[j].abs() + s_dot) * e / U32, U32 + e)
-                    } else {
-                        (tanh_error(row.x[j].abs() + s_dot), U32)
-                    };
-                    cap.abs() * (s_dot + t_err) + round * (cap * t).abs()
-                } else {
-                    s_dot
-                };
-                if row.mask[j] != 0.0 {
-                    let bias = (row.slope * row.mask[j]).abs();
-                    s += if coop {
-                        bias * (slope_err + 3.0 * e) + 2.0 * e * row.logits[j].abs()
-                    } else {
-                        bias * (slope_err + U32) + U32 * row.logits[j].abs()
-                    };
-                }
-                s
-            })
-            .collect();
-        let max = (0..kv)
-            .filter(live)
-            .map(|j| row.logits[j])
-            .fold(f64::NEG_INFINITY, f64::max);
-        let sigma_max = (0..kv).filter(live).map(|j| sigma[j]).fold(0.0, f64::max);
-        let lambda: Vec<f64> = (0..kv)
-            .map(|j| {
-                let dj = max - row.logits[j] + 2.0 * sigma_max;
-                let mut l = sigma[j] + rescale + 10.0 * ex * dj;
-                if coop {
-                    l += U16;
-                    // P_j ≥ e^(S_j − M)·e^(−l) (the running maximum is never above M): it
-                    // can fall below 2⁻¹⁴ only if M − S_j + l ≥ 14·ln 2 (= 9.704).
-                    if max - row.logits[j] + l >= 14.0 * std::f64::consts::LN_2 {
-                        l += std::f64::consts::LN_2;
-                    }
-                }
-                // Unclamped: e^λ may be ∞ below. A candidate that becomes ∞ loses every
-                // `min`, and one that becomes NaN (0·∞: a weight that underflowed f64) is
-                // dropped by f64::min, so the caps decide; clamping λ would shrink a
-                // candidate below what the derivation gives.
-                l
-            })
-            .collect();
-        let den: f64 = (0..kv)
-            .filter(live)
-            .map(|j| row.weights[j] * (-lambda[j]).exp())
-            .sum();
-        let top = (0..kv)
-            .filter(live)
-            .find(|&j| row.logits[j] == max)
-            .expect("a live key");
-        let (p_top, l_top) = (row.weights[top], lambda[top]);
-        let (iv2, iv3) = row.v_index;
-        let v_at = |j: usize| ((iv3 * v_ne[2] + iv2) * v_ne[1] + j) * v_ne[0];
-        let first = r * dv;
-        let v_err = extra.map(|(_, e)| e);
-        // Keys outer, elements inner: each key's V row is contiguous over the elements, and
-        // its weight factors (exp of λ) are taken once per key, not once per element. Every
-        // element's sums still add the keys in ascending order with the same products, so
-        // the bounds are the same numbers as an element-by-element walk.
-        //
-        // First pass: the largest |v_jd| over the live keys, which |v_jd − O_d|'s f64
-        // rounding term needs, and f16-range overflow of decoded V (any key, masked or not).
-        let mut vmax = vec![0.0f64; dv];
-        let mut v_over = vec![false; dv];
-        let v_range = cm2
+    let c = Consts {
+        d,
+        kv,
+        bc,
+        cm2,
+        coop,
+        f16acc,
+        e,
+        ex,
+        g_dot,
+        rescale,
+        g_pv,
+        g_l,
+        fin,
+        f16_o_flush,
+        o16,
+        cap,
+        floor_dot: subnormal_floor(d),
+        floor_out: subnormal_floor(kv + d),
+        alibi,
+        dv: fa.out.ne[0],
+        v_range: cm2
             || arith == FaArith::ScalarF16
-            || matches!(arith, FaArith::Cm1 { v_decoded: true, .. });
-        for j in 0..kv {
-            let vrow = &v_values[v_at(j)..v_at(j) + dv];
-            if live(&j) {
-                for (m, v) in vmax.iter_mut().zip(vrow) {
-                    *m = m.max(v.abs());
-                }
-            }
-            if v_range {
-                for (o, v) in v_over.iter_mut().zip(vrow) {
-                    *o |= v.is_nan() || v.abs() > F16_MAX;
-                }
-            }
-        }
-        // |v_jd − O_d| as f64 numbers: the reference's O (a KV-term f64 sum) and the
-        // difference carry f64 roundings, γ₆₄(KV + 3)·(|v| + max|v|). When one key
-        // dominates, v_t − O is below f64's resolution and rounds to 0 while e^λ_t may be
-        // 10⁵¹ (a softcap argument past 88, where tanh is only known to lie in [−1, 1]):
-        // the exact product is not 0 (the emulation in tests/bounds_soundness.rs found it).
-        let g64 = (kv as f64 + 3.0) * 2f64.powi(-53);
-        let out_row = &fa.out.values[first..first + dv];
-        let zeros = vec![0.0f64; dv];
-        let mut a = zeros.clone();
-        let mut s1 = zeros.clone();
-        let mut a_top = zeros.clone();
-        let mut s1_top: Vec<f64> = v_values[v_at(top)..v_at(top) + dv]
-            .iter()
-            .map(|v| v.abs())
-            .collect();
-        let (mut vdec, mut flush_prod, mut v_sum) = (zeros.clone(), zeros.clone(), zeros.clone());
-        let (mut a_cap, mut v_err_max) = (zeros.clone(), zeros.clone());
-        // Per tile: Σ of the normalised weighted |v| (f16 flushes of O's adds) and Σ|v̂| (the
-        // range of cm2's per-tile f16 P·V), folded into `adds` and `tile_over` as each tile
-        // ends.
-        let (mut tile_sum, mut tile_abs) = (zeros.clone(), zeros.clone());
-        let mut adds = zeros.clone();
-        let mut tile_over = vec![false; dv];
-        let bc_keys = bc.max(1) as usize;
-        let p_max = 1.0 + 6.0 * ex;
+            || matches!(arith, FaArith::Cm1 { v_decoded: true, .. }),
+        p_max: 1.0 + 6.0 * ex,
         // cm2's per-tile f16 P·V grows by its roundings, γ_h(Bc + 1).
-        let tile_growth = 1.0 + gamma_h(bc as f64 + 1.0);
-        let close_tile = |tile_sum: &mut [f64], tile_abs: &mut [f64], adds: &mut [f64], over: &mut [bool]| {
-            for i in 0..dv {
-                adds[i] += tile_sum[i].min(bc as f64 * F16_MIN_NORMAL);
-                over[i] |= cm2 && p_max * tile_abs[i] * tile_growth > F16_MAX;
-            }
-            tile_sum.fill(0.0);
-            tile_abs.fill(0.0);
+        tile_growth: 1.0 + gamma_h(bc as f64 + 1.0),
+        g64: (kv as f64 + 3.0) * 2f64.powi(-53),
+    };
+    let dv = c.dv;
+    let mut bounds = vec![0.0; fa.out.values.len()];
+    if dv == 0 || fa.rows.is_empty() {
+        return bounds;
+    }
+    // Rows that read the same V (head and batch) go together, ROW_BLOCK at a time: each key's
+    // V row is then read once for all of them. A row's own arithmetic is untouched by the
+    // grouping (see `bound_block`), so every bound is the number a row alone would give.
+    let mut order: Vec<usize> = (0..fa.rows.len()).collect();
+    order.sort_by_key(|&r| (fa.rows[r].v_index.1, fa.rows[r].v_index.0));
+    let blocks: Vec<&[usize]> = order
+        .chunk_by(|&x, &y| fa.rows[x].v_index == fa.rows[y].v_index)
+        .flat_map(|g| g.chunks(ROW_BLOCK))
+        .collect();
+    use rayon::prelude::*;
+    // Each V head (and its decode errors) once in panels: keys contiguous per chunk of W
+    // elements (see `panels`).
+    let mut heads: Vec<(usize, usize)> = fa.rows.iter().map(|r| r.v_index).collect();
+    heads.sort_unstable();
+    heads.dedup();
+    let v_err = extra.map(|(_, e)| e);
+    let head_panels: Vec<(Vec<f64>, Option<Vec<f64>>)> = heads
+        .par_iter()
+        .map(|&(iv2, iv3)| {
+            let base = (iv3 * v_ne[2] + iv2) * v_ne[1] * v_ne[0];
+            (
+                panels(v_values, base, v_ne[0], kv, dv),
+                v_err.map(|e| panels(e, base, v_ne[0], kv, dv)),
+            )
+        })
+        .collect();
+    let done: Vec<Vec<(usize, Vec<f64>)>> = blocks
+        .par_iter()
+        .map(|rows| {
+            let h = heads.binary_search(&fa.rows[rows[0]].v_index).expect("a V head");
+            let (vp, ep) = &head_panels[h];
+            bound_block(&c, fa, rows, v_values, v_ne, extra, (vp, ep.as_deref()))
+        })
+        .collect();
+    for (r, b) in done.into_iter().flatten() {
+        bounds[r * dv..(r + 1) * dv].copy_from_slice(&b);
+    }
+    bounds
+}
+
+/// V's elements (or their decode errors) for one head, `dv` per key from `base` on, `stride`
+/// apart, rearranged so that each chunk of [`pass_keys`] reads its keys contiguously: the chunk
+/// of elements i0 .. i0 + N (N = [`W`], or 1 for the elements past the last whole W) starts at
+/// i0·KV and holds key j's N elements at j·N. (Read in place, key j's elements lie a V row
+/// apart: at DV = 128, 1 KiB, so a chunk's 4,096 keys fell into 128 cache sets and missed.)
+fn panels(values: &[f64], base: usize, stride: usize, kv: usize, dv: usize) -> Vec<f64> {
+    let mut out = vec![0.0; kv * dv];
+    let full = dv / W * W;
+    for j in 0..kv {
+        let row = &values[base + j * stride..][..dv];
+        for (i, &x) in row.iter().enumerate() {
+            let (start, n, l) = if i < full {
+                (i / W * W, W, i % W)
+            } else {
+                (i, 1, 0)
+            };
+            out[start * kv + j * n + l] = x;
+        }
+    }
+    out
+}
+
+/// Rows of one V whose bounds [`flash_attn_bounds`] computes together (their accumulators,
+/// about 14 vectors of DV f64 each, stay in L2 while every key's V row passes once).
+const ROW_BLOCK: usize = 8;
+
+/// The constants of [`flash_attn_bounds`]' derivation for one dispatch (see its notes).
+struct Consts {
+    d: usize,
+    kv: usize,
+    bc: u32,
+    cm2: bool,
+    coop: bool,
+    f16acc: bool,
+    e: f64,
+    ex: f64,
+    g_dot: f64,
+    rescale: f64,
+    g_pv: f64,
+    g_l: f64,
+    fin: f64,
+    f16_o_flush: bool,
+    o16: f64,
+    cap: f64,
+    floor_dot: f64,
+    floor_out: f64,
+    alibi: vkdiff_reference::ops::flash_attn::Alibi,
+    dv: usize,
+    v_range: bool,
+    p_max: f64,
+    tile_growth: f64,
+    g64: f64,
+}
+
+/// One live row's state while the keys pass: its weight terms and, per output element, the
+/// sums and maxima the bound is made of.
+struct RowAcc {
+    /// dst row.
+    r: usize,
+    /// λ_j per key.
+    lambda: Vec<f64>,
+    /// Σ_k P_k e^(−λ_k) over the live keys.
+    den: f64,
+    /// The key at the maximum logit, its weight and λ.
+    top: usize,
+    p_top: f64,
+    l_top: f64,
+    vmax: Vec<f64>,
+    a: Vec<f64>,
+    s1: Vec<f64>,
+    a_top: Vec<f64>,
+    s1_top: Vec<f64>,
+    a_cap: Vec<f64>,
+    vdec: Vec<f64>,
+    v_err_max: Vec<f64>,
+    flush_prod: Vec<f64>,
+    v_sum: Vec<f64>,
+    adds: Vec<f64>,
+    tile_over: Vec<bool>,
+}
+
+/// What a row needs before its keys pass.
+enum Prep {
+    /// Fully masked or a non-finite logit: bound 0 (its exact value is NaN).
+    Zero,
+    /// Beyond f16 range somewhere the path converts: NaN (not judged).
+    Nan,
+    /// Judged: its weight terms.
+    Live(Box<RowAcc>),
+}
+
+/// σ_j, λ_j, the denominator and the top key of row `r`, or why it has none.
+fn prep_row(
+    c: &Consts,
+    fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
+    r: usize,
+    extra: Option<(&[FaRowData], &[f64])>,
+) -> Prep {
+    let Consts {
+        d,
+        kv,
+        cm2,
+        coop,
+        f16acc,
+        e,
+        ex,
+        g_dot,
+        rescale,
+        cap,
+        floor_dot,
+        alibi,
+        ..
+    } = *c;
+    let row = &fa.rows[r];
+    if row.fully_masked || row.non_finite {
+        return Prep::Zero;
+    }
+    let live = |j: &usize| row.logits[*j] != f64::NEG_INFINITY;
+    let data = extra.map(|(rows, _)| &rows[r]);
+    let s_abs = data.map_or(0.0, |x| x.s_abs);
+    // f16 range of the inputs the coopmat paths convert.
+    if let Some(x) = data {
+        let q_over = if cm2 {
+            x.q_max > F16_MAX || x.q_max * s_abs > F16_MAX
+        } else {
+            x.q_max * s_abs > F16_MAX
         };
-        let mut tile = 0;
-        for j in (0..kv).filter(live) {
-            if coop && j / bc_keys != tile {
-                close_tile(&mut tile_sum, &mut tile_abs, &mut adds, &mut tile_over);
-                tile = j / bc_keys;
+        // Masked keys too: the coopmat S = Q·Kᵀ covers whole tiles, and an ∞ in k̂ makes
+        // S_j ±∞ or NaN, which the −∞ mask turns into NaN (∞ − ∞), not −∞ (0.1.161's cm1
+        // on the H100 clamped that NaN row to −65504).
+        let k_over = (0..kv).any(|j| x.k_max[j] > F16_MAX);
+        // Every partial sum of the f16 logit is at most its terms' Σ|q̂·k̂| grown by the
+        // roundings on its way, (1 + g_dot)·(|s'|Σ|q·k| + K's decode error), and the
+        // bias sum adds at most |S_j|.
+        let s_over = f16acc
+            && (0..kv).filter(live).any(|j| {
+                (row.dot_magnitude[j] + x.k_err[j]) * (1.0 + g_dot) + row.logits[j].abs() > F16_MAX
+            });
+        if q_over || k_over || s_over {
+            return Prep::Nan;
+        }
+    }
+    let slope_err = if alibi.max_bias > 0.0 {
+        let (base, e) = alibi.slope_parts(row.h);
+        alibi_slope_error(base, e)
+    } else {
+        0.0
+    };
+    let sigma: Vec<f64> = (0..kv)
+        .map(|j| {
+            if row.logits[j] == f64::NEG_INFINITY {
+                return 0.0;
             }
-            let p = row.weights[j];
-            let grow = lambda[j].exp();
-            let (p_em1, p_e) = (p * lambda[j].exp_m1(), p * grow);
-            let rel = lambda[j] + l_top;
-            let (p_em1_top, p_e_top) = (p * rel.exp_m1(), p * rel.exp());
-            let w_rel = p / p_top * grow;
-            let vrow = &v_values[v_at(j)..v_at(j) + dv];
-            let erow = v_err.map(|e| &e[v_at(j)..v_at(j) + dv]);
-            for i in 0..dv {
-                let v = vrow[i];
-                let diff = (v - out_row[i]).abs() + g64 * (v.abs() + vmax[i]);
-                a_cap[i] = a_cap[i].max(diff);
-                a[i] += p_em1 * diff;
-                s1[i] += p_e * v.abs();
-                if j != top {
-                    a_top[i] += p_em1_top * diff;
-                    s1_top[i] += p_e_top * v.abs() / p_top;
+            let s_dot = match data {
+                Some(x) => {
+                    let c_q = if cm2 { 1.0 + s_abs } else { 1.0 };
+                    g_dot * row.dot_magnitude[j]
+                        + (1.0 + g_dot) * x.k_err[j]
+                        // A flushed q̂ or k̂ (< 2⁻¹⁴) drops its product with a partner
+                        // that is rounded ((1 + ρq)) and then carried through the
+                        // sum's roundings: (1 + g_dot) in all.
+                        + (1.0 + g_dot) * F16_MIN_NORMAL * (c_q * x.k_abs[j] + x.q_abs)
+                        + if f16acc {
+                            (d as f64 + 1.0) * F16_MIN_NORMAL
+                        } else {
+                            0.0
+                        }
                 }
-                if coop {
-                    let dec = erow.map_or(0.0, |e| e[i]);
-                    if erow.is_some() {
-                        vdec[i] += p_e * dec;
-                        v_err_max[i] = v_err_max[i].max(dec);
+                None => g_dot * row.dot_magnitude[j] + floor_dot,
+            };
+            let mut s = if cap != 0.0 {
+                let t = row.x[j].tanh();
+                let (t_err, round) = if coop {
+                    (tanh_error(row.x[j].abs() + s_dot) * e / U32, U32 + e)
+                } else {
+                    (tanh_error(row.x[j].abs() + s_dot), U32)
+                };
+                cap.abs() * (s_dot + t_err) + round * (cap * t).abs()
+            } else {
+                s_dot
+            };
+            if row.mask[j] != 0.0 {
+                let bias = (row.slope * row.mask[j]).abs();
+                s += if coop {
+                    bias * (slope_err + 3.0 * e) + 2.0 * e * row.logits[j].abs()
+                } else {
+                    bias * (slope_err + U32) + U32 * row.logits[j].abs()
+                };
+            }
+            s
+        })
+        .collect();
+    let max = (0..kv)
+        .filter(live)
+        .map(|j| row.logits[j])
+        .fold(f64::NEG_INFINITY, f64::max);
+    let sigma_max = (0..kv).filter(live).map(|j| sigma[j]).fold(0.0, f64::max);
+    let lambda: Vec<f64> = (0..kv)
+        .map(|j| {
+            let dj = max - row.logits[j] + 2.0 * sigma_max;
+            let mut l = sigma[j] + rescale + 10.0 * ex * dj;
+            if coop {
+                l += U16;
+                // P_j ≥ e^(S_j − M)·e^(−l) (the running maximum is never above M): it
+                // can fall below 2⁻¹⁴ only if M − S_j + l ≥ 14·ln 2 (= 9.704).
+                if max - row.logits[j] + l >= 14.0 * std::f64::consts::LN_2 {
+                    l += std::f64::consts::LN_2;
+                }
+            }
+            // Unclamped: e^λ may be ∞ below. A candidate that becomes ∞ loses every
+            // `min`, and one that becomes NaN (0·∞: a weight that underflowed f64) is
+            // dropped by f64::min, so the caps decide; clamping λ would shrink a
+            // candidate below what the derivation gives.
+            l
+        })
+        .collect();
+    let den: f64 = (0..kv)
+        .filter(live)
+        .map(|j| row.weights[j] * (-lambda[j]).exp())
+        .sum();
+    let top = (0..kv)
+        .filter(live)
+        .find(|&j| row.logits[j] == max)
+        .expect("a live key");
+    let (p_top, l_top) = (row.weights[top], lambda[top]);
+    let zeros = vec![0.0f64; c.dv];
+    Prep::Live(Box::new(RowAcc {
+        r,
+        lambda,
+        den,
+        top,
+        p_top,
+        l_top,
+        vmax: zeros.clone(),
+        a: zeros.clone(),
+        s1: zeros.clone(),
+        a_top: zeros.clone(),
+        s1_top: zeros.clone(),
+        a_cap: zeros.clone(),
+        vdec: zeros.clone(),
+        v_err_max: zeros.clone(),
+        flush_prod: zeros.clone(),
+        v_sum: zeros.clone(),
+        adds: zeros,
+        tile_over: vec![false; c.dv],
+    }))
+}
+
+/// The bounds of a block of rows that read the same V: (dst row, its DV bounds) for every row
+/// whose bound is not 0.
+///
+/// Keys outer, rows and then elements inner: each key's V row is read once for the block, and
+/// its weight factors (exp of λ) are taken once per row and key, not once per element. Every
+/// element's sums still add the keys in ascending order with the same products, rounded the
+/// same way, so the bounds are the same numbers as an element-by-element walk (the test
+/// module compares them with the first implementation, bit for bit).
+fn bound_block(
+    c: &Consts,
+    fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
+    rows: &[usize],
+    v_values: &[f64],
+    v_ne: [usize; 4],
+    extra: Option<(&[FaRowData], &[f64])>,
+    (vp, ep): (&[f64], Option<&[f64]>),
+) -> Vec<(usize, Vec<f64>)> {
+    let dv = c.dv;
+    let mut out = Vec::new();
+    let mut accs = Vec::new();
+    for &r in rows {
+        match prep_row(c, fa, r, extra) {
+            Prep::Zero => {}
+            Prep::Nan => out.push((r, vec![f64::NAN; dv])),
+            Prep::Live(acc) => accs.push(*acc),
+        }
+    }
+    if accs.is_empty() {
+        return out;
+    }
+    let (iv2, iv3) = fa.rows[rows[0]].v_index;
+    // Key j's V row starts at base + j·stride.
+    let (base, stride) = ((iv3 * v_ne[2] + iv2) * v_ne[1] * v_ne[0], v_ne[0]);
+    // The top key's own |v| starts its S1 candidate (see the notes).
+    for acc in accs.iter_mut() {
+        let vt = &v_values[base + acc.top * stride..][..dv];
+        for (s, v) in acc.s1_top.iter_mut().zip(vt) {
+            *s = v.abs();
+        }
+    }
+    let mut v_over = vec![false; dv];
+    pass_keys(c, fa, &mut accs, &mut v_over, vp, ep);
+    for acc in &accs {
+        out.push((acc.r, finish_row(c, fa, acc, &v_over)));
+    }
+    out
+}
+
+/// Both passes over the keys for a block: the largest |v_jd| over each row's live keys (which
+/// |v_jd − O_d|'s f64 rounding term needs) and f16-range overflow of decoded V (any key, masked
+/// or not: the same for every row of the block), then every row's sums. Compiled for
+/// AVX-512 and AVX2 too (picked at run time; the same operations in the same order, so the
+/// same bits).
+#[allow(clippy::too_many_arguments)]
+fn pass_keys(
+    c: &Consts,
+    fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
+    accs: &mut [RowAcc],
+    v_over: &mut [bool],
+    vp: &[f64],
+    ep: Option<&[f64]>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { pass_keys_avx512(c, fa, accs, v_over, vp, ep) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { pass_keys_avx2(c, fa, accs, v_over, vp, ep) };
+        }
+    }
+    pass_keys_body(c, fa, accs, v_over, vp, ep)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn pass_keys_avx512(
+    c: &Consts,
+    fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
+    accs: &mut [RowAcc],
+    v_over: &mut [bool],
+    vp: &[f64],
+    ep: Option<&[f64]>,
+) {
+    pass_keys_body(c, fa, accs, v_over, vp, ep)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn pass_keys_avx2(
+    c: &Consts,
+    fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
+    accs: &mut [RowAcc],
+    v_over: &mut [bool],
+    vp: &[f64],
+    ep: Option<&[f64]>,
+) {
+    pass_keys_body(c, fa, accs, v_over, vp, ep)
+}
+
+/// [`pass_keys`]' work. The per-key factors are taken once per row and key; then the elements
+/// go [`W`] at a time, each chunk's sums held in registers while all of a row's keys pass (the
+/// chunk's V column, a few hundred KiB, stays in L2 for the block's rows).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn pass_keys_body(
+    c: &Consts,
+    fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
+    accs: &mut [RowAcc],
+    v_over: &mut [bool],
+    vp: &[f64],
+    ep: Option<&[f64]>,
+) {
+    let (dv, kv) = (c.dv, c.kv);
+    // Every row's live keys, ascending, with their factors.
+    let keys: Vec<Vec<KeyTerms>> = accs
+        .iter()
+        .map(|acc| {
+            let row = &fa.rows[acc.r];
+            (0..kv)
+                .filter(|&j| row.logits[j] != f64::NEG_INFINITY)
+                .map(|j| {
+                    let p = row.weights[j];
+                    let lambda = acc.lambda[j];
+                    let grow = lambda.exp();
+                    let rel = lambda + acc.l_top;
+                    KeyTerms {
+                        j,
+                        p_em1: p * lambda.exp_m1(),
+                        p_e: p * grow,
+                        p_em1_top: p * rel.exp_m1(),
+                        p_e_top: p * rel.exp(),
+                        w_rel: p / acc.p_top * grow,
                     }
-                    let w = w_rel * v.abs();
-                    flush_prod[i] += w.min(F16_MIN_NORMAL);
-                    tile_sum[i] += w;
-                    // For the f16 range of O: P̂_j = exp(Ŝ_j − M̂) ≤ 1 + 6·ε_x (its argument
-                    // is ≤ 0; exp(0) within 3 ULP), times |v̂_j| ≤ |v_jd| + its decode error.
-                    let v_hat = v.abs() + dec;
-                    tile_abs[i] += v_hat;
-                    v_sum[i] += v_hat;
+                })
+                .collect()
+        })
+        .collect();
+    let mut i0 = 0;
+    while i0 + W <= dv {
+        chunk::<W>(c, fa, accs, &keys, v_over, vp, ep, Layout { base: i0 * kv, i0 });
+        i0 += W;
+    }
+    while i0 < dv {
+        chunk::<1>(c, fa, accs, &keys, v_over, vp, ep, Layout { base: i0 * kv, i0 });
+        i0 += 1;
+    }
+}
+
+/// Output elements a chunk of [`pass_keys`] keeps in registers (one AVX-512 vector).
+const W: usize = 8;
+
+/// One live key of a row: its index and the factors its sums take (see the notes).
+#[derive(Clone, Copy)]
+struct KeyTerms {
+    j: usize,
+    p_em1: f64,
+    p_e: f64,
+    p_em1_top: f64,
+    p_e_top: f64,
+    w_rel: f64,
+}
+
+/// A chunk: its first element i0, and where its panel starts (see [`panels`]).
+#[derive(Clone, Copy)]
+struct Layout {
+    base: usize,
+    i0: usize,
+}
+
+impl Layout {
+    /// Key j's N elements of the chunk.
+    #[inline(always)]
+    fn load<const N: usize>(self, panel: &[f64], j: usize) -> [f64; N] {
+        let mut x = [0.0; N];
+        x.copy_from_slice(&panel[self.base + j * N..][..N]);
+        x
+    }
+}
+
+/// Elements i0 .. i0 + N of every row of a block: V's f16 range (any key), each row's largest
+/// |v| over its live keys, then each row's sums.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn chunk<const N: usize>(
+    c: &Consts,
+    fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
+    accs: &mut [RowAcc],
+    keys: &[Vec<KeyTerms>],
+    v_over: &mut [bool],
+    vp: &[f64],
+    ep: Option<&[f64]>,
+    at: Layout,
+) {
+    let i0 = at.i0;
+    if c.v_range {
+        let mut over = [false; N];
+        for j in 0..c.kv {
+            let v = at.load::<N>(vp, j);
+            for l in 0..N {
+                over[l] |= v[l].is_nan() || v[l].abs() > F16_MAX;
+            }
+        }
+        for l in 0..N {
+            v_over[i0 + l] |= over[l];
+        }
+    }
+    for (acc, keys) in accs.iter_mut().zip(keys) {
+        // The largest |v| over the live keys, in four independent maxima (f64::max ignores a
+        // NaN and every |v| is ≥ +0, so the result is the largest non-NaN |v| or 0 in any
+        // order: the same bits as one running maximum).
+        let mut m4 = [[0.0f64; N]; 4];
+        let mut quads = keys.chunks_exact(4);
+        for ks in &mut quads {
+            for (m, k) in m4.iter_mut().zip(ks) {
+                let v = at.load::<N>(vp, k.j);
+                for l in 0..N {
+                    m[l] = m[l].max(v[l].abs());
                 }
             }
         }
-        if coop {
-            close_tile(&mut tile_sum, &mut tile_abs, &mut adds, &mut tile_over);
+        for k in quads.remainder() {
+            let v = at.load::<N>(vp, k.j);
+            for l in 0..N {
+                m4[0][l] = m4[0][l].max(v[l].abs());
+            }
         }
-        for (i, b) in out.iter_mut().enumerate() {
+        let mut vmax = [0.0f64; N];
+        for l in 0..N {
+            vmax[l] = m4[0][l].max(m4[1][l]).max(m4[2][l].max(m4[3][l]));
+        }
+        acc.vmax[i0..i0 + N].copy_from_slice(&vmax);
+        let mut out = [0.0; N];
+        out.copy_from_slice(&fa.out.values[acc.r * c.dv + i0..][..N]);
+        match (c.coop, ep) {
+            (false, _) => row_sums::<N, false, false>(c, acc, keys, vp, vp, at, out),
+            (true, None) => row_sums::<N, true, false>(c, acc, keys, vp, vp, at, out),
+            (true, Some(e)) => row_sums::<N, true, true>(c, acc, keys, vp, e, at, out),
+        }
+    }
+}
+
+/// A row's sums over its live keys for one chunk of elements, in key order, each element
+/// exactly as an element-by-element walk adds it (`vp`: V's panels; `COOP`: the coopmat paths'
+/// sums too; `DEC`: `ep` holds the panels of V's f16 decode errors, otherwise the decode error is 0 and its own sums are
+/// not touched).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn row_sums<const N: usize, const COOP: bool, const DEC: bool>(
+    c: &Consts,
+    acc: &mut RowAcc,
+    keys: &[KeyTerms],
+    vp: &[f64],
+    ep: &[f64],
+    at: Layout,
+    out: [f64; N],
+) {
+    let i0 = at.i0;
+    let mut vmax = [0.0; N];
+    vmax.copy_from_slice(&acc.vmax[i0..i0 + N]);
+    let mut s1_top = [0.0; N];
+    s1_top.copy_from_slice(&acc.s1_top[i0..i0 + N]);
+    let z = [0.0f64; N];
+    let (mut a, mut s1, mut a_top, mut a_cap) = (z, z, z, z);
+    let (mut vdec, mut v_err_max, mut flush_prod) = (z, z, z);
+    let (mut v_sum, mut tile_sum, mut tile_abs) = (z, z, z);
+    let (mut adds, mut tile_over) = (z, [false; N]);
+    let (top, p_top, g64) = (acc.top, acc.p_top, c.g64);
+    let bc_keys = c.bc.max(1) as usize;
+    let flush_cap = c.bc as f64 * F16_MIN_NORMAL;
+    let mut tile = 0;
+    for k in keys {
+        let j = k.j;
+        if COOP && j / bc_keys != tile {
+            // The row's previous tile ends: f16 flushes of O's adds, cm2's per-tile range.
+            for l in 0..N {
+                adds[l] += tile_sum[l].min(flush_cap);
+                tile_over[l] |= c.cm2 && c.p_max * tile_abs[l] * c.tile_growth > F16_MAX;
+            }
+            tile_sum = z;
+            tile_abs = z;
+            tile = j / bc_keys;
+        }
+        let v = at.load::<N>(vp, j);
+        if j != top {
+            for l in 0..N {
+                let diff = (v[l] - out[l]).abs() + g64 * (v[l].abs() + vmax[l]);
+                a_cap[l] = a_cap[l].max(diff);
+                a[l] += k.p_em1 * diff;
+                s1[l] += k.p_e * v[l].abs();
+                a_top[l] += k.p_em1_top * diff;
+                s1_top[l] += k.p_e_top * v[l].abs() / p_top;
+            }
+        } else {
+            for l in 0..N {
+                let diff = (v[l] - out[l]).abs() + g64 * (v[l].abs() + vmax[l]);
+                a_cap[l] = a_cap[l].max(diff);
+                a[l] += k.p_em1 * diff;
+                s1[l] += k.p_e * v[l].abs();
+            }
+        }
+        if COOP {
+            let e = if DEC { at.load::<N>(ep, j) } else { [0.0; N] };
+            for l in 0..N {
+                let dec = e[l];
+                if DEC {
+                    vdec[l] += k.p_e * dec;
+                    v_err_max[l] = v_err_max[l].max(dec);
+                }
+                let w = k.w_rel * v[l].abs();
+                flush_prod[l] += w.min(F16_MIN_NORMAL);
+                tile_sum[l] += w;
+                // For the f16 range of O: P̂_j = exp(Ŝ_j − M̂) ≤ 1 + 6·ε_x (its argument is
+                // ≤ 0; exp(0) within 3 ULP), times |v̂_j| ≤ |v_jd| + its decode error.
+                let v_hat = v[l].abs() + dec;
+                tile_abs[l] += v_hat;
+                v_sum[l] += v_hat;
+            }
+        }
+    }
+    if COOP {
+        for l in 0..N {
+            adds[l] += tile_sum[l].min(flush_cap);
+            tile_over[l] |= c.cm2 && c.p_max * tile_abs[l] * c.tile_growth > F16_MAX;
+        }
+    }
+    let r = i0..i0 + N;
+    acc.a[r.clone()].copy_from_slice(&a);
+    acc.s1[r.clone()].copy_from_slice(&s1);
+    acc.a_top[r.clone()].copy_from_slice(&a_top);
+    acc.s1_top[r.clone()].copy_from_slice(&s1_top);
+    acc.a_cap[r.clone()].copy_from_slice(&a_cap);
+    acc.vdec[r.clone()].copy_from_slice(&vdec);
+    acc.v_err_max[r.clone()].copy_from_slice(&v_err_max);
+    acc.flush_prod[r.clone()].copy_from_slice(&flush_prod);
+    acc.v_sum[r.clone()].copy_from_slice(&v_sum);
+    acc.adds[r.clone()].copy_from_slice(&adds);
+    acc.tile_over[r].copy_from_slice(&tile_over);
+}
+
+/// A row's bounds from its finished sums.
+fn finish_row(
+    c: &Consts,
+    fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
+    acc: &RowAcc,
+    v_over: &[bool],
+) -> Vec<f64> {
+    let dv = c.dv;
+    let out_row = &fa.out.values[acc.r * dv..][..dv];
+    let (den, p_top) = (acc.den, acc.p_top);
+    let (g_pv, g_l, fin) = (c.g_pv, c.g_l, c.fin);
+    let kv = c.kv;
+    (0..dv)
+        .map(|i| {
             let o = out_row[i];
             // cm2 decodes every key of a tile, masked ones too, and multiplies their zero
             // weights in the f16 P·V: a decoded V element beyond f16 range (∞), or NaN, makes
@@ -573,40 +1024,189 @@ pub fn flash_attn_bounds(
             // path skips masked keys, so its result is finite there).
             // O's partial sums are at most (1 + 6ε_x)·Σ|v̂_j| grown by their roundings
             // (1 + g_pv); cm2's per-tile f16 P·V by γ_h(Bc + 1).
-            if coop
-                && (v_over[i] || (f16acc && p_max * v_sum[i] * (1.0 + g_pv) > F16_MAX) || tile_over[i])
+            if c.coop
+                && (v_over[i]
+                    || (c.f16acc && c.p_max * acc.v_sum[i] * (1.0 + g_pv) > F16_MAX)
+                    || acc.tile_over[i])
             {
-                *b = f64::NAN;
-                continue;
+                return f64::NAN;
             }
             // The kernel's result is a convex combination of the v_j (non-negative weights over
             // their own sum), so it is never further than max_j |v_jd − O_d| from O (its
             // rounding aside), and its weighted |v| is at most max_j |v_jd|: caps for rows whose
             // logit errors leave the weights undetermined.
-            let a = (a[i] / den).min(a_top[i] / p_top).min(a_cap[i]);
-            let s1 = (s1[i] / den).min(s1_top[i]).min(vmax[i]);
+            let a = (acc.a[i] / den).min(acc.a_top[i] / p_top).min(acc.a_cap[i]);
+            let s1 = (acc.s1[i] / den).min(acc.s1_top[i]).min(acc.vmax[i]);
             let ow = o.abs() + a;
             let mut extra_abs = 0.0;
-            if coop {
+            if c.coop {
                 // Both also capped by the convex-combination argument: at most the largest
                 // decode error, and 2⁻¹⁴ per f16 rounding over an L of at least 1 (the key at
                 // the kernel's maximum has weight exp(0) = 1).
-                extra_abs += (vdec[i] / den).min(v_err_max[i]);
-                if f16_o_flush {
+                extra_abs += (acc.vdec[i] / den).min(acc.v_err_max[i]);
+                if c.f16_o_flush {
                     let den_w = den / p_top;
-                    let cap = (2.0 * kv as f64 + 2.0) * F16_MIN_NORMAL + o16;
-                    extra_abs += ((flush_prod[i] + adds[i] + o16) / den_w).min(cap);
+                    let cap = (2.0 * kv as f64 + 2.0) * F16_MIN_NORMAL + c.o16;
+                    extra_abs += ((acc.flush_prod[i] + acc.adds[i] + c.o16) / den_w).min(cap);
                 }
             }
             let bound = a
                 + extra_abs
                 + (g_pv * s1 + g_l * ow) * (1.0 + fin) / (1.0 - g_l)
                 + fin * ow
-                + floor_out * (1.0 + 2.0 * vmax[i]);
+                + c.floor_out * (1.0 + 2.0 * acc.vmax[i]);
             // Not finite only through an infinite γ (an f16 chain whose worst case bounds
             // nothing): not judged, and counted, rather than passed by an infinite bound.
-            *b = if bound.is_finite() { bound } else { f64::NAN };
+            if bound.is_finite() {
+                bound
+            } else {
+                f64::NAN
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod naive;
+
+#[cfg(test)]
+mod tests {
+    use super::naive::flash_attn_bounds_plain;
+    use super::*;
+    use vkdiff_reference::ops::flash_attn::{
+        flash_attn_ext, Alibi, FlashAttnInputs, FlashAttnParams,
+    };
+    use vkdiff_reference::tensor::Tensor;
+    use vkdiff_reference::DType;
+
+    /// splitmix64 (no dependency).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
         }
-    });
-    bounds
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn unit(&mut self) -> f64 {
+            (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        }
+        fn normal(&mut self) -> f32 {
+            (self.unit() * 2.0 - 1.0 + self.unit() * 2.0 - 1.0) as f32
+        }
+    }
+
+    /// The fast bounds equal the first implementation's, bit for bit, on random small shapes:
+    /// masks with fully masked rows, ALiBi, softcap, V beyond f16 range or NaN, every path's
+    /// arithmetic with and without split-k, coopmat row data that overflows f16 now and then.
+    #[test]
+    fn fast_bounds_equal_the_plain_ones() {
+        let mut rng = Rng(7);
+        let mut compared = 0usize;
+        for case in 0..300 {
+            let d = [4, 8, 16][rng.below(3)];
+            let dv = if rng.below(4) == 0 { 8 } else { d };
+            let kv = 1 + rng.below(150);
+            let n = 1 + rng.below(4);
+            let (kv_heads, gqa, ne3) = (1 + rng.below(2), 1 + rng.below(3), 1 + rng.below(2));
+            let h = kv_heads * gqa;
+            let big = case % 7 == 3;
+            let values = |rng: &mut Rng, len: usize, spread: f32| -> Vec<f32> {
+                (0..len)
+                    .map(|_| {
+                        let x = rng.normal() * spread;
+                        match rng.below(400) {
+                            0 if big => f32::NAN,
+                            1 if big => 70000.0,
+                            _ => x,
+                        }
+                    })
+                    .collect()
+            };
+            let q = Tensor::from_f32(DType::F32, [d, n, h, ne3], &values(&mut rng, d * n * h * ne3, 1.0)).unwrap();
+            let k = Tensor::from_f32(DType::F16, [d, kv, kv_heads, ne3], &values(&mut rng, d * kv * kv_heads * ne3, 1.0)).unwrap();
+            let v_spread = [1.0, 8.0][rng.below(2)];
+            let v = Tensor::from_f32(DType::F16, [dv, kv, kv_heads, ne3], &values(&mut rng, dv * kv * kv_heads * ne3, v_spread)).unwrap();
+            let mask_kind = rng.below(4);
+            let max_bias = if mask_kind > 0 && rng.below(3) == 0 { 2.0 } else { 0.0 };
+            let mask = (mask_kind > 0).then(|| {
+                let vals: Vec<f32> = (0..kv * n)
+                    .map(|i| match mask_kind {
+                        1 => -((i % kv) as f32 - (i / kv) as f32).abs(),
+                        2 if rng.below(4) == 0 => f32::NEG_INFINITY,
+                        3 if (i / kv) == 0 || rng.below(3) == 0 => f32::NEG_INFINITY,
+                        _ => rng.normal(),
+                    })
+                    .collect();
+                Tensor::from_f32(DType::F16, [kv, n, 1, 1], &vals).unwrap()
+            });
+            let softcap = if rng.below(4) == 0 { 3.0 } else { 0.0 };
+            let params = FlashAttnParams {
+                scale: 1.0 / (d as f32).sqrt(),
+                max_bias,
+                logit_softcap: softcap,
+            };
+            let inputs = FlashAttnInputs { q: &q, k: &k, v: &v, mask: mask.as_ref(), params };
+            let Ok(want) = flash_attn_ext(&inputs) else { continue };
+            let v_values = v.rows().unwrap();
+            let arith = match rng.below(6) {
+                0 | 1 => FaArith::Scalar,
+                2 => FaArith::Cm1 { f16acc: rng.below(2) == 0, v_decoded: rng.below(2) == 0 },
+                3 | 4 => FaArith::Cm2 { f16acc: rng.below(2) == 0 },
+                _ => FaArith::ScalarF16,
+            };
+            let bc = [16, 32, 64][rng.below(3)];
+            let split_k = if rng.below(3) == 0 { 2 } else { 1 };
+            let shape = FlashAttnShape {
+                d,
+                kv,
+                bc,
+                wg: 128,
+                d_split: [1, 4][rng.below(2)],
+                split_k,
+                split_kv: kv.div_ceil(2).next_multiple_of(bc as usize),
+                softcap,
+                alibi: Alibi::new(max_bias, h),
+                arith,
+            };
+            let extra = (arith != FaArith::Scalar).then(|| {
+                let rows: Vec<FaRowData> = want
+                    .rows
+                    .iter()
+                    .map(|_| {
+                        let r = rng.below(60) != 0;
+                        FaRowData {
+                            s_abs: rng.unit(),
+                            q_abs: rng.unit() * 4.0,
+                            q_max: if r { rng.unit() } else { 1e5 },
+                            k_abs: (0..kv).map(|_| rng.unit() * 4.0).collect(),
+                            k_err: (0..kv).map(|_| rng.unit() * 1e-3).collect(),
+                            k_max: (0..kv)
+                                .map(|_| if rng.below(2000) == 0 { 1e5 } else { rng.unit() })
+                                .collect(),
+                        }
+                    })
+                    .collect();
+                let errs: Vec<f64> = (0..v_values.len()).map(|_| rng.unit() * 1e-3).collect();
+                (rows, errs)
+            });
+            let extra = extra.as_ref().map(|(r, e)| (r.as_slice(), e.as_slice()));
+            let fast = flash_attn_bounds(&shape, &want, &v_values, v.ne(), extra);
+            let plain = flash_attn_bounds_plain(&shape, &want, &v_values, v.ne(), extra);
+            assert_eq!(fast.len(), plain.len());
+            for (i, (x, y)) in fast.iter().zip(&plain).enumerate() {
+                assert!(
+                    x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+                    "case {case} element {i}: fast {x:e}, plain {y:e} ({shape:?})"
+                );
+            }
+            compared += fast.len();
+        }
+        assert!(compared > 10_000, "only {compared} bounds compared");
+    }
 }

@@ -363,10 +363,24 @@ impl ChainModel {
     /// Runs L chains over one split. Operands that may round to ±∞ are the caller's to flag.
     fn run<const L: usize>(self, split: SplitInputs<L>) -> Chains<L> {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { self.run_avx2(split) };
+        {
+            if std::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has AVX-512F (checked just above).
+                return unsafe { self.run_avx512(split) };
+            }
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2 (checked just above).
+                return unsafe { self.run_avx2(split) };
+            }
         }
+        self.run_portable(split)
+    }
+
+    /// The same code compiled for eight f64 lanes a vector: one vector per [`LANES`] chains
+    /// (no FMA is enabled here either, so the bits are the portable build's).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn run_avx512<const L: usize>(self, split: SplitInputs<L>) -> Chains<L> {
         self.run_portable(split)
     }
 
@@ -439,6 +453,50 @@ mod mul_mm_tests {
             acc,
             split_k: 1,
             k_split: 0,
+        }
+    }
+
+    #[test]
+    fn vector_builds_give_the_portable_bits() {
+        // The chain step picked at run time (AVX-512, AVX2) against the portable build, on
+        // values across the formats' ranges: no FMA is enabled, so every bit must agree.
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let value = |rng: &mut rand_chacha::ChaCha8Rng| match rng.gen_range(0..300) {
+            0 => 0.0,
+            1 => f64::INFINITY,
+            2 => 70000.0,
+            3 => 2f64.powi(-20) * rng.gen_range(-4.0..4.0),
+            _ => rng.gen_range(-300.0f64..300.0) * 2f64.powi(rng.gen_range(-12..3)),
+        };
+        for k in [1, 7, 64, 300] {
+            let xs: Vec<[f64; LANES]> =
+                (0..k).map(|_| std::array::from_fn(|_| value(&mut rng))).collect();
+            let exs: Vec<[f64; LANES]> = (0..k)
+                .map(|_| std::array::from_fn(|_| value(&mut rng).abs() * 1e-3))
+                .collect();
+            let b: Vec<f64> = (0..k).map(|_| value(&mut rng)).collect();
+            let eb: Vec<f64> = (0..k).map(|_| value(&mut rng).abs() * 1e-3).collect();
+            for acc in [Fp::F16, Fp::F32] {
+                for exact in [false, true] {
+                    let model = ChainModel {
+                        unit: acc.constants(),
+                        exact,
+                    };
+                    let split = SplitInputs {
+                        xs: &xs,
+                        exs: &exs,
+                        b: &b,
+                        eb: &eb,
+                    };
+                    let (fast, plain) = (model.run(split), model.run_portable(split));
+                    let bits = |v: &[f64; LANES]| v.map(|x| if x.is_nan() { 1 } else { x.to_bits() });
+                    assert_eq!(bits(&fast.sum), bits(&plain.sum), "k {k} {acc:?} {exact}");
+                    assert_eq!(bits(&fast.err), bits(&plain.err), "k {k} {acc:?} {exact}");
+                    assert_eq!(bits(&fast.mag), bits(&plain.mag), "k {k} {acc:?} {exact}");
+                    assert_eq!(fast.ovf, plain.ovf);
+                }
+            }
         }
     }
 
