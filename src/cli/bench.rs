@@ -50,7 +50,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         time_wrong,
     } = args;
     target.apply();
-    kernels::select(&ops, None)?;
+    check_selection(&ops, variant.as_deref(), row.as_deref(), quick, all)?;
     // --ggml: ggml in this process on the same device, timed per graph_compute, as the
     // "against" column; vkdiff's rows run on the configuration's path too.
     let (mut gpu, mut ggml) = match &target.ggml {
@@ -131,10 +131,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     let mut left_out = 0;
     for b in bench::cases(quick, all, crate::findings::host_cores(gpu.caps())) {
         let name = b.case.variant();
-        if !(ops.is_empty() || ops.iter().any(|o| o == b.kernel))
-            || !kernels::name_matches(variant.as_deref(), &name)
-            || row.as_deref().is_some_and(|f| !b.label.contains(f))
-        {
+        if !selected(&b, &name, &ops, variant.as_deref(), row.as_deref()) {
             continue;
         }
         if time_limit.is_some_and(|t| started.elapsed().as_secs() >= t) {
@@ -191,4 +188,73 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Whether a bench row is selected by `--op`, `--variant` and `--row`.
+fn selected(
+    b: &bench::BenchCase,
+    name: &str,
+    ops: &[String],
+    variant: Option<&str>,
+    row: Option<&str>,
+) -> bool {
+    (ops.is_empty() || ops.iter().any(|o| o == b.kernel))
+        && kernels::name_matches(variant, name)
+        && row.is_none_or(|f| b.label.contains(f))
+}
+
+/// Err (before the device is opened) when `--op`, `--variant` and `--row` together select no
+/// row, naming the filter that emptied the selection and the closest names. The rows' names
+/// and labels do not depend on the device (only their sizes on an H100/H200).
+fn check_selection(
+    ops: &[String],
+    variant: Option<&str>,
+    row: Option<&str>,
+    quick: bool,
+    all: bool,
+) -> Result<(), String> {
+    kernels::select(ops, None)?;
+    let rows = bench::cases(quick, all, None);
+    let names: Vec<String> = rows.iter().map(|b| b.case.variant()).collect();
+    let of_ops: Vec<(&bench::BenchCase, &str)> = rows
+        .iter()
+        .zip(&names)
+        .filter(|(b, n)| selected(b, n, ops, None, None))
+        .map(|(b, n)| (b, n.as_str()))
+        .collect();
+    if of_ops.is_empty() {
+        return Err(format!("no bench row{}", kernels::ops_scope(ops)));
+    }
+    let mut variant_names: Vec<&str> = of_ops.iter().map(|(_, n)| *n).collect();
+    variant_names.dedup();
+    kernels::check_filter(
+        "--variant",
+        variant,
+        &variant_names,
+        &format!(" of the bench rows{}", kernels::ops_scope(ops)),
+    )?;
+    let labels: Vec<&str> = of_ops
+        .iter()
+        .filter(|(b, n)| selected(b, n, ops, variant, None))
+        .map(|(b, _)| b.label.as_str())
+        .collect();
+    if let Some(r) = row {
+        if !labels.iter().any(|l| l.contains(r)) {
+            let close: Vec<&str> = kernels::closest_names(r, labels.iter().copied())
+                .into_iter()
+                .map(|(_, l)| l)
+                .take(5)
+                .collect();
+            return Err(format!(
+                "--row {r:?} selects nothing: no label of the {} rows selected contains it{}",
+                labels.len(),
+                if close.is_empty() {
+                    String::new()
+                } else {
+                    format!("; closest: {}", close.join(" | "))
+                }
+            ));
+        }
+    }
+    Ok(())
 }

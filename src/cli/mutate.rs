@@ -51,6 +51,8 @@ vkdiff mutate --shaders {}/src/ggml-vulkan/vulkan-shaders",
                 .display()
         ));
     }
+    // Before anything slow: a selection that matches nothing is an error (exit status 2).
+    crate::kernels::select(&ops, variant.as_deref())?;
     target.apply();
     let shaders = shader_dir(&target)?;
     let equivalent = match equivalent {

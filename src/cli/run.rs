@@ -70,7 +70,10 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         load_known(known)?
     };
     let started = std::time::Instant::now();
-    let mut selected = kernels::select(&ops, variant.as_deref())?;
+    // A filter that matches nothing is an error; an empty shard is not (a CI matrix may have
+    // more shards than a small selection has variants).
+    let all_selected = kernels::select(&ops, variant.as_deref())?;
+    let mut selected = all_selected.clone();
     if let Some((i, n)) = shard {
         // Variant i of the selection runs on shard i mod n: several machines, one campaign.
         selected = selected
@@ -79,6 +82,12 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             .filter(|(k, _)| k % n == i)
             .map(|(_, v)| v)
             .collect();
+        if selected.is_empty() {
+            println!(
+                "shard {i}/{n} holds none of the {} selected variants",
+                all_selected.len()
+            );
+        }
     }
     let configs: Vec<Vec<(String, String)>> = if let Some(dir) = &target.ggml {
         if in_process || !lavapipe_widths.is_empty() {
@@ -92,6 +101,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
                 .map(|c| crate::ggml::Config::parse(c))
                 .collect::<Result<_, _>>()?
         };
+        check_configs(&all_selected, &chosen, !ggml_configs.is_empty())?;
         let build = crate::ggml::build::build(dir)?;
         // Which build runs (ci/gpu.sh stage reads this line to carry the libraries).
         eprintln!(
@@ -187,6 +197,39 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         write_html(&json_path, &out.join("report.html"));
     }
     Ok(ExitCode::from(exit_status(&distinct, &reports)))
+}
+
+/// Err when `--config` was given (`explicit`) and every selected variant is one ggml runs on
+/// another path under each chosen configuration: such a run would skip everything.
+fn check_configs(
+    selected: &[(&'static Kernel, Variant)],
+    chosen: &[crate::ggml::Config],
+    explicit: bool,
+) -> Result<(), String> {
+    if !explicit || selected.is_empty() {
+        return Ok(());
+    }
+    let runs_any =
+        |c: &crate::ggml::Config| selected.iter().any(|(_, v)| c.variant_skip(v).is_none());
+    if chosen.iter().any(runs_any) {
+        return Ok(());
+    }
+    let names: Vec<&str> = chosen.iter().map(|c| c.name()).collect();
+    let others: Vec<&str> = crate::ggml::CONFIGS
+        .iter()
+        .filter(|c| runs_any(c))
+        .map(|c| c.name())
+        .collect();
+    Err(format!(
+        "--config {} selects nothing: ggml runs none of the {} selected variants on that path{}",
+        names.join(","),
+        selected.len(),
+        if others.is_empty() {
+            String::new()
+        } else {
+            format!("; configurations that run some: {}", others.join(", "))
+        }
+    ))
 }
 
 /// How `run` evaluates: where, and under which extra environment.
