@@ -410,7 +410,9 @@ impl Worker {
     }
 
     fn start(&mut self) -> Result<(), String> {
-        let mut child = wrapped(&self.exe)?
+        let mut command = wrapped(&self.exe)?;
+        end_with_parent(&mut command);
+        let mut child = command
             .arg("worker")
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -668,6 +670,36 @@ fn wrapped(exe: &std::path::Path) -> Result<Command, String> {
     c.args(words).arg(exe);
     Ok(c)
 }
+
+/// Makes the worker end when the thread that starts it ends, and so when the parent process dies
+/// in any way (killed, crashed): without it a killed campaign left its workers compiling for
+/// minutes. `PR_SET_PDEATHSIG` with SIGKILL, set in the child between fork and exec (it survives
+/// the exec). Linux sends the signal when the *thread* that forked exits, not the process, so a
+/// [`Worker`] must live and die on the thread that started it, as every user's does (a campaign's
+/// device and job threads each start, use and drop their own; restarts happen on that thread).
+#[cfg(target_os = "linux")]
+fn end_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the hook runs in the forked child before exec and only makes async-signal-safe
+    // system calls (prctl, getppid, _exit); it allocates nothing and takes no lock.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died between fork and prctl: no signal will come, so go now.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Elsewhere workers end when they read the end of their stdin (the parent's exit closes it).
+#[cfg(not(target_os = "linux"))]
+fn end_with_parent(_command: &mut Command) {}
 
 /// The running vkdiff binary, for worker processes. On Linux `/proc/self/exe`, which keeps naming
 /// this image even when a rebuild replaces the file on disk mid-campaign.
