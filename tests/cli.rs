@@ -1,8 +1,9 @@
 //! The command line through the real binary: selections that match nothing, workers that end
-//! with a killed parent.
+//! with a killed parent, merged reports and JUnit XML.
 
 mod common;
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -137,4 +138,155 @@ fn workers_end_when_their_parent_is_killed() {
         left.is_empty(),
         "workers {left:?} outlived their parent by 5 s"
     );
+}
+
+/// Parses JUnit XML with python3's parser and returns (suites, tests, failures, errors,
+/// skipped) counted from the elements, checked against the attributes.
+fn junit_counts(path: &Path) -> (usize, usize, usize, usize, usize) {
+    let script = r#"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == "testsuites", root.tag
+suites = root.findall("testsuite")
+n = [len(suites), 0, 0, 0, 0]
+for s in suites:
+    cases = s.findall("testcase")
+    f = sum(1 for c in cases if c.find("failure") is not None)
+    e = sum(1 for c in cases if c.find("error") is not None)
+    k = sum(1 for c in cases if c.find("skipped") is not None)
+    assert int(s.get("tests")) == len(cases), s.get("name")
+    assert (int(s.get("failures")), int(s.get("errors")), int(s.get("skipped"))) == (f, e, k)
+    for c in cases:
+        assert c.get("classname") == s.get("name") and c.get("name") and float(c.get("time")) >= 0
+    n[1] += len(cases); n[2] += f; n[3] += e; n[4] += k
+assert [int(root.get(a)) for a in ("tests", "failures", "errors", "skipped")] == n[1:], n
+print(*n)
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, path.to_str().unwrap()])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let n: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (n[0], n[1], n[2], n[3], n[4])
+}
+
+#[test]
+fn run_writes_junit_with_passes_and_skips() {
+    let out = common::scratch("junit-run");
+    let junit = out.join("junit.xml");
+    // wkv7 passes; flash attention's cm2 variants need cooperative matrix 2, which lavapipe
+    // lacks, so every case of theirs is skipped.
+    let (code, text) = vkdiff(
+        &[
+            "run",
+            "--variant",
+            "rwkv_wkv7,f32_f16_f16_cm2$",
+            "--cases",
+            "3",
+            "--out",
+            out.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{text}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let (suites, tests, failures, errors, skipped) = junit_counts(&junit);
+    assert_eq!((suites, tests, failures, errors), (2, 2, 0, 0), "{xml}");
+    assert_eq!(skipped, 1, "{xml}");
+    assert!(xml.contains("name=\"rwkv_wkv7_f32\""), "{xml}");
+}
+
+#[test]
+fn report_merges_runs_into_one_list_of_distinct_findings_and_junit() {
+    let dir = common::scratch("merge");
+    let mut files = Vec::new();
+    // The same planted crash (every case with one row) in two runs with different seeds: one
+    // distinct finding, seen in both files.
+    for seed in ["1", "3"] {
+        let out = dir.join(format!("seed{seed}"));
+        let (code, text) = vkdiff(
+            &[
+                "run",
+                "-o",
+                "mul_mat_vec",
+                "--variant",
+                "q8_0_f32_f32",
+                "--cases",
+                "30",
+                "--seed",
+                seed,
+                "--shrink-budget",
+                "40",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &[("VKDIFF_INJECT_CRASH", " M=1 ")],
+        );
+        assert_eq!(code, 1, "{text}");
+        files.push(out.join("report.jsonl"));
+    }
+    // A third input with no finding: another kernel.
+    let clean = dir.join("clean");
+    let (code, text) = vkdiff(
+        &[
+            "run",
+            "-o",
+            "wkv7",
+            "--cases",
+            "3",
+            "--out",
+            clean.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{text}");
+    files.push(clean.join("report.jsonl"));
+    let merged = dir.join("merged");
+    let junit = merged.join("junit.xml");
+    let mut args = vec!["report"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    args.extend([
+        "--out",
+        merged.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    let (code, text) = vkdiff(&args, &[]);
+    assert_eq!(code, 1, "exits as run would on the new finding: {text}");
+    assert!(text.contains("1 distinct findings"), "{text}");
+    // One summed row per variant and device: 60 cases of the mat-vec variant from two files.
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("mul_mat_vec ") && l.contains("q8_0_f32_f32"))
+        .unwrap_or_else(|| panic!("no summed row: {text}"));
+    let fields: Vec<&str> = row.split_whitespace().collect();
+    assert!(fields.contains(&"60"), "{row}");
+    assert!(row.trim_end().ends_with('2'), "two files: {row}");
+    // Where the finding was seen: both crash runs, not the clean one.
+    let seen = text.split("seen in:").nth(1).expect("places");
+    for (f, expect) in files.iter().zip([true, true, false]) {
+        assert_eq!(seen.contains(f.to_str().unwrap()), expect, "{f:?}: {text}");
+    }
+    let html = std::fs::read_to_string(merged.join("report.html")).unwrap();
+    assert!(html.contains("3 reports merged"), "{html}");
+    assert!(html.contains("Seen in:"), "{html}");
+    let (suites, tests, failures, errors, skipped) = junit_counts(&junit);
+    assert_eq!((suites, tests, failures, errors, skipped), (2, 3, 2, 0, 0));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("replay: vkdiff replay "), "{xml}");
+    // Several files need somewhere to write.
+    let (code, text) = vkdiff(&args[..3], &[]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("--out DIR"), "{text}");
 }

@@ -180,6 +180,10 @@ pub enum Command {
         /// scalar-fp32,scalar-fp16,cm1,cm2); one the device or build lacks is a skip.
         #[arg(long = "config", value_delimiter = ',')]
         configs: Vec<String>,
+        /// Also write JUnit XML of the variant runs to this file (for CI test reporters): one
+        /// testsuite per kernel, one testcase per variant, failures with the replay command.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
     /// Re-run a reproducer file and explain the result: on the shader tree it records, or, for
     /// a backend-mode reproducer, through the ggml tree and configuration it records
@@ -317,17 +321,28 @@ pub enum Command {
         /// The second run's report.jsonl.
         b: PathBuf,
     },
-    /// Build the HTML report from a report.jsonl (also one cut short by a crash).
+    /// Build the HTML report from a report.jsonl (also one cut short by a crash), or merge
+    /// several (shards, devices, trees, configurations) into one: the distinct findings across
+    /// all of them, each with where it was seen, and the per-variant counts summed.
     Report {
-        /// The report.jsonl a run wrote.
-        file: PathBuf,
-        /// Where to write the HTML (default: next to FILE, .html).
+        /// The report.jsonl files runs wrote.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Where to write the HTML (default: next to FILE, .html; with several files or --out:
+        /// DIR/report.html).
         #[arg(long)]
         html: Option<PathBuf>,
+        /// Output folder of the merged report (report.html); needed with several files unless
+        /// --html names the page.
+        #[arg(long)]
+        out: Option<PathBuf>,
         /// Match the findings against this known-findings file (default: known-findings.txt
         /// of this checkout, else the built-in list) and print the distinct findings; exits as `run` would.
         #[arg(long)]
         known: Option<PathBuf>,
+        /// Also write JUnit XML of the variant runs to this file (for CI test reporters).
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
     /// Evaluate cases sent by a campaign (internal: the worker process).
     #[command(hide = true)]
@@ -465,6 +480,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             in_process,
             lavapipe_widths,
             configs,
+            junit,
         } => run::run(run::Args {
             target,
             cases,
@@ -484,6 +500,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             in_process,
             lavapipe_widths,
             ggml_configs: configs,
+            junit,
         }),
         Command::Replay {
             file,
@@ -571,7 +588,19 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             out,
         }),
         Command::Diff { a, b } => diff::run(diff::Args { a, b }),
-        Command::Report { file, html, known } => report::run(report::Args { file, html, known }),
+        Command::Report {
+            files,
+            html,
+            out,
+            known,
+            junit,
+        } => report::run(report::Args {
+            files,
+            html,
+            out,
+            known,
+            junit,
+        }),
         Command::Worker {
             target,
             no_repeat,

@@ -37,6 +37,8 @@ pub struct Args {
     pub in_process: bool,
     pub lavapipe_widths: Vec<u32>,
     pub ggml_configs: Vec<String>,
+    /// `--junit FILE`.
+    pub junit: Option<PathBuf>,
 }
 
 /// Runs the campaign; the exit status is [`exit_status`]'s.
@@ -60,6 +62,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         devices,
         jobs,
         ggml_configs,
+        junit,
     } = args;
     target.apply();
     // The known list describes upstream trees: a run of vkdiff's own shaders has none
@@ -196,7 +199,26 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     {
         write_html(&json_path, &out.join("report.html"));
     }
+    if let Some(path) = &junit {
+        write_junit(path, &reports, &distinct, None)?;
+    }
     Ok(ExitCode::from(exit_status(&distinct, &reports)))
+}
+
+/// Writes JUnit XML ([`report::junit`]) to `path`, creating its folder.
+pub(super) fn write_junit(
+    path: &std::path::Path,
+    reports: &[VariantReport],
+    distinct: &[crate::findings::Distinct],
+    sources: Option<&[String]>,
+) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(path, report::junit(reports, distinct, sources))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    println!("junit: {}", path.display());
+    Ok(())
 }
 
 /// Err when `--config` was given (`explicit`) and every selected variant is one ggml runs on
