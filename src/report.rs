@@ -794,6 +794,9 @@ pub fn xml_escape(s: &str) -> String {
     out
 }
 
+/// A JUnit test case: the variant run, its name, its verdict and its `<system-out>`.
+type TestCase<'a> = (&'a VariantReport, &'a str, Verdict, String);
+
 /// How a variant run reads as a JUnit test case.
 enum Verdict {
     Passed,
@@ -859,7 +862,7 @@ pub fn junit(
             let _ = write!(name, " from {s}");
         }
     }
-    let mut suites: Vec<(&str, Vec<(&VariantReport, &str, Verdict, String)>)> = Vec::new();
+    let mut suites: Vec<(&str, Vec<TestCase>)> = Vec::new();
     for (r, name) in reports.iter().zip(&names) {
         let mut new = String::new();
         let mut known_text = String::new();
@@ -939,14 +942,13 @@ pub fn junit(
             None => suites.push((&r.kernel, vec![(r, name, verdict, out)])),
         }
     }
-    let count = |cases: &[(&VariantReport, &str, Verdict, String)], pick: fn(&Verdict) -> bool| {
+    let count = |cases: &[TestCase], pick: fn(&Verdict) -> bool| {
         cases.iter().filter(|c| pick(&c.2)).count()
     };
     let failed: fn(&Verdict) -> bool = |v| matches!(v, Verdict::Failed(..));
     let errored: fn(&Verdict) -> bool = |v| matches!(v, Verdict::Error(..));
     let skipped: fn(&Verdict) -> bool = |v| matches!(v, Verdict::Skipped(_));
-    let all: Vec<&(&VariantReport, &str, Verdict, String)> =
-        suites.iter().flat_map(|s| &s.1).collect();
+    let all: Vec<&TestCase> = suites.iter().flat_map(|s| &s.1).collect();
     let total_time: f64 = reports.iter().map(|r| r.seconds).sum();
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
