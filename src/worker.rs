@@ -685,7 +685,14 @@ fn end_with_parent(command: &mut Command) {
     // system calls (prctl, getppid, _exit); it allocates nothing and takes no lock.
     unsafe {
         command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             // The parent died between fork and prctl: no signal will come, so go now.
