@@ -63,6 +63,26 @@ fn a_selection_that_matches_nothing_exits_2_naming_it_and_the_closest_names() {
     let (code, text) = vkdiff(&["mutate", "--variant", "zzz", "--out", out], &[]);
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("--variant \"zzz\" selects nothing"), "{text}");
+    // --config on a path where ggml runs none of the selected variants (checked before the
+    // tree is built, so no tree is needed): scalar flash attention is not what cm2 runs.
+    let args = [
+        "run",
+        "--ggml",
+        out,
+        "--config",
+        "cm2",
+        "--variant",
+        "f32_f16_f16$",
+        "--out",
+        out,
+    ];
+    let (code, text) = vkdiff(&args, &[]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("--config cm2 selects nothing")
+            && text.contains("configurations that run some: scalar-fp32, scalar-fp16"),
+        "{text}"
+    );
 }
 
 /// The state letter and parent of a process, from /proc/PID/stat (None: gone).
