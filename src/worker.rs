@@ -708,6 +708,45 @@ fn end_with_parent(command: &mut Command) {
 #[cfg(not(target_os = "linux"))]
 fn end_with_parent(_command: &mut Command) {}
 
+/// How long a worker whose stdin was closed may still run before [`exit_when_orphaned`] ends
+/// it: the main loop normally reads the end of its input and exits within milliseconds.
+pub const ORPHAN_GRACE: Duration = Duration::from_secs(5);
+
+/// The worker's own guard beside [`end_with_parent`] (which depends on the spawning thread and
+/// on Linux): a thread that waits until the writer of stdin is gone (the parent closed the pipe
+/// or died) and, when the process still runs [`ORPHAN_GRACE`] later (its main loop busy in a long
+/// compile or a kernel that never finishes, so it did not read the end), ends it at once.
+pub fn exit_when_orphaned() {
+    #[cfg(unix)]
+    std::thread::spawn(|| {
+        let mut stdin = libc::pollfd {
+            fd: 0,
+            events: 0,
+            revents: 0,
+        };
+        loop {
+            // With no events asked for, poll returns only on hang-up, error or a bad fd; it
+            // reads nothing, so the main loop's frames are untouched.
+            // SAFETY: one valid pollfd, count 1.
+            let n = unsafe { libc::poll(&mut stdin, 1, -1) };
+            if n > 0 {
+                break;
+            }
+            if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return;
+            }
+        }
+        if stdin.revents & libc::POLLNVAL != 0 {
+            return; // no stdin at all: nothing to watch
+        }
+        std::thread::sleep(ORPHAN_GRACE);
+        eprintln!("vkdiff worker: stdin closed (the parent is gone) while a case ran: exiting");
+        // SAFETY: ends the process without running destructors or exit handlers, which could
+        // block on the device the busy main loop holds.
+        unsafe { libc::_exit(3) };
+    });
+}
+
 /// The running vkdiff binary, for worker processes. On Linux `/proc/self/exe`, which keeps naming
 /// this image even when a rebuild replaces the file on disk mid-campaign.
 pub fn own_executable() -> Result<PathBuf, String> {

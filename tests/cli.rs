@@ -160,6 +160,61 @@ fn workers_end_when_their_parent_is_killed() {
     );
 }
 
+#[test]
+fn a_busy_worker_exits_when_its_stdin_closes() {
+    use std::io::{Read, Write};
+    // A worker whose parent (this test) stays alive, so only the stdin guard can end it.
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_vkdiff"))
+        .arg("worker")
+        .env("VKDIFF_INJECT_HANG", " ")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start vkdiff worker");
+    let mut stdout = worker.stdout.take().unwrap();
+    let mut len = [0u8; 4];
+    stdout.read_exact(&mut len).expect("the Ready frame");
+    let mut ready = vec![0u8; u32::from_le_bytes(len) as usize];
+    stdout.read_exact(&mut ready).unwrap();
+    // One case, on which the worker hangs.
+    let case = vkdiff::fuzzing::case_from_bytes("wkv7", &[7u8; 256]).expect("a wkv7 case");
+    let request = vkdiff::worker::Request::Evaluate(serde_json::to_string(&case).unwrap());
+    let frame = bincode::serialize(&request).unwrap();
+    let mut stdin = worker.stdin.take().unwrap();
+    stdin
+        .write_all(&(frame.len() as u32).to_le_bytes())
+        .unwrap();
+    stdin.write_all(&frame).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        worker.try_wait().unwrap().is_none(),
+        "the worker hangs in the case"
+    );
+    drop(stdin);
+    let closed = Instant::now();
+    let limit = vkdiff::worker::ORPHAN_GRACE + Duration::from_secs(5);
+    let status = loop {
+        if let Some(s) = worker.try_wait().unwrap() {
+            break Some(s);
+        }
+        if closed.elapsed() > limit {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    if status.is_none() {
+        let _ = worker.kill();
+        let _ = worker.wait();
+    }
+    assert!(
+        status.is_some(),
+        "still running {limit:?} after its stdin closed"
+    );
+    assert!(closed.elapsed() >= vkdiff::worker::ORPHAN_GRACE);
+}
+
 /// Parses JUnit XML with python3's parser and returns (suites, tests, failures, errors,
 /// skipped) counted from the elements, checked against the attributes.
 fn junit_counts(path: &Path) -> (usize, usize, usize, usize, usize) {

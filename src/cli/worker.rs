@@ -20,6 +20,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         no_repeat,
         repeat_every,
     } = args;
+    worker::exit_when_orphaned();
     let env = vkdiff_gpu::env::env();
     if let Some(lib) = &env.ggml_lib {
         let config = &env.ggml_config;
