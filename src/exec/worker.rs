@@ -452,7 +452,9 @@ impl Worker {
     }
 
     fn start(&mut self) -> Result<(), String> {
-        let mut child = wrapped(&self.exe)?
+        let mut command = wrapped(&self.exe)?;
+        end_with_parent(&mut command);
+        let mut child = command
             .arg("worker")
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -717,6 +719,82 @@ fn wrapped(exe: &std::path::Path) -> Result<Command, String> {
     let mut c = Command::new(program);
     c.args(words).arg(exe);
     Ok(c)
+}
+
+/// Makes the worker end when the thread that starts it ends, and so when the parent process dies
+/// in any way (killed, crashed): without it a killed campaign left its workers compiling for
+/// minutes. `PR_SET_PDEATHSIG` with SIGKILL, set in the child between fork and exec (it survives
+/// the exec). Linux sends the signal when the *thread* that forked exits, not the process, so a
+/// [`Worker`] must live and die on the thread that started it, as every user's does (a campaign's
+/// device and job threads each start, use and drop their own; restarts happen on that thread).
+#[cfg(target_os = "linux")]
+fn end_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the hook runs in the forked child before exec and only makes async-signal-safe
+    // system calls (prctl, getppid, _exit); it allocates nothing and takes no lock.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died between fork and prctl: no signal will come, so go now.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Elsewhere workers end when they read the end of their stdin (the parent's exit closes it).
+#[cfg(not(target_os = "linux"))]
+fn end_with_parent(_command: &mut Command) {}
+
+/// How long a worker whose stdin was closed may still run before [`exit_when_orphaned`] ends
+/// it: the main loop normally reads the end of its input and exits within milliseconds.
+pub const ORPHAN_GRACE: Duration = Duration::from_secs(5);
+
+/// The worker's own guard beside [`end_with_parent`] (which depends on the spawning thread and
+/// on Linux): a thread that waits until the writer of stdin is gone (the parent closed the pipe
+/// or died) and, when the process still runs [`ORPHAN_GRACE`] later (its main loop busy in a long
+/// compile or a kernel that never finishes, so it did not read the end), ends it at once.
+pub fn exit_when_orphaned() {
+    #[cfg(unix)]
+    std::thread::spawn(|| {
+        let mut stdin = libc::pollfd {
+            fd: 0,
+            events: 0,
+            revents: 0,
+        };
+        loop {
+            // With no events asked for, poll returns only on hang-up, error or a bad fd; it
+            // reads nothing, so the main loop's frames are untouched.
+            // SAFETY: one valid pollfd, count 1.
+            let n = unsafe { libc::poll(&mut stdin, 1, -1) };
+            if n > 0 {
+                break;
+            }
+            if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return;
+            }
+        }
+        if stdin.revents & libc::POLLNVAL != 0 {
+            return; // no stdin at all: nothing to watch
+        }
+        std::thread::sleep(ORPHAN_GRACE);
+        eprintln!("vkdiff worker: stdin closed (the parent is gone) while a case ran: exiting");
+        // SAFETY: ends the process without running destructors or exit handlers, which could
+        // block on the device the busy main loop holds.
+        unsafe { libc::_exit(3) };
+    });
 }
 
 /// The running vkdiff binary, for worker processes. On Linux `/proc/self/exe`, which keeps naming

@@ -106,6 +106,123 @@ impl Variant {
     }
 }
 
+/// " of kernel(s) …" for an `--op` list, for messages (empty when every kernel is selected).
+pub fn ops_scope(ops: &[String]) -> String {
+    match ops {
+        [] => String::new(),
+        [one] => format!(" of kernel {one}"),
+        many => format!(" of kernels {}", many.join(", ")),
+    }
+}
+
+/// Err when `filter` (a `--variant`-style filter, see [`name_matches`]) matches none of
+/// `names`: the message names the flag, each part that matched nothing, and the closest names.
+/// `scope` says which names were searched (e.g. " of kernel wkv7").
+pub fn check_filter(
+    flag: &str,
+    filter: Option<&str>,
+    names: &[&str],
+    scope: &str,
+) -> Result<(), String> {
+    let Some(filter) = filter else { return Ok(()) };
+    if names.iter().any(|n| name_matches(Some(filter), n)) {
+        return Ok(());
+    }
+    let parts: Vec<&str> = filter.split(',').collect();
+    let closest: Vec<&str> = {
+        // The nearest names to any part, best first, without repeats.
+        let mut scored: Vec<(usize, usize, &str)> = Vec::new();
+        for part in &parts {
+            let part = part.strip_suffix('$').unwrap_or(part);
+            scored.extend(
+                closest_names(part, names.iter().copied())
+                    .into_iter()
+                    .map(|(d, n)| (d, n.len(), n)),
+            );
+        }
+        scored.sort();
+        let mut out: Vec<&str> = Vec::new();
+        for (_, _, n) in scored {
+            if !out.contains(&n) && out.len() < CLOSEST {
+                out.push(n);
+            }
+        }
+        out
+    };
+    let what = if parts.len() > 1 {
+        "none of its parts matches"
+    } else {
+        "it matches"
+    };
+    let hint = if closest.is_empty() {
+        "; no name is close (`vkdiff list` lists them)".to_string()
+    } else {
+        format!("; closest: {}", closest.join(", "))
+    };
+    Err(format!(
+        "{flag} {filter:?} selects nothing: {what} no variant name{scope} ({} names){hint}",
+        names.len()
+    ))
+}
+
+/// How many close names a message lists.
+const CLOSEST: usize = 5;
+
+/// " (did you mean X?)" for the closest of `names` to `wanted`, or "".
+pub fn did_you_mean<'a>(wanted: &str, names: impl IntoIterator<Item = &'a str>) -> String {
+    let close: Vec<&str> = closest_names(wanted, names)
+        .into_iter()
+        .map(|(_, n)| n)
+        .take(CLOSEST)
+        .collect();
+    if close.is_empty() {
+        String::new()
+    } else {
+        format!(" (did you mean {}?)", close.join(" or "))
+    }
+}
+
+/// The names close to `wanted`, nearest first, with their distance: the fewest edits that turn
+/// `wanted` into some part of the name (0 for a substring), kept when at most a third of
+/// `wanted`'s length (at least 1) so an unrelated word gets no suggestions.
+pub fn closest_names<'a>(
+    wanted: &str,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Vec<(usize, &'a str)> {
+    let limit = (wanted.chars().count() / 3).max(1);
+    let mut close: Vec<(usize, &str)> = names
+        .into_iter()
+        .map(|n| (infix_distance(wanted, n), n))
+        .filter(|(d, _)| *d <= limit)
+        .collect();
+    close.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then(a.1.len().cmp(&b.1.len()))
+            .then(a.1.cmp(b.1))
+    });
+    close.dedup();
+    close
+}
+
+/// The edit distance (insertions, deletions, substitutions) from `pattern` to the closest
+/// substring of `text` (Sellers' variant of Levenshtein: a match may start and end anywhere).
+pub fn infix_distance(pattern: &str, text: &str) -> usize {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    // row[j]: the distance of the pattern's first i chars to the best substring ending at j.
+    let mut row = vec![0usize; t.len() + 1];
+    for (i, pc) in p.iter().enumerate() {
+        let mut next = vec![i + 1; t.len() + 1];
+        for (j, tc) in t.iter().enumerate() {
+            next[j + 1] = (row[j] + usize::from(pc != tc))
+                .min(row[j + 1] + 1)
+                .min(next[j] + 1);
+        }
+        row = next;
+    }
+    row.into_iter().min().unwrap_or(p.len())
+}
+
 /// Whether a variant name passes a `--variant` filter: it contains the filter, or one of its
 /// comma-separated parts (no filter: every name).
 pub fn name_matches(filter: Option<&str>, name: &str) -> bool {
@@ -121,7 +238,16 @@ pub fn name_matches(filter: Option<&str>, name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::name_matches;
+    use super::{infix_distance, name_matches};
+
+    #[test]
+    fn infix_distance_counts_edits_to_the_closest_part_of_the_name() {
+        assert_eq!(infix_distance("q4_0", "matmul_q4_0_f32"), 0);
+        assert_eq!(infix_distance("q4_O", "matmul_q4_0_f32"), 1);
+        assert_eq!(infix_distance("wvk7", "rwkv_wkv7"), 2);
+        assert_eq!(infix_distance("zzz", "abc"), 3);
+        assert_eq!(infix_distance("", "abc"), 0);
+    }
 
     #[test]
     fn a_variant_filter_takes_comma_separated_parts() {

@@ -18,7 +18,9 @@ use vkdiff_gpu::DeviceCaps;
 
 use crate::model::config::Config;
 use crate::model::driver::Ctx;
-use crate::model::kernels::{name_matches, KernelDef, Params, Variant};
+use crate::model::kernels::{
+    check_filter, did_you_mean, name_matches, ops_scope, KernelDef, Params, Variant,
+};
 pub use crate::model::outcome::{CrashKind, Outcome};
 use crate::model::work::BenchShapes;
 
@@ -179,24 +181,31 @@ pub fn kernel(name: &str) -> Option<&'static Kernel> {
 }
 
 /// Every (kernel, variant) pair selected by `ops` (kernel names; empty = all) and `filter` (a
-/// substring of the variant name).
+/// substring of the variant name). A selection that matches nothing is an error naming what did
+/// not match and the closest names: a mistyped filter must not pass as a run that tested nothing.
 pub fn select(
     ops: &[String],
     filter: Option<&str>,
 ) -> Result<Vec<(&'static Kernel, Variant)>, String> {
+    let kernel_names: Vec<&str> = KERNELS.iter().map(|k| k.name).collect();
     for op in ops {
         if kernel(op).is_none() {
-            let names: Vec<_> = KERNELS.iter().map(|k| k.name).collect();
             return Err(format!(
-                "unknown op {op:?}; kernels are: {}",
-                names.join(", ")
+                "unknown op {op:?}{}; kernels are: {}",
+                did_you_mean(op, kernel_names.iter().copied()),
+                kernel_names.join(", ")
             ));
         }
     }
-    Ok(KERNELS
+    let of_ops: Vec<(&'static Kernel, Variant)> = KERNELS
         .iter()
         .filter(|k| ops.is_empty() || ops.iter().any(|o| o == k.name))
         .flat_map(|k| (k.variants)().into_iter().map(move |v| (k, v)))
+        .collect();
+    let names: Vec<&str> = of_ops.iter().map(|(_, v)| v.name.as_str()).collect();
+    check_filter("--variant", filter, &names, &ops_scope(ops))?;
+    Ok(of_ops
+        .into_iter()
         .filter(|(_, v)| name_matches(filter, &v.name))
         .collect())
 }
@@ -344,7 +353,8 @@ mod tests {
     use proptest::strategy::{Strategy, ValueTree};
     use proptest::test_runner::TestRunner;
 
-    use super::KERNELS;
+    use super::{select, KERNELS};
+    use crate::model::kernels::closest_names;
 
     #[test]
     fn every_registry_row_s_cases_carry_its_name_as_their_op_tag() {
@@ -361,5 +371,29 @@ mod tests {
                 assert_eq!(serde_json::from_value::<super::Case>(json).unwrap(), case);
             }
         }
+    }
+
+    #[test]
+    fn a_selection_that_matches_nothing_is_an_error_with_the_closest_names() {
+        let e = select(&[], Some("zzz")).err().expect("an error");
+        assert!(e.contains("--variant \"zzz\" selects nothing"), "{e}");
+        assert!(e.contains("no name is close"), "{e}");
+        let e = select(&[], Some("rwkv_wvk7")).err().expect("an error");
+        assert!(e.contains("closest: rwkv_wkv7"), "{e}");
+        let e = select(&["wkv8".into()], None).err().expect("an error");
+        assert!(
+            e.contains("unknown op \"wkv8\" (did you mean wkv7?)"),
+            "{e}"
+        );
+        // Valid on its own, nothing in that kernel.
+        let e = select(&["wkv7".into()], Some("q4_0"))
+            .err()
+            .expect("an error");
+        assert!(e.contains("of kernel wkv7"), "{e}");
+        assert!(!select(&["wkv7".into()], Some("wkv7")).unwrap().is_empty());
+        assert_eq!(
+            closest_names("q4_0", ["x_q4_0", "q4_0"]),
+            [(0, "q4_0"), (0, "x_q4_0")]
+        );
     }
 }
