@@ -41,30 +41,9 @@ use crate::cases::Case;
 use crate::tolerance::{self, Fp};
 
 /// The capabilities the rows plan against: an H100-like device with cooperative matrices
-/// (both kinds), subgroup 32 and 48 KiB of shared memory.
+/// (both kinds), subgroup 32 and 48 KiB of shared memory ([`crate::cases::model_devices::h100`]).
 pub fn planning_caps() -> DeviceCaps {
-    let shape = |c: &str| vkdiff_gpu::caps::CoopmatShape {
-        m: 16,
-        n: 16,
-        k: 16,
-        ab: "f16".into(),
-        c: c.into(),
-        subgroup_scope: true,
-    };
-    DeviceCaps {
-        coopmat_shapes: vec![shape("f16"), shape("f32")],
-        full_subgroups: true,
-        subgroup_size: 32,
-        shared_memory: 49152,
-        fp16: true,
-        storage16: true,
-        coopmat: true,
-        coopmat2: true,
-        bf16: true,
-        bf16_coopmat: true,
-        max_workgroup_count: [65535; 3],
-        ..DeviceCaps::default()
-    }
+    crate::cases::model_devices::h100()
 }
 
 /// The host work of one row, timed.

@@ -935,7 +935,7 @@ mod tests {
     #[test]
     fn repeated_experts_are_forced_only_in_both_modes() {
         use crate::cases::mul_mat_vec_id::Routing;
-        let caps = crate::cases::test_devices::lavapipe();
+        let caps = crate::cases::model_devices::lavapipe();
         let repeated = moe(Routing::AllToOne);
         // Shader mode (the host model plus the inputs) and backend mode (the inputs alone).
         assert_eq!(reach_of(&repeated, &caps).forced, [REPEATED]);

@@ -7,8 +7,7 @@
 //! skipped with that name), never a narrowing of the strategy.
 
 pub mod data;
-#[cfg(test)]
-pub(crate) mod test_devices;
+pub mod model_devices;
 
 use std::fmt;
 

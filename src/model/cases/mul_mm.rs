@@ -1227,7 +1227,7 @@ pub(crate) mod tests {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
 
-    use crate::model::cases::test_devices::{h100, lavapipe};
+    use crate::model::cases::model_devices::{h100, lavapipe};
 
     /// The H100 case of docs/mul-mm-cm2.md, judged on the CPU: dst[29,117] (row 29 of A has a
     /// cancelled q5_K zero at k = 184, column 117 of B −∞ there) was expected NaN, the device's

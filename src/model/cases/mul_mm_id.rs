@@ -615,13 +615,13 @@ mod tests {
 
     #[test]
     fn every_case_of_a_row_runs_that_row_and_chunks_happen() {
-        let caps = crate::model::cases::test_devices::lavapipe();
+        let caps = crate::model::cases::model_devices::lavapipe();
         let mut runner = TestRunner::deterministic();
         for (a, b, acc16, mode) in all_families(true) {
             let caps = if mode == Mode::Fp16 {
                 caps.clone()
             } else {
-                crate::model::cases::test_devices::h100()
+                crate::model::cases::model_devices::h100()
             };
             let name = family_name(a, b, acc16, true, mode);
             let (mut chunked, mut overfull) = (0, 0);

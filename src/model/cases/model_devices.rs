@@ -1,4 +1,5 @@
-//! Device descriptions the case models' unit tests plan against (no device is opened).
+//! Device descriptions the case models plan against without opening a device: the unit tests,
+//! and `vkdiff bench --host-only`, which times the host's work for an H100-like device.
 
 use vkdiff_gpu::DeviceCaps;
 
