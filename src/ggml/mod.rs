@@ -166,6 +166,8 @@ impl GraphExec for Driver {
         if let Some(reason) = mask_pad_refusal(op, self.mask_pad) {
             return Err(Outcome::Skip(reason));
         }
+        let _span = vkdiff_gpu::profile::enabled()
+            .then(|| vkdiff_gpu::profile::graph(graph_label(op, self.config)));
         let start = std::time::Instant::now();
         match self.ggml.run(op, self.timing.clone()) {
             Ok(mut r) => Ok(KernelRun {
@@ -189,6 +191,25 @@ impl GraphExec for Driver {
             Err(ffi::Refusal::Error(m)) => Err(Outcome::Error(format!("ggml: {m}"))),
         }
     }
+}
+
+/// A graph's profile label: op, configuration, then each source's type and shape (the choice
+/// of pipeline follows types and shapes).
+fn graph_label(op: &GraphOp, config: Config) -> String {
+    let srcs: Vec<&Tensor> = match op {
+        GraphOp::MulMat { a, b, .. } => vec![a, b],
+        GraphOp::MulMatId { a, b, ids, .. } => vec![a, b, ids],
+        GraphOp::FlashAttn { q, k, v, mask, .. } => [Some(*q), Some(*k), Some(*v), *mask]
+            .into_iter()
+            .flatten()
+            .collect(),
+        GraphOp::Wkv7(t) => vec![t[0]],
+    };
+    let srcs: Vec<String> = srcs
+        .iter()
+        .map(|t| format!("{:?}{:?}", t.dtype(), Tensor::ne(t)))
+        .collect();
+    format!("{} {} {}", op.name(), config.name(), srcs.join(" "))
 }
 
 /// GGML_KQ_MASK_PAD as the tree's `ggml.h` defines it: `ggml_flash_attn_ext` asserts
@@ -275,7 +296,10 @@ pub fn open(device: Option<&str>, lib_dir: &Path, config: Config) -> Result<(Gpu
         std::env::set_var(k, v);
     }
     let mut gpu = Gpu::open(Some(&index.to_string())).map_err(|e| e.to_string())?;
-    let ggml = ffi::Ggml::open(lib_dir)?;
+    let ggml = {
+        let _span = vkdiff_gpu::profile::span("ggml load and device init");
+        ffi::Ggml::open(lib_dir)?
+    };
     if let Some(reason) = config.unavailable(&ffi::logged()) {
         return Err(format!("config {}: {reason}", config.name()));
     }
@@ -331,7 +355,10 @@ pub fn serve(
     loop {
         let request: Request = match read_frame(&mut input) {
             Ok(r) => r,
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                eprint!("{}", vkdiff_gpu::profile::report());
+                return Ok(());
+            }
             Err(e) => return Err(e),
         };
         let Request::Evaluate(json) = request;
