@@ -50,7 +50,10 @@ pub struct Env {
     /// `VKDIFF_WORKER_WRAPPER`: a command line (split at whitespace) that worker processes run
     /// under, e.g. valgrind (empty: none).
     pub worker_wrapper: String,
-    /// `VKDIFF_GGML_CACHE`: where ggml trees are built (default `~/.cache/vkdiff-ggml`).
+    /// `VKDIFF_GGML_CACHE`: where ggml trees are built, one folder per tree location, options
+    /// and tools, updated in place (default `~/.cache/vkdiff-ggml`). Mesa's own shader cache,
+    /// which keeps lavapipe's compiled pipelines across workers and runs, is Mesa's switches'
+    /// business (`MESA_SHADER_CACHE_DIR`, `MESA_SHADER_CACHE_DISABLE`); vkdiff sets neither.
     pub ggml_cache: Option<PathBuf>,
     /// `VKDIFF_GLSLC`: the glslc a ggml build uses (default: the one shaderc-sys built).
     pub glslc: Option<PathBuf>,

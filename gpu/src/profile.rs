@@ -13,6 +13,9 @@ static TOTALS: Mutex<BTreeMap<&'static str, (Duration, Duration, u64)>> =
     Mutex::new(BTreeMap::new());
 /// The jobs that used a pipeline for the first time: (its label, wall time).
 static FIRST_USES: Mutex<Vec<(String, Duration)>> = Mutex::new(Vec::new());
+/// Backend mode's ggml graphs: (its label, wall time). ggml compiles a pipeline inside the
+/// graph that first needs it, unseen by vkdiff, so the slowest graphs stand for the compiles.
+static GRAPHS: Mutex<Vec<(String, Duration)>> = Mutex::new(Vec::new());
 /// How many of the slowest first uses the report lists.
 const SLOWEST_SHOWN: usize = 12;
 /// 0: not read yet, 1: off, 2: on.
@@ -30,8 +33,8 @@ pub fn enabled() -> bool {
     }
 }
 
-/// Times the rest of the enclosing scope under `name` (when profiling is on); a first use also
-/// keeps its own wall time under its pipelines' label.
+/// Times the rest of the enclosing scope under `name` (when profiling is on); a first use (or a
+/// ggml graph) also keeps its own wall time under its label.
 pub struct Span(Option<(&'static str, Instant, Duration)>, Option<String>);
 
 /// Starts a span.
@@ -44,11 +47,18 @@ pub fn first_use(pipelines: String) -> Span {
     Span(start(FIRST_USE), Some(pipelines))
 }
 
+/// Starts the span of one ggml graph (backend mode), labelled by its op and types: ggml's
+/// pipeline compiles happen inside the graphs, so the report lists the slowest ones.
+pub fn graph(label: String) -> Span {
+    Span(start(GRAPH), Some(label))
+}
+
 fn start(name: &'static str) -> Option<(&'static str, Instant, Duration)> {
     enabled().then(|| (name, Instant::now(), process_cpu()))
 }
 
 const FIRST_USE: &str = "job submit, first use";
+const GRAPH: &str = "ggml graph (compiles, run)";
 
 /// CPU time of every thread of this process so far.
 fn process_cpu() -> Duration {
@@ -71,7 +81,8 @@ impl Drop for Span {
             e.1 += cpu;
             e.2 += 1;
             if let Some(label) = self.1.take() {
-                let mut f = FIRST_USES.lock().unwrap_or_else(|p| p.into_inner());
+                let list = if name == GRAPH { &GRAPHS } else { &FIRST_USES };
+                let mut f = list.lock().unwrap_or_else(|p| p.into_inner());
                 f.push((label, wall));
             }
         }
@@ -103,6 +114,12 @@ pub fn report() -> String {
             wall.as_secs_f64()
         )
     });
+    let mut graphs = GRAPHS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    graphs.sort_by_key(|f| std::cmp::Reverse(f.1));
+    let slowest_graphs = graphs
+        .iter()
+        .take(SLOWEST_SHOWN)
+        .map(|(label, wall)| format!("profile ggml graph {:>8.2}s {label}\n", wall.as_secs_f64()));
     t.iter()
         .map(|(name, (wall, cpu, n))| {
             format!(
@@ -114,6 +131,7 @@ pub fn report() -> String {
         })
         .chain(slowest)
         .chain(by_shader)
+        .chain(slowest_graphs)
         .collect()
 }
 

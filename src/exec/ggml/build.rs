@@ -1,6 +1,7 @@
-//! Building ggml with its Vulkan backend from a checkout (`--ggml DIR`): CMake + Ninja into a
-//! cache folder keyed by the tree's ggml sources, the options and the tools, so a tree is built
-//! once per machine and an edit to it rebuilds.
+//! Building ggml with its Vulkan backend from a checkout (`--ggml DIR`): CMake + Ninja into one
+//! cache folder per tree location, options and tools, updated in place, so an edit to the tree
+//! rebuilds only what it touched ([`build`]). A content key of the tree's ggml sources, the
+//! options and the tools names each build in reports.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -13,9 +14,10 @@ use sha2::{Digest, Sha256};
 pub struct Build {
     /// The ggml root that was built (DIR or DIR/ggml).
     pub root: PathBuf,
-    /// The folder holding libggml-base, libggml and libggml-vulkan.
+    /// The folder holding libggml-base and libggml-vulkan (a built tree's: its snapshot for
+    /// this content key).
     pub lib_dir: PathBuf,
-    /// The cache key (first 16 hex digits), which names the build in reports.
+    /// The content key (first 16 hex digits), which names the build in reports.
     pub key: String,
 }
 
@@ -200,9 +202,29 @@ fn vulkan_library() -> Option<PathBuf> {
     .find(|p| p.exists())
 }
 
-/// Builds (or finds in the cache) ggml with the Vulkan backend from `dir`. Progress goes to
-/// stderr; a failure names the log and quotes its tail.
+/// Builds ggml with the Vulkan backend from `dir`, incrementally, or finds the build done.
+/// Progress goes to stderr; a failure names the log and quotes its tail.
+///
+/// One build folder serves a tree location (with its options and tools) across edits, so
+/// Ninja rebuilds only what an edit touched: `<cache>/<tree folder name>-<16 hex digits>`.
+/// Its files:
+/// - `lock`: held (flock) by the process building, so two processes never build at once.
+/// - `configured`: the configure fingerprint (tree path, options, tools), written only after a
+///   configure succeeded. A folder without it, or with another fingerprint, or without
+///   CMake's cache and Ninja's build file (a failed or interrupted configure, another source
+///   folder or other options) is wiped and configured afresh, never trusted.
+/// - `built`: the content key the last successful build saw, and its library snapshot;
+///   removed before a build starts, so an interrupted or failed build leaves none. Ninja
+///   decides what is stale (an interrupted command is not in its log, so it reruns).
+/// - `lib/<key>/`: a copy of the built libraries per content key. Workers load the snapshot,
+///   so a rebuild of the tree by another process (after an edit) never changes the library
+///   under a run that is going on, nor under a worker it restarts.
 pub fn build(dir: &Path) -> Result<Build, String> {
+    build_in(dir, &cache_root())
+}
+
+/// [`build`] with the cache root given.
+fn build_in(dir: &Path, cache: &Path) -> Result<Build, String> {
     // A folder holding an existing build's libraries is used as it is (your own build).
     if dir.join("libggml-vulkan.so").exists() {
         return Ok(Build {
@@ -212,6 +234,7 @@ pub fn build(dir: &Path) -> Result<Build, String> {
         });
     }
     let root = ggml_root(dir)?;
+    let root = root.canonicalize().unwrap_or(root);
     let glslc = find_glslc()?;
     let headers = vulkan_headers()?;
     let library = vulkan_library();
@@ -228,7 +251,6 @@ pub fn build(dir: &Path) -> Result<Build, String> {
         "-DGGML_OPENMP=OFF".into(),
         "-DGGML_BUILD_TESTS=OFF".into(),
         "-DGGML_BUILD_EXAMPLES=OFF".into(),
-        format!("-DVulkan_GLSLC_EXECUTABLE={}", glslc.display()),
     ];
     if let Some(h) = &headers {
         options.push(format!("-DVulkan_INCLUDE_DIR={}", h.display()));
@@ -237,9 +259,132 @@ pub fn build(dir: &Path) -> Result<Build, String> {
         options.push(format!("-DVulkan_LIBRARY={}", l.display()));
     }
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    // glslc enters the keys by its version, not its path: the same shaderc built into another
+    // cargo target folder (another checkout, CI) must find the same build. CMake sees it
+    // through a link in the build folder, so a new path changes no command line Ninja keeps.
+    let versions = [
+        version_of(Path::new(&cxx)),
+        version_of(&glslc),
+        version_of(Path::new("cmake")),
+    ];
+    let tools: Vec<&[u8]> = options
+        .iter()
+        .map(|o| o.as_bytes())
+        .chain(versions.iter().map(|v| v.as_bytes()))
+        .collect();
+    let key = content_key(&root, &tools);
+    let mut place = Sha256::new();
+    for t in &tools {
+        place.update(t);
+    }
+    place.update(root.as_os_str().as_encoded_bytes());
+    let out = cache.join(format!(
+        "{}-{}",
+        folder_label(&root),
+        &hex(&place.finalize())[..16]
+    ));
+    let glslc_link = out.join("glslc");
+    options.push(format!(
+        "-DVulkan_GLSLC_EXECUTABLE={}",
+        glslc_link.display()
+    ));
+    // What a configure depends on: any change reconfigures from an empty folder.
+    let fingerprint = format!(
+        "tree {}\ncxx {cxx} {}\nglslc {}\ncmake {}\n{}\n",
+        root.display(),
+        versions[0],
+        versions[1],
+        versions[2],
+        options.join("\n")
+    );
+    let (configured, built) = (out.join("configured"), out.join("built"));
+    if let Some(lib_dir) = finished(&built, &configured, &fingerprint, &key) {
+        return Ok(Build { root, lib_dir, key });
+    }
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let _lock = Lock::take(&out.join("lock"))?;
+    // Another process may have built it while we waited.
+    if let Some(lib_dir) = finished(&built, &configured, &fingerprint, &key) {
+        return Ok(Build { root, lib_dir, key });
+    }
+    if std::fs::read_link(&glslc_link).ok().as_deref() != Some(glslc.as_path()) {
+        let _ = std::fs::remove_file(&glslc_link);
+        std::os::unix::fs::symlink(&glslc, &glslc_link)
+            .map_err(|e| format!("{}: {e}", glslc_link.display()))?;
+    }
+    let _ = std::fs::remove_file(&built);
+    let log_path = out.join("build.log");
+    let mut log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
+    let _ = writeln!(
+        log,
+        "ggml root: {}\nglslc: {}\ncontent key: {key}\n",
+        root.display(),
+        glslc.display()
+    );
+    let started = std::time::Instant::now();
+    let build_dir = out.join("build");
+    let wrapper = out.join("wrapper");
+    let mut fresh = false;
+    if let Some(why) = broken(&build_dir, &wrapper, &configured, &fingerprint) {
+        eprintln!(
+            "ggml: building {} with the Vulkan backend into {} from scratch ({why}; log: {})",
+            root.display(),
+            out.display(),
+            log_path.display()
+        );
+        let _ = writeln!(log, "from scratch: {why}");
+        configure(&out, &root, &options, &fingerprint, &mut log, &log_path)?;
+        fresh = true;
+    } else {
+        eprintln!(
+            "ggml: updating the build of {} in {} (Ninja rebuilds what changed; log: {})",
+            root.display(),
+            out.display(),
+            log_path.display()
+        );
+    }
+    let mut lib_dir = compile(&build_dir, &mut log, &log_path)?;
+    if lib_dir.is_none() && !fresh {
+        // Ninja was content but the libraries are missing: the folder is broken.
+        eprintln!("ggml: the build folder lacks libggml-vulkan.so; building from scratch");
+        let _ = writeln!(log, "from scratch: no libggml-vulkan.so after an update");
+        configure(&out, &root, &options, &fingerprint, &mut log, &log_path)?;
+        lib_dir = compile(&build_dir, &mut log, &log_path)?;
+    }
+    let lib_dir = lib_dir.ok_or_else(|| {
+        failure(
+            "the build finished without libggml-vulkan.so",
+            &log_path,
+            "build",
+        )
+    })?;
+    let snapshot = snapshot(&out, &lib_dir, &key).map_err(|e| {
+        format!(
+            "cannot copy the built libraries into {}: {e}",
+            out.join("lib").display()
+        )
+    })?;
+    std::fs::write(&built, format!("{key}\n{}\n", snapshot.display()))
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "ggml: {} in {:.0}s (build {key}, {})",
+        if fresh { "built" } else { "updated" },
+        started.elapsed().as_secs_f64(),
+        snapshot.display()
+    );
+    Ok(Build {
+        root,
+        lib_dir: snapshot,
+        key,
+    })
+}
+
+/// The content key: the tree's ggml sources (other backends' folders left out), then the
+/// options and tool versions in `tools`; its first 16 hex digits name the build in reports.
+fn content_key(root: &Path, tools: &[&[u8]]) -> String {
     let mut h = Sha256::new();
-    for file in walk(&root) {
-        let rel = file.strip_prefix(&root).unwrap_or(&file);
+    for file in walk(root) {
+        let rel = file.strip_prefix(root).unwrap_or(&file);
         if other_backend(rel) {
             continue;
         }
@@ -248,55 +393,111 @@ pub fn build(dir: &Path) -> Result<Build, String> {
         h.update(std::fs::read(&file).unwrap_or_default());
         h.update([0]);
     }
-    // glslc enters the key by its version (below), not its path: the same shaderc built into
-    // another cargo target folder (another checkout, CI) must find the same cached build.
-    for o in options
-        .iter()
-        .filter(|o| !o.starts_with("-DVulkan_GLSLC_EXECUTABLE="))
-    {
-        h.update(o.as_bytes());
+    for t in tools {
+        h.update(t);
     }
-    h.update(version_of(Path::new(&cxx)).as_bytes());
-    h.update(version_of(&glslc).as_bytes());
-    h.update(version_of(Path::new("cmake")).as_bytes());
-    let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    let key = key[..16].to_string();
-    let out = cache_root().join(&key);
-    let done = out.join("done");
-    if let Ok(lib) = std::fs::read_to_string(&done) {
-        let lib_dir = PathBuf::from(lib.trim());
-        if lib_dir.join("libggml-vulkan.so").exists() {
-            return Ok(Build { root, lib_dir, key });
-        }
+    hex(&h.finalize())[..16].to_string()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A readable prefix for a tree's build folder: the checkout's folder name (`llama.cpp` for
+/// `…/llama.cpp/ggml`), in plain characters.
+fn folder_label(root: &Path) -> String {
+    let named = if root.file_name().is_some_and(|n| n == "ggml") {
+        root.parent().unwrap_or(root)
+    } else {
+        root
+    };
+    let name: String = named
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    if name.is_empty() {
+        "ggml".into()
+    } else {
+        name
     }
-    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let _lock = Lock::take(&out.join("lock"))?;
-    // Another process may have finished it while we waited.
-    if let Ok(lib) = std::fs::read_to_string(&done) {
-        return Ok(Build {
-            root,
-            lib_dir: PathBuf::from(lib.trim()),
-            key,
+}
+
+/// The snapshot of a finished build of content `key` with this configure fingerprint, if the
+/// folder has one.
+fn finished(built: &Path, configured: &Path, fingerprint: &str, key: &str) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(built).ok()?;
+    let mut lines = text.lines();
+    let (k, lib) = (lines.next()?, PathBuf::from(lines.next()?));
+    (k == key
+        && std::fs::read_to_string(configured).ok()? == fingerprint
+        && lib.join("libggml-vulkan.so").is_file()
+        && lib.join("libggml-base.so").is_file())
+    .then_some(lib)
+}
+
+/// Why the build folder cannot be updated in place (None: Ninja can take it from here).
+fn broken(
+    build_dir: &Path,
+    wrapper: &Path,
+    configured: &Path,
+    fingerprint: &str,
+) -> Option<String> {
+    let Ok(recorded) = std::fs::read_to_string(configured) else {
+        return Some(if build_dir.exists() {
+            "its configure never finished".into()
+        } else {
+            "first build of this tree".into()
         });
+    };
+    if recorded != fingerprint {
+        return Some("the tree path, options or tools changed".into());
     }
-    let log_path = out.join("build.log");
-    let mut log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
-    let _ = writeln!(
-        log,
-        "ggml root: {}\nglslc: {}\n",
-        root.display(),
-        glslc.display()
-    );
-    eprintln!(
-        "ggml: building {} with the Vulkan backend into {} (once per tree; log: {})",
-        root.display(),
-        out.display(),
-        log_path.display()
-    );
-    let started = std::time::Instant::now();
+    let cache = std::fs::read_to_string(build_dir.join("CMakeCache.txt")).unwrap_or_default();
+    let home = cache
+        .lines()
+        .find_map(|l| l.strip_prefix("CMAKE_HOME_DIRECTORY:INTERNAL="));
+    let same = |a: &Path, b: &Path| {
+        a.canonicalize()
+            .ok()
+            .is_some_and(|a| Some(a) == b.canonicalize().ok())
+    };
+    if !home.is_some_and(|h| same(Path::new(h), wrapper)) {
+        return Some("its CMake cache is missing or belongs to another source folder".into());
+    }
+    if !build_dir.join("build.ninja").is_file() {
+        return Some("Ninja's build file is missing".into());
+    }
+    None
+}
+
+/// Configures an empty build folder (removing what was there) and records the fingerprint.
+/// ggml is built as a subproject, as llama.cpp uses it: not standalone, so no tests, examples
+/// or pkg-config file (crate-vendored trees lack ggml.pc.in).
+fn configure(
+    out: &Path,
+    root: &Path,
+    options: &[String],
+    fingerprint: &str,
+    log: &mut std::fs::File,
+    log_path: &Path,
+) -> Result<(), String> {
+    let configured = out.join("configured");
+    let _ = std::fs::remove_file(&configured);
     let build_dir = out.join("build");
-    // ggml as a subproject, as llama.cpp uses it: not standalone, so no tests, examples or
-    // pkg-config file (crate-vendored trees lack ggml.pc.in).
+    if build_dir.exists() {
+        std::fs::remove_dir_all(&build_dir)
+            .map_err(|e| format!("cannot clear {}: {e}", build_dir.display()))?;
+    }
     let wrapper = out.join("wrapper");
     std::fs::create_dir_all(&wrapper).map_err(|e| e.to_string())?;
     std::fs::write(
@@ -307,42 +508,91 @@ pub fn build(dir: &Path) -> Result<Build, String> {
         ),
     )
     .map_err(|e| e.to_string())?;
-    let mut configure = Command::new("cmake");
-    configure
-        .arg("-S")
+    let mut cmd = Command::new("cmake");
+    cmd.arg("-S")
         .arg(&wrapper)
         .arg("-B")
         .arg(&build_dir)
-        .args(&options);
-    run_logged(&mut configure, &mut log, "configure")
-        .map_err(|e| failure(&e, &log_path, "configure"))?;
+        .args(options);
+    run_logged(&mut cmd, log, "configure").map_err(|e| failure(&e, log_path, "configure"))?;
+    std::fs::write(&configured, fingerprint).map_err(|e| e.to_string())
+}
+
+/// Runs Ninja (through CMake, which reconfigures by itself when a CMakeLists.txt changed) and
+/// returns the folder holding libggml-vulkan.so, if any.
+fn compile(
+    build_dir: &Path,
+    log: &mut std::fs::File,
+    log_path: &Path,
+) -> Result<Option<PathBuf>, String> {
     let jobs = vkdiff_gpu::env::env().ggml_jobs.clone().unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2)
             .to_string()
     });
-    let mut compile = Command::new("cmake");
-    compile
-        .arg("--build")
-        .arg(&build_dir)
+    let mut cmd = Command::new("cmake");
+    cmd.arg("--build")
+        .arg(build_dir)
         .args(["--parallel", &jobs]);
-    run_logged(&mut compile, &mut log, "build").map_err(|e| failure(&e, &log_path, "build"))?;
-    let lib_dir = find_library_dir(&build_dir).ok_or_else(|| {
-        failure(
-            "the build finished without libggml-vulkan.so",
-            &log_path,
-            "build",
-        )
-    })?;
-    std::fs::write(&done, lib_dir.display().to_string()).map_err(|e| e.to_string())?;
-    eprintln!(
-        "ggml: built in {:.0}s ({})",
-        started.elapsed().as_secs_f64(),
-        lib_dir.display()
-    );
-    Ok(Build { root, lib_dir, key })
+    run_logged(&mut cmd, log, "build").map_err(|e| failure(&e, log_path, "build"))?;
+    Ok(find_library_dir(build_dir))
 }
+
+/// Copies the built libraries into `out/lib/<key>/vulkan/` (libggml-vulkan.so and
+/// libggml-base.so, unversioned names: vkdiff loads libggml-base first, which satisfies the
+/// backend's dependency by its soname, as in a carried folder) and returns that folder; a
+/// link to libggml-base.so one folder up keeps the build tree's layout, which `ci/gpu.sh
+/// stage` reads. Snapshots of other keys older than a week go, the newest [`SNAPSHOTS_KEPT`]
+/// stay whatever their age.
+fn snapshot(out: &Path, lib_dir: &Path, key: &str) -> std::io::Result<PathBuf> {
+    let base = [lib_dir, lib_dir.parent().unwrap_or(lib_dir)]
+        .iter()
+        .map(|d| d.join("libggml-base.so"))
+        .find(|p| p.exists())
+        .ok_or_else(|| std::io::Error::other("no libggml-base.so beside the Vulkan library"))?;
+    let snaps = out.join("lib");
+    let dest = snaps.join(key);
+    let partial = snaps.join(format!("{key}.partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&partial);
+    std::fs::create_dir_all(partial.join("vulkan"))?;
+    std::fs::copy(&base, partial.join("vulkan/libggml-base.so"))?;
+    std::fs::copy(
+        lib_dir.join("libggml-vulkan.so"),
+        partial.join("vulkan/libggml-vulkan.so"),
+    )?;
+    std::fs::hard_link(
+        partial.join("vulkan/libggml-base.so"),
+        partial.join("libggml-base.so"),
+    )?;
+    if dest.join("vulkan/libggml-vulkan.so").is_file() && dest.join("libggml-base.so").is_file() {
+        // The same sources built again (a broken folder rebuilt): a run may be using the
+        // snapshot there, which stands for the same build.
+        std::fs::remove_dir_all(&partial)?;
+    } else {
+        let _ = std::fs::remove_dir_all(&dest);
+        std::fs::rename(&partial, &dest)?;
+    }
+    let dest = dest.join("vulkan");
+    let week = std::time::Duration::from_secs(7 * 24 * 3600);
+    let mut others: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&snaps)?
+        .flatten()
+        .filter(|e| Some(e.path().as_path()) != dest.parent())
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    others.sort();
+    others.reverse();
+    for (modified, path) in others.into_iter().skip(SNAPSHOTS_KEPT) {
+        if modified.elapsed().is_ok_and(|age| age > week) {
+            let _ = std::fs::remove_dir_all(path);
+        }
+    }
+    Ok(dest)
+}
+
+/// Library snapshots kept per build folder whatever their age (a run still going on may use
+/// one).
+const SNAPSHOTS_KEPT: usize = 4;
 
 /// Runs `cmd`, its output into `log`, showing Ninja's `[i/n]` progress on one stderr line.
 fn run_logged(cmd: &mut Command, log: &mut std::fs::File, stage: &str) -> Result<(), String> {
@@ -408,43 +658,195 @@ fn failure(what: &str, log: &Path, stage: &str) -> String {
     )
 }
 
-/// A lock file holding the builder's pid, so two vkdiff processes do not build one key at once.
-struct Lock(PathBuf);
+/// An exclusive `flock` on the build folder's lock file, so two vkdiff processes never build
+/// one folder at once; the kernel releases it when the holder exits, however it exits.
+struct Lock(#[allow(dead_code)] std::fs::File);
+
+extern "C" {
+    fn flock(fd: std::ffi::c_int, operation: std::ffi::c_int) -> std::ffi::c_int;
+}
+const LOCK_EX: std::ffi::c_int = 2;
+const LOCK_NB: std::ffi::c_int = 4;
 
 impl Lock {
     fn take(path: &Path) -> Result<Lock, String> {
-        loop {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-            {
-                Ok(mut f) => {
-                    let _ = write!(f, "{}", std::process::id());
-                    return Ok(Lock(path.to_path_buf()));
+        use std::os::fd::AsRawFd;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let fd = file.as_raw_fd();
+        // SAFETY: flock on a file descriptor this function owns.
+        if unsafe { flock(fd, LOCK_EX | LOCK_NB) } != 0 {
+            eprintln!(
+                "ggml: another vkdiff process is building in {}; waiting for it",
+                path.parent().unwrap_or(path).display()
+            );
+            // SAFETY: as above; blocks until the holder releases it.
+            while unsafe { flock(fd, LOCK_EX) } != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(format!("locking {}: {e}", path.display()));
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let pid = std::fs::read_to_string(path).unwrap_or_default();
-                    let alive =
-                        !pid.trim().is_empty() && Path::new("/proc").join(pid.trim()).exists();
-                    if !alive {
-                        let _ = std::fs::remove_file(path);
-                        continue;
-                    }
-                    eprintln!(
-                        "ggml: waiting for process {} to finish this build",
-                        pid.trim()
-                    );
-                    std::thread::sleep(std::time::Duration::from_secs(5));
-                }
-                Err(e) => return Err(format!("{}: {e}", path.display())),
             }
         }
+        Ok(Lock(file))
     }
 }
 
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in for a ggml tree: two tiny shared libraries named as ggml's, built by CMake
+    /// and Ninja through [`build_in`] like a real tree (seconds instead of minutes).
+    fn fake_tree(dir: &Path) {
+        let vk = dir.join("src/ggml-vulkan");
+        std::fs::create_dir_all(&vk).unwrap();
+        std::fs::create_dir_all(dir.join("include")).unwrap();
+        std::fs::write(dir.join("include/ggml.h"), "int ggml_base(void);\n").unwrap();
+        std::fs::write(
+            dir.join("CMakeLists.txt"),
+            "add_library(ggml-base SHARED base.c)\n\
+             add_library(ggml-vulkan SHARED src/ggml-vulkan/vk.c)\n\
+             target_link_libraries(ggml-vulkan ggml-base)\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("base.c"), "int ggml_base(void) { return 1; }\n").unwrap();
+        std::fs::write(
+            vk.join("vk.c"),
+            "int ggml_base(void);\nint ggml_vk(void) { return ggml_base(); }\n",
+        )
+        .unwrap();
+    }
+
+    fn mtime(p: &Path) -> std::time::SystemTime {
+        p.metadata().and_then(|m| m.modified()).unwrap()
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("vkdiff-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// The build folder of a build (its libraries are in `lib/<key>/vulkan`).
+    fn folder(b: &Build) -> PathBuf {
+        b.lib_dir.ancestors().nth(3).unwrap().to_path_buf()
+    }
+
+    /// The library in the build folder (not the snapshot).
+    fn built_lib(b: &Build, name: &str) -> PathBuf {
+        let lib_dir = find_library_dir(&folder(b).join("build")).unwrap();
+        [&lib_dir, lib_dir.parent().unwrap()]
+            .iter()
+            .map(|d| d.join(name))
+            .find(|p| p.exists())
+            .unwrap()
+    }
+
+    #[test]
+    fn an_edit_rebuilds_in_place_and_a_broken_folder_from_scratch() {
+        if find_glslc().is_err() || Command::new("ninja").arg("--version").output().is_err() {
+            eprintln!("skipped: no glslc or ninja");
+            return;
+        }
+        let root = scratch("fake-ggml");
+        let (tree, cache) = (root.join("tree"), root.join("cache"));
+        fake_tree(&tree);
+        let first = build_in(&tree, &cache).unwrap();
+        let out = folder(&first);
+        assert!(first.lib_dir.join("libggml-vulkan.so").is_file());
+        let base = built_lib(&first, "libggml-base.so");
+        let (base_t, vk_t) = (mtime(&base), mtime(&built_lib(&first, "libggml-vulkan.so")));
+
+        // Unchanged: the same build, nothing run.
+        let again = build_in(&tree, &cache).unwrap();
+        assert_eq!((&again.key, &again.lib_dir), (&first.key, &first.lib_dir));
+
+        // An edit: a new content key, the same folder, only the edited library relinked.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let vk_c = tree.join("src/ggml-vulkan/vk.c");
+        let mut text = std::fs::read_to_string(&vk_c).unwrap();
+        text.push_str("int ggml_vk2(void) { return 2; }\n");
+        std::fs::write(&vk_c, text).unwrap();
+        let edited = build_in(&tree, &cache).unwrap();
+        assert_ne!(edited.key, first.key);
+        assert!(
+            edited.lib_dir.starts_with(&out),
+            "{}",
+            edited.lib_dir.display()
+        );
+        assert_eq!(
+            mtime(&base),
+            base_t,
+            "libggml-base was rebuilt for an edit to vk.c"
+        );
+        assert_ne!(mtime(&built_lib(&edited, "libggml-vulkan.so")), vk_t);
+        let log = std::fs::read_to_string(out.join("build.log")).unwrap();
+        assert!(!log.contains("from scratch"), "{log}");
+        // The first build's snapshot is still there for a run that uses it.
+        assert!(first.lib_dir.join("libggml-vulkan.so").is_file());
+
+        // A broken folder (Ninja's file gone, as after a configure that died): from scratch.
+        std::fs::remove_file(out.join("build/build.ninja")).unwrap();
+        std::fs::write(&vk_c, std::fs::read_to_string(&vk_c).unwrap() + "\n").unwrap();
+        let rebuilt = build_in(&tree, &cache).unwrap();
+        let log = std::fs::read_to_string(out.join("build.log")).unwrap();
+        assert!(
+            log.contains("from scratch: Ninja's build file is missing"),
+            "{log}"
+        );
+        assert_ne!(mtime(&base), base_t);
+        assert!(rebuilt.lib_dir.join("libggml-vulkan.so").is_file());
+
+        // A configure that never finished (no fingerprint): from scratch too.
+        std::fs::remove_file(out.join("configured")).unwrap();
+        std::fs::remove_file(out.join("built")).unwrap();
+        build_in(&tree, &cache).unwrap();
+        let log = std::fs::read_to_string(out.join("build.log")).unwrap();
+        assert!(
+            log.contains("from scratch: its configure never finished"),
+            "{log}"
+        );
+
+        // A CMake cache of another source folder: from scratch.
+        let cache_txt = out.join("build/CMakeCache.txt");
+        let text = std::fs::read_to_string(&cache_txt).unwrap();
+        let moved = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("CMAKE_HOME_DIRECTORY:INTERNAL=") {
+                    "CMAKE_HOME_DIRECTORY:INTERNAL=/elsewhere".to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(&cache_txt, moved).unwrap();
+        std::fs::remove_file(out.join("built")).unwrap();
+        build_in(&tree, &cache).unwrap();
+        let log = std::fs::read_to_string(out.join("build.log")).unwrap();
+        assert!(log.contains("another source folder"), "{log}");
+
+        // Two processes (here threads, each with its own lock file handle) at once: one builds,
+        // the other waits and takes its result.
+        let fresh = root.join("tree2");
+        fake_tree(&fresh);
+        let results: Vec<Build> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..2)
+                .map(|_| s.spawn(|| build_in(&fresh, &cache).unwrap()))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(results[0].lib_dir, results[1].lib_dir);
+        let out2 = folder(&results[0]);
+        let log = std::fs::read_to_string(out2.join("build.log")).unwrap();
+        assert_eq!(log.matches("from scratch").count(), 1, "{log}");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -122,6 +122,8 @@ impl Driver for GgmlDriver {
         if let Some(reason) = mask_pad_refusal(op, self.mask_pad) {
             return Err(Outcome::Skip(reason));
         }
+        let _span = vkdiff_gpu::profile::enabled()
+            .then(|| vkdiff_gpu::profile::graph(graph_label(op, self.config)));
         let start = std::time::Instant::now();
         match self.ggml.run(op, self.timing.clone()) {
             Ok(mut r) => Ok(KernelRun {
@@ -145,6 +147,25 @@ impl Driver for GgmlDriver {
             Err(ffi::Refusal::Error(m)) => Err(Outcome::Error(format!("ggml: {m}"))),
         }
     }
+}
+
+/// A graph's profile label: op, configuration, then each source's type and shape (the choice
+/// of pipeline follows types and shapes).
+fn graph_label(op: &GraphOp, config: Config) -> String {
+    let srcs: Vec<&Tensor> = match op {
+        GraphOp::MulMat { a, b, .. } => vec![a, b],
+        GraphOp::MulMatId { a, b, ids, .. } => vec![a, b, ids],
+        GraphOp::FlashAttn { q, k, v, mask, .. } => [Some(*q), Some(*k), Some(*v), *mask]
+            .into_iter()
+            .flatten()
+            .collect(),
+        GraphOp::Wkv7(t) => vec![t[0]],
+    };
+    let srcs: Vec<String> = srcs
+        .iter()
+        .map(|t| format!("{:?}{:?}", t.dtype(), Tensor::ne(t)))
+        .collect();
+    format!("{} {} {}", op.name(), config.name(), srcs.join(" "))
 }
 
 /// GGML_KQ_MASK_PAD as the tree's `ggml.h` defines it: `ggml_flash_attn_ext` asserts
@@ -250,7 +271,10 @@ pub fn open(
         std::env::set_var(k, v);
     }
     let mut gpu = Gpu::open(Some(&index.to_string())).map_err(|e| e.to_string())?;
-    let ggml = ffi::Ggml::open(lib_dir)?;
+    let ggml = {
+        let _span = vkdiff_gpu::profile::span("ggml load and device init");
+        ffi::Ggml::open(lib_dir)?
+    };
     if let Some(reason) = unavailable(config, &ffi::logged()) {
         return Err(format!("config {}: {reason}", config.name()));
     }
