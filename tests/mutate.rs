@@ -225,7 +225,10 @@ fn the_worker_kills_a_hanging_case_and_carries_on() {
             vkdiff::default_shader_dir().display().to_string(),
             "--no-repeat".into(),
         ],
-        vec![("VKDIFF_INJECT_HANG".into(), first.to_string())],
+        vkdiff::worker::Setup {
+            driver_env: vec![("VKDIFF_INJECT_HANG".into(), first.to_string())],
+            ggml: None,
+        },
         "ours".into(),
     )
     .expect("worker starts");

@@ -52,7 +52,10 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             .ok_or("this reproducer ran on vkdiff's runners: name the path with --config")?;
         let config = crate::ggml::Config::parse(&config)?;
         let build = crate::ggml::build::build(dir)?;
-        let env = crate::ggml::worker_env(&build, config);
+        let setup = crate::worker::Setup {
+            ggml: Some(crate::ggml::GgmlSetup::of(&build, config)),
+            ..Default::default()
+        };
         let mut args = Vec::new();
         if let Some(d) = &target.device {
             args.extend(["--device".to_string(), d.clone()]);
@@ -62,15 +65,14 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         let mut w = Worker::new(
             crate::worker::own_executable()?,
             args,
-            env.clone(),
+            setup.clone(),
             String::new(),
         )?;
-        w.real_graphs = true;
         println!(
             "replaying {} on {} through {}",
             repro.variant,
             w.caps().name,
-            crate::ggml::label(&env).unwrap_or_default()
+            setup.label()
         );
         println!("case: {}", repro.case);
         w.evaluate(&repro.case)

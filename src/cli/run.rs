@@ -14,7 +14,7 @@ use crate::campaign::{self, CaseRecord, Settings, VariantReport};
 use crate::cases::Kernel;
 use crate::kernels::Variant;
 use crate::report::{self, JsonReport, Line};
-use crate::worker::{self, Evaluator, InProcess, Worker};
+use crate::worker::{self, Evaluator, InProcess, Setup, Worker};
 
 /// `run`'s options, checked (see [`super::Command::Run`] for each flag's meaning).
 #[allow(missing_docs)]
@@ -93,7 +93,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             );
         }
     }
-    let configs: Vec<Vec<(String, String)>> = if let Some(dir) = &target.ggml {
+    let configs: Vec<Setup> = if let Some(dir) = &target.ggml {
         if in_process || !lavapipe_widths.is_empty() {
             return Err("--ggml runs one worker process per configuration: drop --in-process and --lavapipe-widths".into());
         }
@@ -116,16 +116,22 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         );
         chosen
             .into_iter()
-            .map(|c| crate::ggml::worker_env(&build, c))
+            .map(|c| Setup {
+                ggml: Some(crate::ggml::GgmlSetup::of(&build, c)),
+                ..Setup::default()
+            })
             .collect()
     } else if !ggml_configs.is_empty() {
         return Err("--config needs --ggml".into());
     } else if lavapipe_widths.is_empty() {
-        vec![vec![]]
+        vec![Setup::default()]
     } else {
         lavapipe_widths
             .iter()
-            .map(|w| vec![("LP_NATIVE_VECTOR_WIDTH".to_string(), w.to_string())])
+            .map(|w| Setup {
+                driver_env: vec![("LP_NATIVE_VECTOR_WIDTH".to_string(), w.to_string())],
+                ..Setup::default()
+            })
             .collect()
     };
     // A time budget is shared evenly by every variant of every configuration; the case
@@ -168,8 +174,8 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     };
     let json = Mutex::new(json);
     let mut reports = Vec::new();
-    for env in &configs {
-        plan.run(&selected, &settings, env, &mut reports, &json)?;
+    for setup in &configs {
+        plan.run(&selected, &settings, setup, &mut reports, &json)?;
     }
     // Wall time, not the sum over variants: several devices run side by side.
     let wall = started.elapsed().as_secs_f64();
@@ -283,22 +289,18 @@ struct Shared<'a> {
 }
 
 impl RunPlan {
-    /// Runs every selected variant under the environment `env` (empty: as is), spread over the
-    /// devices, and appends the reports in selection order.
+    /// Runs every selected variant on `setup` (a lavapipe configuration, a ggml build and
+    /// configuration, or nothing), spread over the devices, and appends the reports in selection
+    /// order.
     fn run(
         &self,
         selected: &[(&'static Kernel, Variant)],
         settings: &Settings,
-        env: &[(String, String)],
+        setup: &Setup,
         reports: &mut Vec<VariantReport>,
         json: &Mutex<Option<JsonReport>>,
     ) -> Result<(), String> {
-        let label: String = crate::ggml::label(env).unwrap_or_else(|| {
-            env.iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        });
+        let label = setup.label();
         let shared = Shared {
             queue: Mutex::new(selected.iter().enumerate().collect()),
             reports: Mutex::new(Vec::new()),
@@ -306,7 +308,7 @@ impl RunPlan {
             bars: indicatif::MultiProgress::new(),
         };
         if self.in_process {
-            if !env.is_empty() || self.devices.len() > 1 {
+            if !setup.is_empty() || self.devices.len() > 1 {
                 return Err("--lavapipe-widths and several --devices need worker processes (drop --in-process)".into());
             }
             let mut gpu = Gpu::open(self.target.device.as_deref()).map_err(|e| e.to_string())?;
@@ -334,7 +336,7 @@ impl RunPlan {
                 let handles: Vec<_> = devices
                     .iter()
                     .map(|d| {
-                        scope.spawn(|| self.worker(d.as_deref(), env, settings, &label, &shared))
+                        scope.spawn(|| self.worker(d.as_deref(), setup, settings, &label, &shared))
                     })
                     .collect();
                 handles
@@ -379,7 +381,7 @@ impl RunPlan {
     fn worker(
         &self,
         device: Option<&str>,
-        env: &[(String, String)],
+        setup: &Setup,
         settings: &Settings,
         label: &str,
         shared: &Shared,
@@ -395,25 +397,15 @@ impl RunPlan {
         if let Some(n) = self.repeat_every {
             args.extend(["--repeat-every".to_string(), n.to_string()]);
         }
-        let ggml_config = env
-            .iter()
-            .find(|(k, _)| k == "VKDIFF_GGML_CONFIG")
-            .map(|(_, c)| crate::ggml::Config::parse(c))
-            .transpose()?;
         let start = || {
-            let mut w = Worker::new(
+            Worker::new(
                 exe.clone(),
                 args.clone(),
-                env.to_vec(),
+                setup.clone(),
                 self.shaders.display().to_string(),
-            )?;
-            if let Some(c) = ggml_config {
-                w.variant_filter = Some(Box::new(move |v| crate::ggml::variant_skip(c, v)));
-                w.real_graphs = true;
-            }
-            Ok::<_, String>(w)
+            )
         };
-        let first = match (start(), ggml_config) {
+        let first = match (start(), &setup.ggml) {
             (Ok(w), _) => w,
             (Err(e), Some(_)) => {
                 // A configuration the device or build lacks: every variant is a visible skip.

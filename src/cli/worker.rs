@@ -21,14 +21,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         repeat_every,
     } = args;
     worker::exit_when_orphaned();
-    let env = vkdiff_gpu::env::env();
-    let served = match &env.ggml_lib {
-        Some(lib) => worker::WorkerTarget::Ggml {
-            lib_dir: lib.into(),
-            config: env.ggml_config.clone(),
-        },
-        None => worker::WorkerTarget::Shaders(shader_dir(&target)?),
-    };
+    let served = worker::WorkerTarget::from_env(shader_dir(&target)?);
     worker::serve(target.device.as_deref(), served, !no_repeat, repeat_every)
         .map_err(|e| format!("worker: {e}"))?;
     Ok(ExitCode::SUCCESS)

@@ -204,7 +204,9 @@ pub enum WorkerTarget {
     },
 }
 
-/// A driver as a worker process holds it across cases.
+/// A driver as a worker process holds it across cases (one value per process: the variants'
+/// sizes do not matter).
+#[allow(clippy::large_enum_variant)]
 enum Served {
     /// vkdiff's runners: the device is reopened when a case needs other optional extensions.
     Own {
@@ -217,6 +219,21 @@ enum Served {
         _gpu: Gpu,
         driver: crate::exec::ggml::GgmlDriver,
     },
+}
+
+impl WorkerTarget {
+    /// The worker process's side of [`Setup::env`]: a ggml worker when the parent named a ggml
+    /// library, else vkdiff's runners over `shaders`.
+    pub fn from_env(shaders: PathBuf) -> WorkerTarget {
+        let env = vkdiff_gpu::env::env();
+        match &env.ggml_lib {
+            Some(lib) => WorkerTarget::Ggml {
+                lib_dir: lib.into(),
+                config: env.ggml_config.clone(),
+            },
+            None => WorkerTarget::Shaders(shaders),
+        }
+    }
 }
 
 impl Served {
@@ -393,15 +410,54 @@ fn keep_last_words(stderr: std::process::ChildStderr) -> Arc<Mutex<VecDeque<Stri
     lines
 }
 
-/// Why a worker does not run a variant (None: it does).
-pub type VariantFilter = Box<dyn Fn(&crate::model::kernels::Variant) -> Option<String> + Send>;
+/// What a campaign's workers run on beside their device, as the parent knows it: typed here,
+/// turned into the worker process's environment only by [`Setup::env`] and read back there only
+/// by [`WorkerTarget::from_env`].
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// Extra environment for the Vulkan driver (LP_NATIVE_VECTOR_WIDTH for a lavapipe
+    /// configuration) or for the tests' fault injection.
+    pub driver_env: Vec<(String, String)>,
+    /// Backend mode: the ggml build and path configuration the worker loads.
+    pub ggml: Option<crate::exec::ggml::GgmlSetup>,
+}
+
+impl Setup {
+    /// The worker process's extra environment.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let mut env = self.driver_env.clone();
+        if let Some(g) = &self.ggml {
+            env.extend(g.env());
+        }
+        env
+    }
+
+    /// How reports name the setup: the ggml target with its identity, else the driver's
+    /// environment (`LP_NATIVE_VECTOR_WIDTH=128`), else empty.
+    pub fn label(&self) -> String {
+        match &self.ggml {
+            Some(g) => g.label(),
+            None => self
+                .driver_env
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+
+    /// Nothing beyond the device.
+    pub fn is_empty(&self) -> bool {
+        self.driver_env.is_empty() && self.ggml.is_none()
+    }
+}
 
 /// The parent's side: a worker process started on demand and restarted after a crash or a lost
 /// device.
 pub struct Worker {
     exe: PathBuf,
     args: Vec<String>,
-    env: Vec<(String, String)>,
+    setup: Setup,
     shaders: String,
     caps: DeviceCaps,
     running: Option<Running>,
@@ -410,11 +466,6 @@ pub struct Worker {
     history: (VecDeque<String>, usize),
     /// How many workers were started (1 + restarts).
     pub starts: u32,
-    /// Variants the worker does not run, with the reason (backend mode's configuration).
-    pub variant_filter: Option<VariantFilter>,
-    /// The worker runs real ggml graphs (backend mode): whatever a case asks, ggml's own host
-    /// chose how to run it, so only inputs no real graph produces make a case forced-only.
-    pub real_graphs: bool,
 }
 
 /// Why a worker gave no outcome.
@@ -426,26 +477,24 @@ enum NoAnswer {
 }
 
 impl Worker {
-    /// A worker running `exe worker <args>` with extra environment `env` (e.g.
-    /// LP_NATIVE_VECTOR_WIDTH for a lavapipe configuration). Starts it once to learn the device.
+    /// A worker running `exe worker <args>` on `setup` (a lavapipe configuration, a ggml
+    /// build). Starts it once to learn the device.
     pub fn new(
         exe: PathBuf,
         args: Vec<String>,
-        env: Vec<(String, String)>,
+        setup: Setup,
         shaders: String,
     ) -> Result<Self, String> {
         let mut w = Worker {
             exe,
             args,
-            env,
+            setup,
             shaders,
             caps: DeviceCaps::default(),
             running: None,
             timeout: None,
             history: (VecDeque::new(), 0),
             starts: 0,
-            variant_filter: None,
-            real_graphs: false,
         };
         w.start()?;
         Ok(w)
@@ -457,7 +506,7 @@ impl Worker {
         let mut child = command
             .arg("worker")
             .args(&self.args)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .envs(self.setup.env())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -674,16 +723,20 @@ impl Evaluator for Worker {
         self.shaders.clone()
     }
 
+    /// Backend mode: what the configuration's path does not run.
     fn variant_skip(&self, variant: &crate::model::kernels::Variant) -> Option<String> {
-        self.variant_filter.as_ref().and_then(|f| f(variant))
+        let g = self.setup.ggml.as_ref()?;
+        crate::exec::ggml::variant_skip(g.config, variant)
     }
 
     fn ggml(&self) -> Option<crate::exec::ggml::GgmlTarget> {
-        crate::exec::ggml::target(&self.env)
+        self.setup.ggml.as_ref().map(|g| g.target())
     }
 
+    /// Backend mode runs real graphs (ggml's own host chose the path), so only the inputs can
+    /// make a case unreal.
     fn reach(&self, case: &Case) -> crate::model::facts::Reach {
-        if self.real_graphs {
+        if self.setup.ggml.is_some() {
             crate::model::facts::input_reach(case)
         } else {
             crate::model::facts::reach_of(case, self.caps())

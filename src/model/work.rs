@@ -39,3 +39,12 @@ impl BenchShapes {
 pub fn quick_dim(x: usize) -> usize {
     256 * (x / 4096).max(1)
 }
+
+/// How a bench row names the cm2 path.
+pub fn cm2_label(cm2: bool) -> &'static str {
+    if cm2 {
+        " cm2"
+    } else {
+        ""
+    }
+}

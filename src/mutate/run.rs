@@ -761,7 +761,10 @@ pub(super) fn judge(
                 let mut w = Worker::new(
                     exe.clone(),
                     args.to_vec(),
-                    env.to_vec(),
+                    crate::worker::Setup {
+                        driver_env: env.to_vec(),
+                        ggml: None,
+                    },
                     tree_dir.display().to_string(),
                 )?;
                 w.set_timeout(Some(timeout));

@@ -11,7 +11,7 @@ pub mod build;
 pub mod ffi;
 pub mod identity;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use vkdiff_gpu::device::Instance;
 use vkdiff_gpu::runners::KernelRun;
@@ -206,19 +206,56 @@ fn mask_pad_refusal(op: &GraphOp, pad: Option<usize>) -> Option<String> {
     })
 }
 
-/// The environment that makes `vkdiff worker` a ggml worker for `config`.
-pub fn worker_env(build: &build::Build, config: Config) -> Vec<(String, String)> {
-    vec![
-        (
-            "VKDIFF_GGML_LIB".to_string(),
-            build.lib_dir.display().to_string(),
-        ),
-        ("VKDIFF_GGML_CONFIG".to_string(), config.name().to_string()),
-        (
-            "VKDIFF_GGML_TREE".to_string(),
-            build.root.display().to_string(),
-        ),
-    ]
+/// A ggml build and the path configuration a worker runs it under.
+#[derive(Debug, Clone)]
+pub struct GgmlSetup {
+    /// The ggml root that was built (or the folder of a prebuilt build).
+    pub root: PathBuf,
+    /// The folder holding the libraries the worker loads.
+    pub lib_dir: PathBuf,
+    /// The path configuration.
+    pub config: Config,
+}
+
+impl GgmlSetup {
+    /// `build` under `config`.
+    pub fn of(build: &build::Build, config: Config) -> GgmlSetup {
+        GgmlSetup {
+            root: build.root.clone(),
+            lib_dir: build.lib_dir.clone(),
+            config,
+        }
+    }
+
+    /// The environment that makes `vkdiff worker` a ggml worker (read back by the worker
+    /// through `vkdiff_gpu::env`: VKDIFF_GGML_LIB, VKDIFF_GGML_CONFIG, VKDIFF_GGML_TREE).
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("VKDIFF_GGML_LIB".into(), self.lib_dir.display().to_string()),
+            ("VKDIFF_GGML_CONFIG".into(), self.config.name().into()),
+            ("VKDIFF_GGML_TREE".into(), self.root.display().to_string()),
+        ]
+    }
+
+    /// The tree and configuration, as reproducers record them.
+    pub fn target(&self) -> GgmlTarget {
+        GgmlTarget {
+            tree: self.root.display().to_string(),
+            config: self.config.name().into(),
+        }
+    }
+
+    /// The report label: `ggml <tree> [<identity>] config <config>`. The identity
+    /// ([`identity::tree_identity`]: ggml version, git commit, upstream changes found in the
+    /// source) is what known-findings scopes match, so a tree's verdicts do not depend on its
+    /// folder's name.
+    pub fn label(&self) -> String {
+        let (tree, config) = (self.root.display(), self.config.name());
+        match identity::tree_identity(&self.root) {
+            Some(id) => format!("ggml {tree} [{id}] config {config}"),
+            None => format!("ggml {tree} config {config}"),
+        }
+    }
 }
 
 /// Where a backend-mode case ran: the ggml tree (or prebuilt library folder) given to `--ggml`,
@@ -229,26 +266,6 @@ pub struct GgmlTarget {
     pub tree: String,
     /// The configuration (`scalar-fp32`, `scalar-fp16`, `cm1`, `cm2`).
     pub config: String,
-}
-
-/// The tree and configuration of a ggml worker's environment, or None when it is not one.
-pub fn target(env: &[(String, String)]) -> Option<GgmlTarget> {
-    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    Some(GgmlTarget {
-        tree: get("VKDIFF_GGML_TREE")?,
-        config: get("VKDIFF_GGML_CONFIG")?,
-    })
-}
-
-/// The report label of a worker environment: `ggml <tree> [<identity>] config <config>`, or
-/// None when it is not a ggml worker's. The identity ([`identity::tree_identity`]: ggml
-/// version, git commit, upstream changes found in the source) is what known-findings scopes
-/// match, so a tree's verdicts do not depend on its folder's name.
-pub fn label(env: &[(String, String)]) -> Option<String> {
-    target(env).map(|t| match identity::tree_identity(Path::new(&t.tree)) {
-        Some(id) => format!("ggml {} [{id}] config {}", t.tree, t.config),
-        None => format!("ggml {} config {}", t.tree, t.config),
-    })
 }
 
 /// Opens vkdiff's device and the ggml build in `lib_dir` on the same device under `config`,

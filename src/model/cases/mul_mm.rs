@@ -190,7 +190,7 @@ impl KernelDef for MulMm {
                         scale_log2: 0,
                     };
                     push(
-                        format!("{m}×{n}×{k} {a_type}{}", cm2_label(cm2)),
+                        format!("{m}×{n}×{k} {a_type}{}", crate::model::work::cm2_label(cm2)),
                         case,
                     );
                 }
@@ -1321,14 +1321,5 @@ pub(crate) mod tests {
             reduced[0] >= 20 && reduced[1] >= 20,
             "cm2 reduced-accumulator tiles (BN/4, BN/2): {reduced:?}"
         );
-    }
-}
-
-/// How a bench row names the cm2 path.
-fn cm2_label(cm2: bool) -> &'static str {
-    if cm2 {
-        " cm2"
-    } else {
-        ""
     }
 }

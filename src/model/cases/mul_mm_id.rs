@@ -158,7 +158,7 @@ impl KernelDef for MulMmId {
                         cm1: false,
                     };
                     push(
-                        format!("MoE 128×{m}×{k} {a_type}, {tokens} tok{}", cm2_label(cm2)),
+                        format!("MoE 128×{m}×{k} {a_type}, {tokens} tok{}", crate::model::work::cm2_label(cm2)),
                         case,
                     );
                 }
@@ -687,14 +687,5 @@ mod tests {
         }
         c.routing = Routing::Repeated;
         assert!(c.ids().chunks(3).all(|t| t[0] == t[1]));
-    }
-}
-
-/// How a bench row names the cm2 path.
-fn cm2_label(cm2: bool) -> &'static str {
-    if cm2 {
-        " cm2"
-    } else {
-        ""
     }
 }
