@@ -20,6 +20,7 @@ pub mod fuzzing;
 pub mod mutate;
 pub mod report;
 
+// Short public paths for the modules tests, fuzz targets and front ends use most.
 pub use campaign::{findings, repro};
 pub use exec::{ggml, worker};
 pub use model::{cases, compare, kernels, tolerance};
