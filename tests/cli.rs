@@ -377,3 +377,20 @@ fn report_merges_runs_into_one_list_of_distinct_findings_and_junit() {
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("--out DIR"), "{text}");
 }
+
+#[test]
+fn a_reader_that_stops_early_ends_list_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vkdiff"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run vkdiff list");
+    // The reader goes away before reading anything (as `vkdiff list | head -0` would): every
+    // write of the listing meets EPIPE, whatever the pipe's buffer holds.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
