@@ -214,7 +214,10 @@ enum Served {
         gpu: Option<Gpu>,
         tree: ShaderTree,
     },
-    /// ggml's backend (its device is ggml's own; vkdiff's stays open for the bench's timers).
+    /// ggml's backend on ggml's own device. vkdiff's device, opened first to learn the
+    /// capabilities, stays open for the worker's life, as the ggml worker always kept it
+    /// (closing it beside ggml's is untried on lavapipe, whose driver state already breaks
+    /// after some ggml cases).
     Ggml {
         _gpu: Gpu,
         driver: crate::exec::ggml::GgmlDriver,
