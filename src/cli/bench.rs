@@ -66,11 +66,8 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             }
             let config = match config {
                 Some(c) => crate::ggml::Config::parse(&c)?,
-                None => crate::ggml::best_config(
-                    Gpu::open(target.device.as_deref())
-                        .map_err(|e| e.to_string())?
-                        .caps(),
-                ),
+                // What users run: ggml's own choices.
+                None => crate::ggml::Config::Default,
             };
             let build = crate::ggml::build::build(dir)?;
             let (gpu, driver) =

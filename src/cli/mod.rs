@@ -158,8 +158,11 @@ pub enum Command {
         /// (subgroup sizes 4, 8, 16): kernels must be right at every subgroup size.
         #[arg(long, value_delimiter = ',')]
         lavapipe_widths: Vec<u32>,
-        /// With --ggml: the path configurations to run, each in its own process (default all:
-        /// scalar-fp32,scalar-fp16,cm1,cm2); one the device or build lacks is a skip.
+        /// With --ggml: the path configurations to run, each in its own process: default
+        /// (ggml's own choices), intdot (the same on a device reporting integer-dot
+        /// acceleration), force-mmvq, no-intdot, no-fusion, and the shader families
+        /// scalar-fp32, scalar-fp16, cm1, cm2 (each forced, production paths off). Without it:
+        /// default, intdot and the four families; one the device or build lacks is a skip.
         #[arg(long = "config", value_delimiter = ',')]
         configs: Vec<String>,
         /// Also write JUnit XML of the variant runs to this file (for CI test reporters): one
@@ -213,8 +216,8 @@ pub enum Command {
         /// Copies of each input, used in turn so caches do not flatter.
         #[arg(long, default_value_t = 4)]
         rotations: u32,
-        /// With --ggml: the one path configuration to time under (default: the best the device
-        /// offers, cm2 > cm1 > scalar-fp16 > scalar-fp32); vkdiff's own rows take the same path.
+        /// With --ggml: the one path configuration to time under (default: `default`, ggml's
+        /// own choices); vkdiff's own rows take the same shader family.
         #[arg(long)]
         config: Option<String>,
         /// Every row on small shapes (large dimensions cut to 256·⌊x/4096⌋, at least 256): a

@@ -98,7 +98,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             return Err("--ggml runs one worker process per configuration: drop --in-process and --lavapipe-widths".into());
         }
         let chosen = if ggml_configs.is_empty() {
-            crate::ggml::CONFIGS.to_vec()
+            crate::ggml::DEFAULT_CONFIGS.to_vec()
         } else {
             ggml_configs
                 .iter()
@@ -238,10 +238,14 @@ fn check_configs(
     if !explicit || selected.is_empty() {
         return Ok(());
     }
+    // A configuration that lets ggml pick its family may run anything; a forced family runs
+    // the variants of its path.
     let runs_any = |c: &crate::ggml::Config| {
-        selected
-            .iter()
-            .any(|(_, v)| crate::ggml::variant_skip(*c, v).is_none())
+        c.forced_family().is_none_or(|f| {
+            selected
+                .iter()
+                .any(|(_, v)| crate::ggml::variant_skip(f, v).is_none())
+        })
     };
     if chosen.iter().any(runs_any) {
         return Ok(());

@@ -729,7 +729,8 @@ impl Evaluator for Worker {
     /// Backend mode: what the configuration's path does not run.
     fn variant_skip(&self, variant: &crate::model::kernels::Variant) -> Option<String> {
         let g = self.setup.ggml.as_ref()?;
-        crate::exec::ggml::variant_skip(g.config, variant)
+        // The worker's capabilities are already narrowed to the family ggml reported.
+        crate::exec::ggml::variant_skip(g.config.family(&self.caps), variant)
     }
 
     fn ggml(&self) -> Option<crate::exec::ggml::GgmlTarget> {

@@ -45,8 +45,9 @@ pub trait KernelDef: 'static {
     fn bench_rows(_shapes: &BenchShapes) -> Vec<(String, Self::Case)> {
         Vec::new()
     }
-    /// Why ggml's own host, under `config`, does not run the variant (another path), or None.
-    fn ggml_skip(_params: &Self::Params, _config: crate::model::config::Config) -> Option<String> {
+    /// Why ggml's own host, running shader family `family`, does not run the variant (another
+    /// path), or None.
+    fn ggml_skip(_params: &Self::Params, _family: crate::model::config::Family) -> Option<String> {
         None
     }
 }

@@ -23,63 +23,114 @@ use vkdiff_reference::tensor::Tensor;
 use crate::model::driver::{Driver, GraphOp, Latitude, OwnRun};
 use crate::model::outcome::Outcome;
 
-pub use crate::model::config::{Config, CONFIGS};
+pub use crate::model::config::{Config, Family, CONFIGS, DEFAULT_CONFIGS};
 
-/// ggml's switches for this path. Integer dot is always off: vkdiff has no error model
-/// for q8_1-quantized B (MMQ/MMVQ). Fusion and graph rewrites are off (one-op graphs).
+/// ggml's switches for a configuration. `default` sets none; each other configuration turns
+/// off what it isolates from (a family configuration: every production path and every other
+/// family).
 pub fn switches(config: Config) -> Vec<(&'static str, &'static str)> {
-    let mut env = vec![
-        ("GGML_VK_DISABLE_INTEGER_DOT_PRODUCT", "1"),
-        ("GGML_VK_DISABLE_FUSION", "1"),
-        ("GGML_VK_DISABLE_GRAPH_OPTIMIZE", "1"),
-    ];
-    if matches!(config, Config::ScalarFp32 | Config::ScalarFp16) {
+    let mut env = Vec::new();
+    if !config.integer_dot() {
+        env.push(("GGML_VK_DISABLE_INTEGER_DOT_PRODUCT", "1"));
+    }
+    if !config.fusion() {
         env.extend([
+            ("GGML_VK_DISABLE_FUSION", "1"),
+            ("GGML_VK_DISABLE_GRAPH_OPTIMIZE", "1"),
+        ]);
+    }
+    if config == Config::ForceMmvq {
+        env.push(("GGML_VK_FORCE_MMVQ", "1"));
+    }
+    match config.forced_family() {
+        Some(Family::ScalarFp32 | Family::ScalarFp16) => env.extend([
             ("GGML_VK_DISABLE_COOPMAT", "1"),
             ("GGML_VK_DISABLE_COOPMAT2", "1"),
             // Head's VALVE mixed dot2 changes the scalar fp16 arithmetic; not modelled.
             ("GGML_VK_DISABLE_DOT2", "1"),
-        ]);
+        ]),
+        Some(Family::Cm1) => env.push(("GGML_VK_DISABLE_COOPMAT2", "1")),
+        Some(Family::Cm2) | None => {}
     }
-    if config == Config::ScalarFp32 {
+    if config.forced_family() == Some(Family::ScalarFp32) {
         env.push(("GGML_VK_DISABLE_F16", "1"));
-    }
-    if config == Config::Cm1 {
-        env.push(("GGML_VK_DISABLE_COOPMAT2", "1"));
     }
     env
 }
 
-/// Why this configuration cannot run here, from ggml's own device line ("fp16: 1 |" …
-/// "matrix cores: KHR_coopmat"), which reflects both the device and the build's shaders.
-fn unavailable(config: Config, ggml_log: &str) -> Option<String> {
-    let line = ggml_log
-        .lines()
-        .find(|l| l.contains("matrix cores:"))
-        .unwrap_or("");
-    let field = |name: &str| {
-        line.split('|')
+/// ggml's own device line ("fp16: 1 | … | int dot: 0 | … | matrix cores: KHR_coopmat"), which
+/// reflects both the device and the build's shaders, as (field name → value).
+struct DeviceLine(String);
+
+impl DeviceLine {
+    fn of(ggml_log: &str) -> DeviceLine {
+        let line = ggml_log.lines().find(|l| l.contains("matrix cores:"));
+        DeviceLine(line.unwrap_or("").to_string())
+    }
+
+    fn field(&self, name: &str) -> String {
+        self.0
+            .split('|')
             .find_map(|f| f.trim().strip_prefix(name).map(|v| v.trim().to_string()))
             .unwrap_or_default()
-    };
-    let cores = field("matrix cores:");
-    match config {
-        Config::ScalarFp32 => None,
-        Config::ScalarFp16 => (field("fp16:") == "0")
-            .then(|| "ggml reports fp16: 0 on this device".into()),
-        Config::Cm1 => (cores != "KHR_coopmat").then(|| {
+    }
+
+    /// The shader family ggml says it uses.
+    fn family(&self) -> Family {
+        let cores = self.field("matrix cores:");
+        if cores.starts_with("NV_coopmat2") {
+            Family::Cm2
+        } else if cores == "KHR_coopmat" {
+            Family::Cm1
+        } else if self.field("fp16:") == "1" {
+            Family::ScalarFp16
+        } else {
+            Family::ScalarFp32
+        }
+    }
+}
+
+/// Why this configuration cannot run here, from ggml's own device line and, for
+/// `force-mmvq`, the tree's source.
+fn unavailable(config: Config, line: &DeviceLine, tree: Option<&Path>) -> Option<String> {
+    let cores = line.field("matrix cores:");
+    if config.overrides_integer_dot() && line.field("int dot:") != "1" {
+        return Some(format!(
+            "ggml reports int dot: {:?} even with vkdiff's layer reporting integer-dot \
+             acceleration (the driver lacks VK_KHR_shader_integer_dot_product, or the build's \
+             shaders lack integer dot)",
+            line.field("int dot:")
+        ));
+    }
+    if config == Config::ForceMmvq {
+        let reads = tree
+            .map(|t| t.join("ggml/src/ggml-vulkan/ggml-vulkan.cpp"))
+            .into_iter()
+            .chain(tree.map(|t| t.join("src/ggml-vulkan/ggml-vulkan.cpp")))
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .any(|s| s.contains("GGML_VK_FORCE_MMVQ"));
+        if !reads {
+            return Some("this tree does not read GGML_VK_FORCE_MMVQ".into());
+        }
+    }
+    match config.forced_family()? {
+        Family::ScalarFp32 => None,
+        Family::ScalarFp16 => {
+            (line.field("fp16:") == "0").then(|| "ggml reports fp16: 0 on this device".into())
+        }
+        Family::Cm1 => (cores != "KHR_coopmat").then(|| {
             format!("cm1 needs KHR coopmat; with coopmat2 disabled ggml reports matrix cores: {cores:?} (device or build lacks it)")
         }),
-        Config::Cm2 => (!cores.starts_with("NV_coopmat2")).then(|| {
+        Family::Cm2 => (!cores.starts_with("NV_coopmat2")).then(|| {
             format!("cm2 needs NV coopmat2; ggml reports matrix cores: {cores:?} (device or build lacks it)")
         }),
     }
 }
 
 /// Why a variant (a path vkdiff models) is not what ggml runs under this configuration.
-pub fn variant_skip(config: Config, v: &crate::model::kernels::Variant) -> Option<String> {
+pub fn variant_skip(family: Family, v: &crate::model::kernels::Variant) -> Option<String> {
     let kernel = crate::model::cases::kernel(v.kernel)?;
-    (kernel.ggml_skip)(v, config)
+    (kernel.ggml_skip)(v, family)
 }
 
 /// The driver: one loaded ggml build, one device, one configuration.
@@ -292,12 +343,13 @@ pub fn open(
         let _span = vkdiff_gpu::profile::span("ggml load and device init");
         ffi::Ggml::open(lib_dir)?
     };
-    if let Some(reason) = unavailable(config, &ffi::logged()) {
+    let tree = vkdiff_gpu::env::env().ggml_tree.clone();
+    let line = DeviceLine::of(&ffi::logged());
+    if let Some(reason) = unavailable(config, &line, tree.as_deref()) {
         return Err(format!("config {}: {reason}", config.name()));
     }
-    let caps = config.caps(gpu.caps());
+    let caps = config.caps(gpu.caps(), line.family());
     gpu.set_caps(caps.clone());
-    let tree = vkdiff_gpu::env::env().ggml_tree.clone();
     let mask_pad = kq_mask_pad(&[tree.as_deref().unwrap_or(lib_dir), lib_dir]);
     Ok((
         gpu,
@@ -309,20 +361,6 @@ pub fn open(
             timing: None,
         },
     ))
-}
-
-/// The best configuration the device offers (cm2 > cm1 > scalar fp16 > scalar fp32): what
-/// ggml picks by itself, less integer dot.
-pub fn best_config(caps: &DeviceCaps) -> Config {
-    if caps.coopmat2 {
-        Config::Cm2
-    } else if caps.coopmat {
-        Config::Cm1
-    } else if caps.fp16 {
-        Config::ScalarFp16
-    } else {
-        Config::ScalarFp32
-    }
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::compare::compare;
 use crate::model::facts::{bucket, host_cores, NO_CORES};
-use crate::model::config::Config;
+use crate::model::config::Family;
 use crate::model::kernels::KernelDef;
 use vkdiff_gpu::DeviceCaps;
 use crate::model::tolerance;
@@ -257,16 +257,16 @@ impl KernelDef for FlashAttn {
         runners::flash_attn::path_requires(p.path, caps)
     }
 
-    fn ggml_skip(p: &Row, config: Config) -> Option<String> {
-        let path = match config {
-            Config::ScalarFp32 | Config::ScalarFp16 => Path::Scalar,
-            Config::Cm1 => Path::Cm1,
-            Config::Cm2 => Path::Cm2,
+    fn ggml_skip(p: &Row, family: Family) -> Option<String> {
+        let path = match family {
+            Family::ScalarFp32 | Family::ScalarFp16 => Path::Scalar,
+            Family::Cm1 => Path::Cm1,
+            Family::Cm2 => Path::Cm2,
         };
         (p.path != path).then(|| {
             format!(
-                "config {}: ggml runs flash attention on the {path:?} path, not {:?}",
-                config.name(),
+                "ggml runs flash attention on the {path:?} path here (shader family {}), not {:?}",
+                family.name(),
                 p.path
             )
         })

@@ -15,7 +15,7 @@ use proptest::strategy::{BoxedStrategy, Strategy};
 use serde::{Deserialize, Serialize};
 use vkdiff_gpu::DeviceCaps;
 
-use crate::model::config::Config;
+use crate::model::config::Family;
 use crate::model::driver::Ctx;
 use crate::model::kernels::{
     check_filter, did_you_mean, name_matches, ops_scope, KernelDef, Params, Variant,
@@ -96,8 +96,8 @@ pub struct Kernel {
     pub strategy: fn(&Variant) -> BoxedStrategy<Case>,
     /// Why this device cannot run the variant (a missing feature), or None.
     pub requires: fn(&Variant, &DeviceCaps) -> Option<String>,
-    /// Why ggml's host under a configuration does not run the variant, or None.
-    pub ggml_skip: fn(&Variant, Config) -> Option<String>,
+    /// Why ggml's host running a shader family does not run the variant, or None.
+    pub ggml_skip: fn(&Variant, Family) -> Option<String>,
     /// See [`KernelDef::BENCH_ORDER`].
     pub bench_order: u8,
     /// See [`KernelDef::bench_rows`].
@@ -170,8 +170,8 @@ fn requires_of<K: KernelDef>(v: &Variant, caps: &DeviceCaps) -> Option<String> {
     K::requires(params_of::<K>(v), caps)
 }
 
-fn ggml_skip_of<K: KernelDef>(v: &Variant, config: Config) -> Option<String> {
-    K::ggml_skip(params_of::<K>(v), config)
+fn ggml_skip_of<K: KernelDef>(v: &Variant, family: Family) -> Option<String> {
+    K::ggml_skip(params_of::<K>(v), family)
 }
 
 /// The kernel named `name`.

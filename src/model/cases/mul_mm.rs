@@ -51,7 +51,7 @@ use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::compare::compare;
 use crate::model::facts::{bucket, host_cores, k_fact, mm_path, rows, NO_CORES, RAGGED};
-use crate::model::config::Config;
+use crate::model::config::Family as Shaders;
 use crate::model::kernels::KernelDef;
 use vkdiff_gpu::DeviceCaps;
 use crate::model::tolerance::{self, Fp};
@@ -156,8 +156,8 @@ impl KernelDef for MulMm {
         requires(p, caps)
     }
 
-    fn ggml_skip(p: &Family, config: Config) -> Option<String> {
-        ggml_skip(p, config)
+    fn ggml_skip(p: &Family, family: Shaders) -> Option<String> {
+        ggml_skip(p, family)
     }
 
     const BENCH_ORDER: u8 = 5;
@@ -233,21 +233,23 @@ pub fn requires(f: &Family, caps: &DeviceCaps) -> Option<String> {
     None
 }
 
-/// Why ggml's host under `config` does not run the row: it takes one matmul path per
-/// configuration, and no f16 accumulators without fp16.
-pub fn ggml_skip(f: &Family, config: Config) -> Option<String> {
-    let path = match config {
-        Config::ScalarFp32 | Config::ScalarFp16 => Mode::Fp16,
-        Config::Cm1 => Mode::Cm1,
-        Config::Cm2 => Mode::Cm2,
+/// Why ggml's host running shader family `family` does not run the row: it takes one matmul
+/// path per family, and no f16 accumulators without fp16.
+pub fn ggml_skip(f: &Family, family: Shaders) -> Option<String> {
+    let path = match family {
+        Shaders::ScalarFp32 | Shaders::ScalarFp16 => Mode::Fp16,
+        Shaders::Cm1 => Mode::Cm1,
+        Shaders::Cm2 => Mode::Cm2,
     };
-    match config {
+    match family {
         _ if f.mode != path => Some(format!(
-            "config {}: ggml runs MUL_MAT on the {path:?} matmul, not {:?}",
-            config.name(),
+            "ggml runs MUL_MAT on the {path:?} matmul here (shader family {}), not {:?}",
+            family.name(),
             f.mode
         )),
-        Config::ScalarFp32 if f.acc16 => Some("config scalar-fp32: no f16 accumulators".into()),
+        Shaders::ScalarFp32 if f.acc16 => {
+            Some("shader family scalar-fp32: no f16 accumulators".into())
+        }
         _ => None,
     }
 }

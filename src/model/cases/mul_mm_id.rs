@@ -44,7 +44,7 @@ use crate::model::driver::{Ctx, GraphOp};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::facts::{bucket, k_fact, mm_path, repeated_expert, repeated_forced, rows, REPEATED_FACT};
-use crate::model::config::Config;
+use crate::model::config::Family as Shaders;
 use crate::model::kernels::KernelDef;
 use super::mul_mm::Family;
 use vkdiff_gpu::DeviceCaps;
@@ -125,8 +125,8 @@ impl KernelDef for MulMmId {
         super::mul_mm::requires(p, caps)
     }
 
-    fn ggml_skip(p: &Family, config: Config) -> Option<String> {
-        super::mul_mm::ggml_skip(p, config)
+    fn ggml_skip(p: &Family, family: Shaders) -> Option<String> {
+        super::mul_mm::ggml_skip(p, family)
     }
 
     const BENCH_ORDER: u8 = 3;
