@@ -428,3 +428,126 @@ fn an_off_by_one_block_fails() {
         &all,
     );
 }
+
+/// A ggml host on an integer-dot device, emulated: MUL_MAT runs as the emulated MMVQ with
+/// workgroups of 8 (the model takes the subgroup size 8 and 32).
+struct EmulatedHost {
+    caps: vkdiff_gpu::DeviceCaps,
+    fault: Fault,
+}
+
+impl vkdiff::model::driver::Driver for EmulatedHost {
+    fn caps(&self) -> &vkdiff_gpu::DeviceCaps {
+        &self.caps
+    }
+
+    fn latitude(&self) -> vkdiff::model::driver::Latitude {
+        vkdiff::model::driver::Latitude::REAL_HOST
+    }
+
+    fn run_once(
+        &mut self,
+        op: &vkdiff::model::driver::GraphOp,
+        _own: &mut vkdiff::model::driver::OwnRun<'_>,
+    ) -> Result<vkdiff_gpu::runners::KernelRun, vkdiff::cases::Outcome> {
+        let vkdiff::model::driver::GraphOp::MulMat { a, b, .. } = op else {
+            panic!("only MUL_MAT");
+        };
+        let [k, m, _, _] = vkdiff_reference::tensor::Tensor::ne(a);
+        let a_rows = a.rows().unwrap();
+        let b_rows = b.rows().unwrap();
+        let dev = Device {
+            fault: self.fault,
+            ..DEVICES[0]
+        };
+        let mut values = Vec::new();
+        for col in b_rows.chunks_exact(k) {
+            let x: Vec<f32> = col.iter().map(|&v| v as f32).collect();
+            let qb = device_quantize(&x, dev);
+            for i in 0..m {
+                let bytes = a.dtype().row_bytes(k).unwrap();
+                let row = &a.data()[i * bytes..(i + 1) * bytes];
+                let p = pieces(
+                    a.dtype(),
+                    &a_rows[i * k..(i + 1) * k],
+                    row,
+                    &qb,
+                    mmvq_k_per_iter(a.dtype()),
+                    dev,
+                );
+                values.push(mmvq_sum(&p, 8));
+            }
+        }
+        Ok(vkdiff_gpu::runners::KernelRun {
+            values,
+            overrun: false,
+            gpu_ns: None,
+            variant: "emulated mmvq".into(),
+            validation: Vec::new(),
+        })
+    }
+}
+
+#[test]
+fn the_mat_vec_case_judges_an_emulated_mmvq_host() {
+    use vkdiff::cases::mul_mat_vec::MulMatVecCase;
+    use vkdiff::cases::Outcome;
+    let caps = vkdiff_gpu::DeviceCaps {
+        integer_dot: true,
+        subgroup_size: 8,
+        ..Default::default()
+    };
+    for a_type in [
+        DType::Q4_0,
+        DType::Q4_1,
+        DType::Q8_0,
+        DType::Q4_K,
+        DType::Q6_K,
+        DType::Iq1S,
+    ] {
+        for seed in 0..4 {
+            let case = MulMatVecCase {
+                a_type,
+                b_type: DType::F32,
+                k: 4 * a_type.block_len(),
+                m: 9,
+                n: 3,
+                ne02: 1,
+                r2: 1,
+                ne03: 1,
+                b_row_pad: 0,
+                a_blocks: Blocks::Quantized(Dist::Normal),
+                b_dist: Dist::Normal,
+                seed,
+            };
+            let judge = |fault, integer_dot| {
+                let caps = vkdiff_gpu::DeviceCaps {
+                    integer_dot,
+                    ..caps.clone()
+                };
+                let mut host = EmulatedHost { caps, fault };
+                let mut ctx = vkdiff::model::driver::Ctx {
+                    driver: &mut host,
+                    repeat: false,
+                };
+                vkdiff::cases::Case::MulMatVec(case.clone()).evaluate(&mut ctx)
+            };
+            let ok = judge(Fault::None, true);
+            assert!(
+                matches!(ok, Outcome::Pass { .. }),
+                "{a_type} seed {seed}: {ok:?}"
+            );
+            let bad = judge(Fault::Scale, true);
+            assert!(
+                matches!(bad, Outcome::Fail { .. }),
+                "{a_type} seed {seed}: {bad:?}"
+            );
+            // Without the candidate, the float path's bound rejects B's quantization error.
+            let float_only = judge(Fault::None, false);
+            assert!(
+                matches!(float_only, Outcome::Fail { .. }),
+                "{a_type} seed {seed}: {float_only:?}"
+            );
+        }
+    }
+}

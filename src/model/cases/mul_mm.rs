@@ -741,7 +741,10 @@ impl CaseModel for MulMmCase {
         // The reference and the bounds of these inputs on this plan: kept across a bench
         // row's evaluations (the same inputs each round).
         let lat = ctx.latitude();
-        let key = || format!("mul_mm {self} {mode:?} {lat:?} plan {plan:?}");
+        let ctx_int_dot = (lat.later_host, ctx.caps().integer_dot);
+        let key = || {
+            format!("mul_mm {self} {mode:?} {lat:?} plan {plan:?} int dot {ctx_int_dot:?}")
+        };
         let judged = crate::model::cases::data::kept(key, || -> Result<_, Box<Outcome>> {
             let want = match mul_mat::mul_mat(&a, &b) {
                 Ok(w) => w,
@@ -757,6 +760,14 @@ impl CaseModel for MulMmCase {
             if lat.splits {
                 splits.extend(bounds::split_candidates(self.k));
             }
+            // ggml's integer-dot matmul (MMQ), where the host may take it: B quantized to q8_1.
+            let int_dot = match self.int_dot_plan(ctx_int_dot, mode, &splits) {
+                Some(p) => match super::intdot::mat_candidate(&a, &b_rows, &columns, p) {
+                    Ok(c) => Some(c),
+                    Err(e) => return Err(Box::new(Outcome::Error(e.to_string()))),
+                },
+                None => None,
+            };
             let mut candidates = Vec::new();
             for (split_k, k_split) in splits {
                 let arith = arith_of(&plan.staging, self.a_type, split_k, k_split);
@@ -797,9 +808,9 @@ impl CaseModel for MulMmCase {
                 (arith.a_operand, arith.b_operand, arith.acc),
                 !self.a_type.is_quantized(),
             );
-            Ok((want, bounds, specials))
+            Ok((want, bounds, specials, int_dot))
         });
-        let (want, bounds, specials) = match judged {
+        let (want, bounds, specials, int_dot) = match judged {
             Ok(x) => x,
             Err(outcome) => return *outcome,
         };
@@ -824,7 +835,7 @@ impl CaseModel for MulMmCase {
             Ok(r) => r,
             Err(outcome) => return outcome,
         };
-        judge(&run, &want, &bounds, Some(&specials))
+        judge_with(&run, &want, &bounds, Some(&specials), int_dot.as_deref())
     }
 
     fn forced(&self, caps: &DeviceCaps) -> Vec<String> {
@@ -1162,6 +1173,18 @@ pub fn judge(
     bounds: &crate::model::cases::mul_mm::bounds::MulMmBounds,
     specials: Option<&[tolerance::Special]>,
 ) -> Outcome {
+    judge_with(run, want, bounds, specials, None)
+}
+
+/// [`judge`], with an integer-dot candidate (centre, bound) per element joined to the float
+/// path's ([`super::intdot::join_candidate`]).
+pub fn judge_with(
+    run: &vkdiff_gpu::runners::KernelRun,
+    want: &vkdiff_reference::ops::Output,
+    bounds: &crate::model::cases::mul_mm::bounds::MulMmBounds,
+    specials: Option<&[tolerance::Special]>,
+    int_dot: Option<&[(f64, f64)]>,
+) -> Outcome {
     let mut judged = bounds.judged_bounds(&run.values);
     let mut expected = want.values.clone();
     match specials {
@@ -1169,6 +1192,9 @@ pub fn judge(
         None => {
             crate::model::compare::undefined_where_non_finite(&expected, &mut judged);
         }
+    }
+    if let Some(c) = int_dot {
+        super::intdot::join_candidate(&mut expected, &mut judged, c);
     }
     let mut verdict = match compare(
         &run.values,
@@ -1188,6 +1214,31 @@ impl MulMmCase {
     /// The case's path.
     pub fn mode(&self) -> Mode {
         mode_of(self.cm1, self.cm2)
+    }
+
+    /// The integer-dot candidate of this case, where a ggml host may take MMQ (`mul_mmq.comp`):
+    /// a real host on a device with integer-dot acceleration (`(later_host, integer_dot)`), a
+    /// scalar family (cm1's integer-dot matmul, `mul_mmq_cm1.comp`, is not modelled: a cm1
+    /// case it ran would fail, not pass unjudged), an A type with an MMQ body, and B f32 and
+    /// contiguous (ggml's conditions for quantizing B). The depth takes every split in `splits`.
+    fn int_dot_plan(
+        &self,
+        (later_host, integer_dot): (bool, bool),
+        mode: Mode,
+        splits: &[(usize, usize)],
+    ) -> Option<super::intdot::IntDotPlan> {
+        use super::intdot::{int_dot_types, mmq_depth, IntDotPath, IntDotPlan};
+        let usable = later_host
+            && integer_dot
+            && matches!(mode, Mode::Fp32 | Mode::Fp16)
+            && self.b_type == DType::F32
+            && self.b_row_pad == 0
+            && int_dot_types(IntDotPath::Mmq).contains(&self.a_type);
+        usable.then(|| IntDotPlan {
+            path: IntDotPath::Mmq,
+            depth: mmq_depth(self.a_type, splits),
+            f16_scales: mode == Mode::Fp16,
+        })
     }
 
 
