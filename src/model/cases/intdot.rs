@@ -93,15 +93,6 @@ impl Q8_1Block {
     pub fn value(&self, i: usize) -> f64 {
         self.d * f64::from(self.q[i])
     }
-
-    /// Σ_i (|q_i| + latitude_i): the largest Σ|q| a device's quants can have.
-    fn abs_q_lat(&self) -> f64 {
-        self.q
-            .iter()
-            .zip(&self.latitude)
-            .map(|(q, l)| f64::from(q.unsigned_abs()) + f64::from(*l))
-            .sum()
-    }
 }
 
 /// Quantizes `x` (a multiple of 32 elements) to q8_1 exactly as ggml's quantize shader does in
@@ -170,7 +161,7 @@ fn quantize_block(x: &[f32]) -> Q8_1Block {
         block.undefined = Some("a NaN or ±∞ in a q8_1 block of B");
     } else if d_exact * (1.0 + D_UNITS * U32) >= Fp::F16.overflow() {
         block.undefined = Some("B's q8_1 scale amax/127 is beyond f16's range");
-    } else if block.d_exact * block.abs_q_lat() * (1.0 + 2.0 * U16) >= Fp::F16.overflow() {
+    } else if d_exact * f64::from(sum_q.abs() + ties) * (1.0 + 2.0 * U16) >= Fp::F16.overflow() {
         block.no_sum = Some("B's q8_1 sum Σq·d is beyond f16's range");
     } else if d_exact > 0.0 && d_exact < f64::from(f32::MIN_POSITIVE) {
         block.no_sum = Some("B's q8_1 scale amax/127 is an f32 subnormal (1/d may overflow)");
@@ -309,6 +300,27 @@ pub fn offset_coefs(a: DType, row: &[u8]) -> Vec<f64> {
         }
     }
     out
+}
+
+/// MMQ compiled with fp16 keeps A's per-piece scales (d·sc, dmin·m) as f16: whether one of
+/// row `row`'s (bytes of type `a`) may overflow there, from its f16 scale fields times the
+/// largest sub-scale the format holds (q6_K 128, q4_K/q5_K 63, q3_K and iq4_xs 32, iq3_s 31,
+/// q2_K 15; the legacy formats keep d and m as they are).
+pub fn f16_scale_overflows(a: DType, row: &[u8]) -> bool {
+    let mult = match a {
+        DType::Q6_K => 128.0,
+        DType::Q4_K | DType::Q5_K => 63.0,
+        DType::Q3_K | DType::Iq4Xs => 32.0,
+        DType::Iq3S => 31.0,
+        DType::Q2_K => 15.0,
+        _ => return false,
+    };
+    row.chunks_exact(a.block_bytes()).any(|b| {
+        (0..a.f16_scales()).any(|i| {
+            let v = a.f16_scale(b, i).to_f64().abs();
+            !v.is_finite() || v * mult >= Fp::F16.overflow()
+        })
+    })
 }
 
 /// The f32 roundings inside one piece of a body (after its exact integer dot), the most any
@@ -470,12 +482,19 @@ pub fn mat_candidate(
                 let (i1, i2, i3) = (r % m, r / m % ne02, r / (m * ne02));
                 a.row_into(i1, i2, i3, row)?;
                 let at = i1 * nb[1] + i2 * nb[2] + i3 * nb[3];
-                let c = offset_coefs(a_type, &a.data()[at..at + row_bytes]);
+                let bytes = &a.data()[at..at + row_bytes];
+                let c = offset_coefs(a_type, bytes);
+                // A scale that overflows f16 makes the body's result ±∞ or NaN (∞·0).
+                let overflows = plan.f16_scales && f16_scale_overflows(a_type, bytes);
                 Ok(by_base[&(r - r % m)]
                     .iter()
                     .map(|&col| {
                         let b = &b_blocks[columns[col].1];
-                        let e = int_dot_element(row, &c, b, sum_used, plan.depth, plan.f16_scales);
+                        let e = if overflows {
+                            (f64::NAN, f64::NAN)
+                        } else {
+                            int_dot_element(row, &c, b, sum_used, plan.depth, plan.f16_scales)
+                        };
                         (col * m + i1, e)
                     })
                     .collect())
@@ -540,6 +559,20 @@ mod tests {
         let wide = [4000.0f32; 32];
         let b = &quantize_q8_1(&wide)[0];
         assert!(b.undefined.is_none() && b.no_sum.is_some());
+    }
+
+    #[test]
+    fn an_f16_scale_product_beyond_f16_is_seen() {
+        // q6_K: d at 208; 600·128 > 65504, 500·128 < 65504.
+        let mut b = vec![0u8; DType::Q6_K.block_bytes()];
+        b[208..210].copy_from_slice(&f16::from_f32(600.0).to_le_bytes());
+        assert!(f16_scale_overflows(DType::Q6_K, &b));
+        b[208..210].copy_from_slice(&f16::from_f32(500.0).to_le_bytes());
+        assert!(!f16_scale_overflows(DType::Q6_K, &b));
+        // Legacy d is stored as it is.
+        let mut q = vec![0u8; 18];
+        q[..2].copy_from_slice(&f16::MAX.to_le_bytes());
+        assert!(!f16_scale_overflows(DType::Q4_0, &q));
     }
 
     #[test]
