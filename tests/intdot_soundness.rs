@@ -16,8 +16,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use vkdiff::cases::data::{tensor, values, Blocks, Dist, Scales};
 use vkdiff::cases::intdot::{
-    int_dot_element, int_dot_types, mmq_depth, mmvq_depth, mmvq_k_per_iter, offset_coefs,
-    quantize_q8_1, uses_stored_sum, IntDotPath, QK8_1,
+    int_dot_element, int_dot_types, mmvq_k_per_iter, offset_coefs, quantize_q8_1, uses_stored_sum,
+    IntDotPath, IntDotPlan, QK8_1,
 };
 use vkdiff_reference::DType;
 
@@ -189,6 +189,15 @@ fn mmq_sum(pieces: &[f32], splits: usize) -> f32 {
         .fold(0.0f32, |s, x| s + x)
 }
 
+/// The types of the July 2025 tree's MMQ.
+const LEGACY: [DType; 5] = [
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+];
+
 struct Case {
     a_type: DType,
     a: Vec<f64>,
@@ -269,15 +278,9 @@ fn worst_ratio_on(c: &Case, path: IntDotPath, fault: Fault, devices: &[Device]) 
                 let kpi = mmvq_k_per_iter(c.a_type);
                 let p = pieces(c.a_type, &c.a, &c.row, &qb, kpi, dev);
                 for sg in [4u32, 8, 32] {
-                    let depth = mmvq_depth(c.a_type, k, sg);
-                    let (centre, bound) = int_dot_element(
-                        &c.a,
-                        &coefs,
-                        &model_b,
-                        uses_stored_sum(c.a_type),
-                        depth,
-                        false,
-                    );
+                    let plan = IntDotPlan::mmvq(c.a_type, k, sg);
+                    let sum_used = uses_stored_sum(c.a_type);
+                    let (centre, bound) = int_dot_element(&c.a, &coefs, &model_b, sum_used, &plan);
                     for bs in [sg as usize, 4 * sg as usize] {
                         let got = f64::from(mmvq_sum(&p, bs));
                         worst = worst.max((got - centre).abs() / bound);
@@ -289,22 +292,28 @@ fn worst_ratio_on(c: &Case, path: IntDotPath, fault: Fault, devices: &[Device]) 
             }
             IntDotPath::Mmq => {
                 let p = pieces(c.a_type, &c.a, &c.row, &qb, QK8_1, dev);
+                let sum_used = uses_stored_sum(c.a_type);
                 for splits in [1usize, 3] {
                     let per = k.div_ceil(splits);
-                    let depth = mmq_depth(c.a_type, &[(splits, per)]);
-                    let (centre, bound) = int_dot_element(
-                        &c.a,
-                        &coefs,
-                        &model_b,
-                        uses_stored_sum(c.a_type),
-                        depth,
-                        false,
-                    );
+                    let plan = IntDotPlan::mmq(c.a_type, &[(splits, per)], false, false);
+                    let (centre, bound) = int_dot_element(&c.a, &coefs, &model_b, sum_used, &plan);
                     let got = f64::from(mmq_sum(&p, splits));
                     if bound.is_nan() {
                         return f64::NAN;
                     }
                     worst = worst.max((got - centre).abs() / bound);
+                }
+                // The July 2025 tree's f16 accumulators (legacy types): each piece rounded to
+                // f16, summed in f16. Outputs beyond f16's range are unjudged there.
+                if LEGACY.contains(&c.a_type) {
+                    let plan = IntDotPlan::mmq(c.a_type, &[(1, k)], true, true);
+                    let (centre, bound) = int_dot_element(&c.a, &coefs, &model_b, sum_used, &plan);
+                    if !bound.is_nan() {
+                        let got = p.iter().fold(f16::ZERO, |acc, &x| {
+                            f16::from_f32(acc.to_f32() + f16::from_f32(x).to_f32())
+                        });
+                        worst = worst.max((got.to_f64() - centre).abs() / bound);
+                    }
                 }
             }
         }

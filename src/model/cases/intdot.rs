@@ -41,12 +41,14 @@
 //! result bounded by M = Σ|a_i|·|b̂_i| + 2·Σ_blocks |c|·Σ|b̂_i| (|v_i| ≤ |a_i| + |c|, |c·s| ≤
 //! |c|·Σ|b̂_i|), so the bound around the centre Σ a_i·b̂_i is
 //! γ(depth)·M + ties + Δd + Δs + a subnormal floor, around Σ a_i·b̂_i + Σ_blocks c·(d₁₆·Σq − s). MMQ compiled with fp16 keeps A's scale
-//! products (d·sc) in f16 in shared memory: one more f16 rounding, u₁₆·M.
+//! products (d·sc) in f16 in shared memory: one more f16 rounding, u₁₆·M. The July 2025 tree's
+//! MMQ (q4_0 … q8_0, MUL_MAT only) accumulates in f16 at GGML_PREC_DEFAULT on fp16 devices:
+//! each piece is rounded to f16 and summed there, γ₁₆(chain + 1) more (and f16's range).
 
 use half::f16;
 use vkdiff_reference::DType;
 
-use crate::model::tolerance::{gamma, subnormal_floor, Fp, U16, U32};
+use crate::model::tolerance::{gamma, gamma_of, subnormal_floor, Fp, U16, U32};
 
 /// Elements per q8_1 block.
 pub const QK8_1: usize = 32;
@@ -375,16 +377,15 @@ pub fn mmq_depth(a: DType, splits: &[(usize, usize)]) -> f64 {
 /// One output of an integer-dot body: A's row `a` (exact values), its offset coefficients `c`
 /// ([`offset_coefs`]), B's q8_1 blocks `b` of the same K range. Returns (centre, bound): the
 /// device's result lies within bound of Σ a_i·b̂_i (module doc); a NaN bound leaves it unjudged.
-/// `sum_used`: [`uses_stored_sum`]; `depth`: [`mmvq_depth`] or [`mmq_depth`]; `f16_scales`: MMQ
-/// compiled with fp16 (A's scale products rounded to f16).
+/// `sum_used`: [`uses_stored_sum`]; `plan`: the arithmetic ([`IntDotPlan`]).
 pub fn int_dot_element(
     a: &[f64],
     c: &[f64],
     b: &[Q8_1Block],
     sum_used: bool,
-    depth: f64,
-    f16_scales: bool,
+    plan: &IntDotPlan,
 ) -> (f64, f64) {
+    let depth = plan.depth;
     let (mut centre, mut mag, mut extra) = (0.0f64, 0.0f64, 0.0f64);
     for ((a, &c), blk) in a.chunks_exact(QK8_1).zip(c).zip(b) {
         if blk.undefined.is_some() || (sum_used && blk.no_sum.is_some()) || !c.is_finite() {
@@ -411,16 +412,24 @@ pub fn int_dot_element(
             extra += c.abs() * blk.sum_error_spread;
         }
     }
-    if !centre.is_finite() || mag * (1.0 + gamma(depth)) >= f64::from(f32::MAX) {
-        return (f64::NAN, f64::NAN);
-    }
     let mut g = gamma(depth);
-    if f16_scales {
+    if plan.f16_scales {
         g += U16 * (1.0 + g);
+    }
+    let mut floor = subnormal_floor(4 * a.len()) * f64::from(1u32 << 23);
+    let mut overflow = f64::from(f32::MAX);
+    if let Some(steps) = plan.f16_acc_steps {
+        // Each piece rounded to f16, then summed in f16: the pieces' f32 error grows by at
+        // most γ₁₆(steps) more; each f16 rounding may flush below its smallest normal.
+        g += gamma_of(U16, steps) * (1.0 + g);
+        floor += steps * Fp::F16.min_normal();
+        overflow = Fp::F16.overflow();
+    }
+    if !centre.is_finite() || mag * (1.0 + g) >= overflow {
+        return (f64::NAN, f64::NAN);
     }
     // f64 evaluation of the centre: a few units of 2⁻⁵³ per term.
     let f64_slack = (a.len() as f64 + 2.0) * f64::EPSILON * mag;
-    let floor = subnormal_floor(4 * a.len()) * f64::from(1u32 << 23);
     (centre, g * mag + extra + f64_slack + floor)
 }
 
@@ -436,15 +445,44 @@ pub fn hull((c1, b1): (f64, f64), (c2, b2): (f64, f64)) -> (f64, f64) {
     ((lo + hi) / 2.0, (hi - lo) / 2.0)
 }
 
-/// Which integer-dot candidate a matrix product's outputs get, if any: the path and its depth.
+/// The arithmetic of one integer-dot candidate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IntDotPlan {
     /// The path.
     pub path: IntDotPath,
-    /// Its depth ([`mmvq_depth`] or [`mmq_depth`]).
+    /// Depth of its f32 arithmetic ([`mmvq_depth`] or [`mmq_depth`]; with f16 accumulators,
+    /// the piece's f32 part only).
     pub depth: f64,
     /// MMQ with fp16 scales (module doc).
     pub f16_scales: bool,
+    /// f16 accumulators: the f16 roundings along the chain (each piece's conversion, then the
+    /// adds), as the July 2025 tree's MMQ at GGML_PREC_DEFAULT on an fp16 device has them.
+    pub f16_acc_steps: Option<f64>,
+}
+
+impl IntDotPlan {
+    /// MMVQ (f32 throughout): [`mmvq_depth`].
+    pub fn mmvq(a: DType, k: usize, subgroup: u32) -> IntDotPlan {
+        IntDotPlan {
+            path: IntDotPath::Mmvq,
+            depth: mmvq_depth(a, k, subgroup),
+            f16_scales: false,
+            f16_acc_steps: None,
+        }
+    }
+
+    /// MMQ over the `splits` a host may choose: fp16 shaders (`fp16`: A's scale products in
+    /// f16) with f32 accumulators, or f16 ones (`f16_acc`).
+    pub fn mmq(a: DType, splits: &[(usize, usize)], fp16: bool, f16_acc: bool) -> IntDotPlan {
+        let depth = mmq_depth(a, splits);
+        let piece = piece_depth(IntDotPath::Mmq, a);
+        IntDotPlan {
+            path: IntDotPath::Mmq,
+            depth: if f16_acc { piece } else { depth },
+            f16_scales: fp16,
+            f16_acc_steps: f16_acc.then_some(depth - piece + 1.0),
+        }
+    }
 }
 
 /// Per dst element of a matrix product laid out as [`crate::model::tolerance::mul_mat_specials`]
@@ -493,7 +531,7 @@ pub fn mat_candidate(
                         let e = if overflows {
                             (f64::NAN, f64::NAN)
                         } else {
-                            int_dot_element(row, &c, b, sum_used, plan.depth, plan.f16_scales)
+                            int_dot_element(row, &c, b, sum_used, &plan)
                         };
                         (col * m + i1, e)
                     })

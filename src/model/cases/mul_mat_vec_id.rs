@@ -408,16 +408,12 @@ impl MulMatVecIdCase {
     /// a device with integer-dot acceleration, an A type with an MMVQ body and b contiguous
     /// (ggml's conditions for quantizing b; b is f32).
     fn int_dot_plan(&self, ctx: &Ctx) -> Option<super::intdot::IntDotPlan> {
-        use super::intdot::{int_dot_types, mmvq_depth, IntDotPath, IntDotPlan};
+        use super::intdot::{int_dot_types, IntDotPath, IntDotPlan};
         let usable = ctx.latitude().later_host
             && ctx.caps().integer_dot
             && self.b_row_pad == 0
             && int_dot_types(IntDotPath::Mmvq).contains(&self.a_type);
-        usable.then(|| IntDotPlan {
-            path: IntDotPath::Mmvq,
-            depth: mmvq_depth(self.a_type, self.k, ctx.caps().subgroup_size),
-            f16_scales: false,
-        })
+        usable.then(|| IntDotPlan::mmvq(self.a_type, self.k, ctx.caps().subgroup_size))
     }
 
     /// The token's expert ids, each in [0, n_as), from the seed's ids stream.

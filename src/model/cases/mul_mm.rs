@@ -761,13 +761,21 @@ impl CaseModel for MulMmCase {
                 splits.extend(bounds::split_candidates(self.k));
             }
             // ggml's integer-dot matmul (MMQ), where the host may take it: B quantized to q8_1.
-            let int_dot = match self.int_dot_plan(ctx_int_dot, mode, &splits) {
-                Some(p) => match super::intdot::mat_candidate(&a, &b_rows, &columns, p) {
-                    Ok(c) => Some(c),
+            let mut int_dot: Option<Vec<(f64, f64)>> = None;
+            for p in self.int_dot_plans(ctx_int_dot, mode, &splits) {
+                let c = match super::intdot::mat_candidate(&a, &b_rows, &columns, p) {
+                    Ok(c) => c,
                     Err(e) => return Err(Box::new(Outcome::Error(e.to_string()))),
-                },
-                None => None,
-            };
+                };
+                int_dot = Some(match int_dot {
+                    None => c,
+                    Some(prev) => prev
+                        .into_iter()
+                        .zip(c)
+                        .map(|(x, y)| super::intdot::hull(x, y))
+                        .collect(),
+                });
+            }
             let mut candidates = Vec::new();
             for (split_k, k_split) in splits {
                 let arith = arith_of(&plan.staging, self.a_type, split_k, k_split);
@@ -1221,24 +1229,35 @@ impl MulMmCase {
     /// scalar family (cm1's integer-dot matmul, `mul_mmq_cm1.comp`, is not modelled: a cm1
     /// case it ran would fail, not pass unjudged), an A type with an MMQ body, and B f32 and
     /// contiguous (ggml's conditions for quantizing B). The depth takes every split in `splits`.
-    fn int_dot_plan(
+    /// One plan per accumulator precision a host may use.
+    fn int_dot_plans(
         &self,
         (later_host, integer_dot): (bool, bool),
         mode: Mode,
         splits: &[(usize, usize)],
-    ) -> Option<super::intdot::IntDotPlan> {
-        use super::intdot::{int_dot_types, mmq_depth, IntDotPath, IntDotPlan};
+    ) -> Vec<super::intdot::IntDotPlan> {
+        use super::intdot::{int_dot_types, IntDotPath, IntDotPlan};
         let usable = later_host
             && integer_dot
             && matches!(mode, Mode::Fp32 | Mode::Fp16)
             && self.b_type == DType::F32
             && self.b_row_pad == 0
             && int_dot_types(IntDotPath::Mmq).contains(&self.a_type);
-        usable.then(|| IntDotPlan {
-            path: IntDotPath::Mmq,
-            depth: mmq_depth(self.a_type, splits),
-            f16_scales: mode == Mode::Fp16,
-        })
+        if !usable {
+            return Vec::new();
+        }
+        let fp16 = mode == Mode::Fp16;
+        let mut plans = vec![IntDotPlan::mmq(self.a_type, splits, fp16, false)];
+        // The July 2025 tree's MMQ (legacy types) accumulates in f16 at GGML_PREC_DEFAULT on
+        // fp16 devices; 0.1.161's has f32 accumulators only.
+        let legacy = matches!(
+            self.a_type,
+            DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0
+        );
+        if fp16 && legacy && self.prec == Prec::Default {
+            plans.push(IntDotPlan::mmq(self.a_type, splits, fp16, true));
+        }
+        plans
     }
 
 

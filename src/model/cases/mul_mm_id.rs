@@ -558,19 +558,16 @@ impl MulMmIdCase {
     /// The integer-dot candidate of this case, where a ggml host may take MMQ's MUL_MAT_ID
     /// (`mul_mmq.comp`): `int_dot_host` (a real host on a device with integer-dot
     /// acceleration), a scalar family (cm1's integer-dot body is not modelled), an A type with
-    /// an MMQ body, b f32 and contiguous. No split_k for MUL_MAT_ID.
+    /// an MMQ body, b f32 and contiguous. No split_k for MUL_MAT_ID; f32 accumulators (the
+    /// July 2025 tree quantizes no MUL_MAT_ID b).
     fn int_dot_plan(&self, int_dot_host: bool, mode: Mode) -> Option<super::intdot::IntDotPlan> {
-        use super::intdot::{int_dot_types, mmq_depth, IntDotPath, IntDotPlan};
+        use super::intdot::{int_dot_types, IntDotPath, IntDotPlan};
         let usable = int_dot_host
             && matches!(mode, Mode::Fp32 | Mode::Fp16)
             && self.b_type == DType::F32
             && self.b_row_pad == 0
             && int_dot_types(IntDotPath::Mmq).contains(&self.a_type);
-        usable.then(|| IntDotPlan {
-            path: IntDotPath::Mmq,
-            depth: mmq_depth(self.a_type, &[(1, self.k)]),
-            f16_scales: mode == Mode::Fp16,
-        })
+        usable.then(|| IntDotPlan::mmq(self.a_type, &[(1, self.k)], mode == Mode::Fp16, false))
     }
 
     /// The case's path.
