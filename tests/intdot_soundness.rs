@@ -438,8 +438,9 @@ fn an_off_by_one_block_fails() {
     );
 }
 
-/// A ggml host on an integer-dot device, emulated: MUL_MAT runs as the emulated MMVQ with
-/// workgroups of 8 (the model takes the subgroup size 8 and 32).
+/// A ggml host on an integer-dot device, emulated: MUL_MAT and MUL_MAT_ID (one token, dense
+/// A) run as the emulated MMVQ with workgroups of 8 (the model takes the subgroup size 8 and
+/// 32).
 struct EmulatedHost {
     caps: vkdiff_gpu::DeviceCaps,
     fault: Fault,
@@ -459,8 +460,11 @@ impl vkdiff::model::driver::Driver for EmulatedHost {
         op: &vkdiff::model::driver::GraphOp,
         _own: &mut vkdiff::model::driver::OwnRun<'_>,
     ) -> Result<vkdiff_gpu::runners::KernelRun, vkdiff::cases::Outcome> {
-        let vkdiff::model::driver::GraphOp::MulMat { a, b, .. } = op else {
-            panic!("only MUL_MAT");
+        use vkdiff::model::driver::GraphOp;
+        let (a, b, ids) = match op {
+            GraphOp::MulMat { a, b, .. } => (a, b, None),
+            GraphOp::MulMatId { a, b, ids, .. } => (a, b, Some(ids.rows().unwrap())),
+            _ => panic!("only MUL_MAT and MUL_MAT_ID"),
         };
         let [k, m, _, _] = vkdiff_reference::tensor::Tensor::ne(a);
         let a_rows = a.rows().unwrap();
@@ -469,11 +473,25 @@ impl vkdiff::model::driver::Driver for EmulatedHost {
             fault: self.fault,
             ..DEVICES[0]
         };
+        // (first A row, B row) per dst column: MUL_MAT's columns in order; MUL_MAT_ID's slot e
+        // (one token) takes expert ids[e] and b's row e mod ne11.
+        let ne11 = b_rows.len() / k;
+        let columns: Vec<(usize, usize)> = match &ids {
+            None => (0..ne11).map(|c| (0, c)).collect(),
+            Some(ids) => ids
+                .iter()
+                .enumerate()
+                .map(|(e, &id)| (id as usize * m, e % ne11))
+                .collect(),
+        };
         let mut values = Vec::new();
-        for col in b_rows.chunks_exact(k) {
-            let x: Vec<f32> = col.iter().map(|&v| v as f32).collect();
+        for (first, b_row) in columns {
+            let x: Vec<f32> = b_rows[b_row * k..(b_row + 1) * k]
+                .iter()
+                .map(|&v| v as f32)
+                .collect();
             let qb = device_quantize(&x, dev);
-            for i in 0..m {
+            for i in first..first + m {
                 let bytes = a.dtype().row_bytes(k).unwrap();
                 let row = &a.data()[i * bytes..(i + 1) * bytes];
                 let p = pieces(
@@ -556,6 +574,56 @@ fn the_mat_vec_case_judges_an_emulated_mmvq_host() {
             assert!(
                 matches!(float_only, Outcome::Fail { .. }),
                 "{a_type} seed {seed}: {float_only:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_mat_vec_id_case_judges_an_emulated_mmvq_host() {
+    use vkdiff::cases::mul_mat_vec_id::{MulMatVecIdCase, Routing};
+    use vkdiff::cases::Outcome;
+    for a_type in [DType::Q4_1, DType::Q8_0, DType::Q5_K] {
+        for (seed, routing) in [
+            (0, Routing::Distinct),
+            (1, Routing::Repeated),
+            (2, Routing::AllToOne),
+        ] {
+            let case = MulMatVecIdCase {
+                a_type,
+                k: 2 * a_type.block_len(),
+                m: 7,
+                n_as: 4,
+                n_used: 4,
+                ne11: 2,
+                routing,
+                b_row_pad: 0,
+                a_blocks: Blocks::Quantized(Dist::Normal),
+                b_dist: Dist::Normal,
+                seed,
+            };
+            let judge = |fault| {
+                let caps = vkdiff_gpu::DeviceCaps {
+                    integer_dot: true,
+                    subgroup_size: 8,
+                    ..Default::default()
+                };
+                let mut host = EmulatedHost { caps, fault };
+                let mut ctx = vkdiff::model::driver::Ctx {
+                    driver: &mut host,
+                    repeat: false,
+                };
+                vkdiff::cases::Case::MulMatVecId(case.clone()).evaluate(&mut ctx)
+            };
+            let ok = judge(Fault::None);
+            assert!(
+                matches!(ok, Outcome::Pass { .. }),
+                "{a_type} {routing:?}: {ok:?}"
+            );
+            let bad = judge(Fault::Shifted);
+            assert!(
+                matches!(bad, Outcome::Fail { .. }),
+                "{a_type} {routing:?}: {bad:?}"
             );
         }
     }
