@@ -32,6 +32,9 @@ struct Device {
     ties_even: bool,
     /// Fused multiply-adds in the pieces.
     fused: bool,
+    /// q4_0 and q5_0 in the order of ggml's bodies, da·(Σ·d − k·s) (others as the generic
+    /// piece).
+    ggml_order: bool,
     /// A fault, for the negative tests.
     fault: Fault,
 }
@@ -153,7 +156,14 @@ fn pieces(
                     .sum();
                 let share = s * (piece_len as f32 / QK8_1 as f32);
                 let off = (cj as f32) * share;
-                if !sum_used {
+                if dev.ggml_order && matches!(a_type, DType::Q4_0 | DType::Q5_0) && cj != 0.0 {
+                    // c = 8·da (q4_0) or 16·da (q5_0); Σ p·q = v/da exactly.
+                    let k = if a_type == DType::Q4_0 { 8.0 } else { 16.0 };
+                    let da = cj / k;
+                    let q_sum = (v / da) as f32;
+                    let share = k as f32 * piece_len as f32 / QK8_1 as f32;
+                    (da as f32) * (q_sum * d - share * s)
+                } else if !sum_used {
                     (v as f32) * d
                 } else if dev.fused {
                     (v as f32).mul_add(d, -off)
@@ -239,14 +249,15 @@ fn worst_ratio(c: &Case, path: IntDotPath, fault: Fault) -> f64 {
     worst_ratio_on(c, path, fault, &DEVICES)
 }
 
-/// The emulated devices: vkdiff's own quantization, and two that round d, 1/d and halfway
-/// cases otherwise (one with fused pieces).
-const DEVICES: [Device; 3] = [
+/// The emulated devices: vkdiff's own quantization, and three that round d, 1/d and halfway
+/// cases otherwise (one with fused pieces, one in ggml's own order for q4_0 and q5_0).
+const DEVICES: [Device; 4] = [
     Device {
         d_ulps: 0,
         inv_ulps: 0,
         ties_even: false,
         fused: false,
+        ggml_order: false,
         fault: Fault::None,
     },
     Device {
@@ -254,6 +265,7 @@ const DEVICES: [Device; 3] = [
         inv_ulps: -2,
         ties_even: true,
         fused: false,
+        ggml_order: false,
         fault: Fault::None,
     },
     Device {
@@ -261,6 +273,15 @@ const DEVICES: [Device; 3] = [
         inv_ulps: 2,
         ties_even: false,
         fused: true,
+        ggml_order: false,
+        fault: Fault::None,
+    },
+    Device {
+        d_ulps: 1,
+        inv_ulps: 1,
+        ties_even: false,
+        fused: false,
+        ggml_order: true,
         fault: Fault::None,
     },
 ];
