@@ -7,6 +7,7 @@
 //! skipped with that name), never a narrowing of the strategy.
 
 pub mod data;
+pub mod intdot;
 pub mod model_devices;
 
 use std::fmt;

@@ -369,6 +369,13 @@ impl CaseModel for MulMatVecCase {
                 *b = f64::NAN;
             }
         }
+        // ggml's integer-dot mat-vec (MMVQ), where the host may take it: B quantized to q8_1.
+        if let Some(plan) = self.int_dot_plan(ctx) {
+            match super::intdot::mat_candidate(&a, &b_rows, &columns, plan) {
+                Ok(c) => super::intdot::join_candidate(&mut expected, &mut bounds, &c),
+                Err(e) => return Outcome::Error(e.to_string()),
+            }
+        }
         let mut verdict = match compare(
             &run.values,
             &expected,
@@ -416,6 +423,18 @@ impl CaseModel for MulMatVecCase {
 }
 
 impl MulMatVecCase {
+    /// The integer-dot candidate of this case, where a ggml host may take MMVQ: a real host
+    /// (vkdiff's own runners never quantize B), a device with integer-dot acceleration, an A
+    /// type with an MMVQ body, and B f32 and contiguous (ggml's conditions for quantizing B).
+    fn int_dot_plan(&self, ctx: &Ctx) -> Option<super::intdot::IntDotPlan> {
+        use super::intdot::{int_dot_types, IntDotPath, IntDotPlan};
+        let usable = ctx.latitude().later_host
+            && ctx.caps().integer_dot
+            && self.b_type == DType::F32
+            && self.b_row_pad == 0
+            && int_dot_types(IntDotPath::Mmvq).contains(&self.a_type);
+        usable.then(|| IntDotPlan::mmvq(self.a_type, self.k, ctx.caps().subgroup_size))
+    }
 
 
     /// A and B, regenerated from the seed. B's rows are `b_row_pad` elements apart beyond K.

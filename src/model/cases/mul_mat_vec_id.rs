@@ -325,9 +325,28 @@ impl CaseModel for MulMatVecIdCase {
             crate::model::cases::mul_mat_vec::bounds::mul_mat_vec_id_bounds(&magnitude.values, self.k, block_size, self.a_type);
         // Block scales of any bits (NaN, ±∞) reach dst by kernel-dependent factoring.
         crate::model::compare::undefined_where_non_finite(&want.values, &mut bounds);
+        let mut expected = want.values.clone();
+        // ggml's integer-dot mat-vec (MMVQ), where the host may take it: B quantized to q8_1.
+        if let Some(plan) = self.int_dot_plan(ctx) {
+            let b_rows = match b.rows() {
+                Ok(r) => r,
+                Err(e) => return Outcome::Error(e.to_string()),
+            };
+            // Slot e multiplies expert ids[e] with b's row e mod ne11.
+            let columns: Vec<(usize, usize)> = self
+                .ids()
+                .iter()
+                .enumerate()
+                .map(|(e, &id)| (id as usize * self.m, e % self.ne11))
+                .collect();
+            match super::intdot::mat_candidate(&a, &b_rows, &columns, plan) {
+                Ok(c) => super::intdot::join_candidate(&mut expected, &mut bounds, &c),
+                Err(e) => return Outcome::Error(e.to_string()),
+            }
+        }
         let mut verdict = match compare(
             &run.values,
-            &want.values,
+            &expected,
             &bounds,
             |i| want.index_of(i),
             |_| "",
@@ -385,7 +404,17 @@ impl CaseModel for MulMatVecIdCase {
 }
 
 impl MulMatVecIdCase {
-
+    /// The integer-dot candidate of this case, where a ggml host may take MMVQ: a real host,
+    /// a device with integer-dot acceleration, an A type with an MMVQ body and b contiguous
+    /// (ggml's conditions for quantizing b; b is f32).
+    fn int_dot_plan(&self, ctx: &Ctx) -> Option<super::intdot::IntDotPlan> {
+        use super::intdot::{int_dot_types, IntDotPath, IntDotPlan};
+        let usable = ctx.latitude().later_host
+            && ctx.caps().integer_dot
+            && self.b_row_pad == 0
+            && int_dot_types(IntDotPath::Mmvq).contains(&self.a_type);
+        usable.then(|| IntDotPlan::mmvq(self.a_type, self.k, ctx.caps().subgroup_size))
+    }
 
     /// The token's expert ids, each in [0, n_as), from the seed's ids stream.
     pub fn ids(&self) -> Vec<i32> {

@@ -743,7 +743,10 @@ impl CaseModel for MulMmCase {
         // The reference and the bounds of these inputs on this plan: kept across a bench
         // row's evaluations (the same inputs each round).
         let lat = ctx.latitude();
-        let key = || format!("mul_mm {self} {mode:?} {lat:?} plan {plan:?}");
+        let ctx_int_dot = (lat.later_host, ctx.caps().integer_dot);
+        let key = || {
+            format!("mul_mm {self} {mode:?} {lat:?} plan {plan:?} int dot {ctx_int_dot:?}")
+        };
         let judged = crate::model::cases::data::kept(key, || -> Result<_, Box<Outcome>> {
             let want = match mul_mat::mul_mat(&a, &b) {
                 Ok(w) => w,
@@ -758,6 +761,22 @@ impl CaseModel for MulMmCase {
             let mut splits = vec![(plan.split_k, plan.k_split)];
             if lat.splits {
                 splits.extend(bounds::split_candidates(self.k));
+            }
+            // ggml's integer-dot matmul (MMQ), where the host may take it: B quantized to q8_1.
+            let mut int_dot: Option<Vec<(f64, f64)>> = None;
+            for p in self.int_dot_plans(ctx_int_dot, mode, &splits) {
+                let c = match super::intdot::mat_candidate(&a, &b_rows, &columns, p) {
+                    Ok(c) => c,
+                    Err(e) => return Err(Box::new(Outcome::Error(e.to_string()))),
+                };
+                int_dot = Some(match int_dot {
+                    None => c,
+                    Some(prev) => prev
+                        .into_iter()
+                        .zip(c)
+                        .map(|(x, y)| super::intdot::hull(x, y))
+                        .collect(),
+                });
             }
             let mut candidates = Vec::new();
             for (split_k, k_split) in splits {
@@ -799,9 +818,9 @@ impl CaseModel for MulMmCase {
                 (arith.a_operand, arith.b_operand, arith.acc),
                 !self.a_type.is_quantized(),
             );
-            Ok((want, bounds, specials))
+            Ok((want, bounds, specials, int_dot))
         });
-        let (want, bounds, specials) = match judged {
+        let (want, bounds, specials, int_dot) = match judged {
             Ok(x) => x,
             Err(outcome) => return *outcome,
         };
@@ -826,7 +845,7 @@ impl CaseModel for MulMmCase {
             Ok(r) => r,
             Err(outcome) => return outcome,
         };
-        judge(&run, &want, &bounds, Some(&specials))
+        judge_with(&run, &want, &bounds, Some(&specials), int_dot.as_deref())
     }
 
     fn forced(&self, caps: &DeviceCaps) -> Vec<String> {
@@ -1164,6 +1183,18 @@ pub fn judge(
     bounds: &crate::model::cases::mul_mm::bounds::MulMmBounds,
     specials: Option<&[tolerance::Special]>,
 ) -> Outcome {
+    judge_with(run, want, bounds, specials, None)
+}
+
+/// [`judge`], with an integer-dot candidate (centre, bound) per element joined to the float
+/// path's ([`super::intdot::join_candidate`]).
+pub fn judge_with(
+    run: &vkdiff_gpu::runners::KernelRun,
+    want: &vkdiff_reference::ops::Output,
+    bounds: &crate::model::cases::mul_mm::bounds::MulMmBounds,
+    specials: Option<&[tolerance::Special]>,
+    int_dot: Option<&[(f64, f64)]>,
+) -> Outcome {
     let mut judged = bounds.judged_bounds(&run.values);
     let mut expected = want.values.clone();
     match specials {
@@ -1171,6 +1202,9 @@ pub fn judge(
         None => {
             crate::model::compare::undefined_where_non_finite(&expected, &mut judged);
         }
+    }
+    if let Some(c) = int_dot {
+        super::intdot::join_candidate(&mut expected, &mut judged, c);
     }
     let mut verdict = match compare(
         &run.values,
@@ -1190,6 +1224,42 @@ impl MulMmCase {
     /// The case's path.
     pub fn mode(&self) -> Mode {
         mode_of(self.cm1, self.cm2)
+    }
+
+    /// The integer-dot candidate of this case, where a ggml host may take MMQ (`mul_mmq.comp`):
+    /// a real host on a device with integer-dot acceleration (`(later_host, integer_dot)`), a
+    /// scalar family (cm1's integer-dot matmul, `mul_mmq_cm1.comp`, is not modelled: a cm1
+    /// case it ran would fail, not pass unjudged), an A type with an MMQ body, and B f32 and
+    /// contiguous (ggml's conditions for quantizing B). The depth takes every split in `splits`.
+    /// One plan per accumulator precision a host may use.
+    fn int_dot_plans(
+        &self,
+        (later_host, integer_dot): (bool, bool),
+        mode: Mode,
+        splits: &[(usize, usize)],
+    ) -> Vec<super::intdot::IntDotPlan> {
+        use super::intdot::{int_dot_types, IntDotPath, IntDotPlan};
+        let usable = later_host
+            && integer_dot
+            && matches!(mode, Mode::Fp32 | Mode::Fp16)
+            && self.b_type == DType::F32
+            && self.b_row_pad == 0
+            && int_dot_types(IntDotPath::Mmq).contains(&self.a_type);
+        if !usable {
+            return Vec::new();
+        }
+        let fp16 = mode == Mode::Fp16;
+        let mut plans = vec![IntDotPlan::mmq(self.a_type, splits, fp16, false)];
+        // The July 2025 tree's MMQ (legacy types) accumulates in f16 at GGML_PREC_DEFAULT on
+        // fp16 devices; 0.1.161's has f32 accumulators only.
+        let legacy = matches!(
+            self.a_type,
+            DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0
+        );
+        if fp16 && legacy && self.prec == Prec::Default {
+            plans.push(IntDotPlan::mmq(self.a_type, splits, fp16, true));
+        }
+        plans
     }
 
 

@@ -37,7 +37,7 @@ use super::data::{rng, tensor, Blocks, Dist};
 use super::mul_mat_vec_id::Routing;
 use super::mul_mm::{
     all_families, arith_of, cm1_bounds, cm2_bounds, cm2_k_strategy, edge_strategy, family_name,
-    inputs_for, judge, k_strategy, mode_of, mode_on, pad_strategy, QUANT_TYPES,
+    inputs_for, judge_with, k_strategy, mode_of, mode_on, pad_strategy, QUANT_TYPES,
 };
 use super::{CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
@@ -388,7 +388,10 @@ impl CaseModel for MulMmIdCase {
         // The reference and the bounds of these inputs on this plan: kept across a bench
         // row's evaluations (the same inputs each round).
         let lat = ctx.latitude();
-        let key = || format!("mul_mm_id {self} {mode:?} {lat:?} plan {plan:?}");
+        let int_dot_plan = self.int_dot_plan(lat.later_host && ctx.caps().integer_dot, mode);
+        let key = || {
+            format!("mul_mm_id {self} {mode:?} {lat:?} plan {plan:?} int dot {int_dot_plan:?}")
+        };
         let judged = crate::model::cases::data::kept(key, || -> Result<_, Box<Outcome>> {
             let want = match mul_mat_id::mul_mat_id(&a, &b, &ids) {
                 Ok(w) => w,
@@ -451,9 +454,17 @@ impl CaseModel for MulMmIdCase {
                     crate::model::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
                 }
             };
-            Ok((want, bounds))
+            // ggml's integer-dot MUL_MAT_ID (MMQ), where the host may take it.
+            let int_dot = match int_dot_plan {
+                Some(p) => match super::intdot::mat_candidate(&a, &b_rows, &columns, p) {
+                    Ok(c) => Some(c),
+                    Err(e) => return Err(Box::new(Outcome::Error(e.to_string()))),
+                },
+                None => None,
+            };
+            Ok((want, bounds, int_dot))
         });
-        let (want, bounds) = match judged {
+        let (want, bounds, int_dot) = match judged {
             Ok(x) => x,
             Err(outcome) => return *outcome,
         };
@@ -479,7 +490,7 @@ impl CaseModel for MulMmIdCase {
             Ok(r) => r,
             Err(outcome) => return outcome,
         };
-        judge(&run, &want, &bounds, None)
+        judge_with(&run, &want, &bounds, None, int_dot.as_deref())
     }
 
     fn unreal_inputs(&self) -> Vec<String> {
@@ -544,6 +555,21 @@ impl CaseModel for MulMmIdCase {
 }
 
 impl MulMmIdCase {
+    /// The integer-dot candidate of this case, where a ggml host may take MMQ's MUL_MAT_ID
+    /// (`mul_mmq.comp`): `int_dot_host` (a real host on a device with integer-dot
+    /// acceleration), a scalar family (cm1's integer-dot body is not modelled), an A type with
+    /// an MMQ body, b f32 and contiguous. No split_k for MUL_MAT_ID; f32 accumulators (the
+    /// July 2025 tree quantizes no MUL_MAT_ID b).
+    fn int_dot_plan(&self, int_dot_host: bool, mode: Mode) -> Option<super::intdot::IntDotPlan> {
+        use super::intdot::{int_dot_types, IntDotPath, IntDotPlan};
+        let usable = int_dot_host
+            && matches!(mode, Mode::Fp32 | Mode::Fp16)
+            && self.b_type == DType::F32
+            && self.b_row_pad == 0
+            && int_dot_types(IntDotPath::Mmq).contains(&self.a_type);
+        usable.then(|| IntDotPlan::mmq(self.a_type, &[(1, self.k)], mode == Mode::Fp16, false))
+    }
+
     /// The case's path.
     pub fn mode(&self) -> Mode {
         mode_of(self.cm1, self.cm2)
