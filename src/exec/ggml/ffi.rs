@@ -104,9 +104,6 @@ fn find<T>(libs: &[Library], name: &str) -> Result<Symbol<T>, String> {
 
 api! {
     ggml_log_set: fn(extern "C" fn(c_int, *const c_char, P), P);
-    ggml_backend_vk_get_device_count: fn() -> c_int;
-    ggml_backend_vk_get_device_description: fn(c_int, *mut c_char, usize);
-    ggml_backend_vk_init: fn(usize) -> P;
     ggml_backend_free: fn(P);
     ggml_backend_supports_op: fn(P, P) -> bool;
     ggml_tensor_overhead: fn() -> usize;
@@ -133,7 +130,8 @@ api! {
     ggml_backend_graph_compute: fn(P, P) -> c_int;
 }
 
-/// A loaded ggml build with a Vulkan backend on one device.
+/// A loaded ggml build with its Vulkan backend on one device, or ([`Ggml::open_cpu`]) its CPU
+/// backend.
 pub struct Ggml {
     api: Api,
     backend: P,
@@ -183,34 +181,17 @@ impl Ggml {
     /// Loads the build in `lib_dir` and opens ggml Vulkan device 0 (the caller sets
     /// GGML_VK_VISIBLE_DEVICES and the path switches before this, once per process).
     pub fn open(lib_dir: &Path) -> Result<Ggml, String> {
-        // Its dependencies (libggml-base) come through the build's RUNPATH, and dlsym on this
-        // handle searches them too. A flat folder of carried libraries (ci/gpu.sh stage) has no
-        // usable RUNPATH: its libggml-base is loaded first, which satisfies the dependency by
-        // its soname.
-        let mut libs = Vec::new();
-        let mut base: Vec<_> = std::fs::read_dir(lib_dir)
-            .map_err(|e| format!("{}: {e}", lib_dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("libggml-base.so"))
-            })
-            .collect();
-        base.sort();
-        if let Some(b) = base.first() {
-            libs.push(
-                unsafe { Library::open(Some(b), RTLD_NOW | RTLD_GLOBAL) }
-                    .map_err(|e| format!("cannot load {}: {e}", b.display()))?,
-            );
-        }
-        let path = lib_dir.join("libggml-vulkan.so");
-        libs.push(
-            unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) }
-                .map_err(|e| format!("cannot load {}: {e}", path.display()))?,
-        );
+        let libs = load(lib_dir, "libggml-vulkan.so")?;
         let api = Api::load(&libs)?;
+        let device_count =
+            find::<unsafe extern "C" fn() -> c_int>(&libs, "ggml_backend_vk_get_device_count")?;
+        let device_description = find::<unsafe extern "C" fn(c_int, *mut c_char, usize)>(
+            &libs,
+            "ggml_backend_vk_get_device_description",
+        )?;
+        let init = find::<unsafe extern "C" fn(usize) -> P>(&libs, "ggml_backend_vk_init")?;
         unsafe { (api.ggml_log_set)(log_callback, std::ptr::null_mut()) };
-        let n = unsafe { (api.ggml_backend_vk_get_device_count)() };
+        let n = unsafe { device_count() };
         if n < 1 {
             return Err(format!(
                 "ggml's Vulkan backend sees no device (GGML_VK_VISIBLE_DEVICES={:?}); its log:\n{}",
@@ -219,11 +200,11 @@ impl Ggml {
             ));
         }
         let mut buf = [0 as c_char; 256];
-        unsafe { (api.ggml_backend_vk_get_device_description)(0, buf.as_mut_ptr(), buf.len()) };
+        unsafe { device_description(0, buf.as_mut_ptr(), buf.len()) };
         let description = unsafe { CStr::from_ptr(buf.as_ptr()) }
             .to_string_lossy()
             .into_owned();
-        let backend = unsafe { (api.ggml_backend_vk_init)(0) };
+        let backend = unsafe { init(0) };
         if backend.is_null() {
             return Err(format!(
                 "ggml_backend_vk_init(0) failed; its log:\n{}",
@@ -238,6 +219,64 @@ impl Ggml {
         })
     }
 
+    /// Loads a CPU-backend build in `lib_dir` ([`super::build::build_cpu`]) and opens ggml's
+    /// CPU backend with `threads` threads (its buffers are plain host memory: weights in
+    /// ggml's own layout, not the repacked one llama.cpp's model loader may choose).
+    pub fn open_cpu(lib_dir: &Path, threads: usize) -> Result<Ggml, String> {
+        let libs = load(lib_dir, "libggml-cpu.so")?;
+        let api = Api::load(&libs)?;
+        let init = find::<unsafe extern "C" fn() -> P>(&libs, "ggml_backend_cpu_init")?;
+        let set_threads =
+            find::<unsafe extern "C" fn(P, c_int)>(&libs, "ggml_backend_cpu_set_n_threads")?;
+        unsafe { (api.ggml_log_set)(log_callback, std::ptr::null_mut()) };
+        let backend = unsafe { init() };
+        if backend.is_null() {
+            return Err(format!(
+                "ggml_backend_cpu_init failed; its log:\n{}",
+                logged()
+            ));
+        }
+        unsafe { set_threads(backend, threads as c_int) };
+        Ok(Ggml {
+            api,
+            backend,
+            description: format!("ggml CPU backend, {threads} threads"),
+            _libs: libs,
+        })
+    }
+}
+
+/// Loads `lib_dir`'s libggml-base, then its backend library `name`.
+fn load(lib_dir: &Path, name: &str) -> Result<Vec<Library>, String> {
+    // Its dependencies (libggml-base) come through the build's RUNPATH, and dlsym on this
+    // handle searches them too. A flat folder of carried libraries (ci/gpu.sh stage) has no
+    // usable RUNPATH: its libggml-base is loaded first, which satisfies the dependency by
+    // its soname.
+    let mut libs = Vec::new();
+    let mut base: Vec<_> = std::fs::read_dir(lib_dir)
+        .map_err(|e| format!("{}: {e}", lib_dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("libggml-base.so"))
+        })
+        .collect();
+    base.sort();
+    if let Some(b) = base.first() {
+        libs.push(
+            unsafe { Library::open(Some(b), RTLD_NOW | RTLD_GLOBAL) }
+                .map_err(|e| format!("cannot load {}: {e}", b.display()))?,
+        );
+    }
+    let path = lib_dir.join(name);
+    libs.push(
+        unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) }
+            .map_err(|e| format!("cannot load {}: {e}", path.display()))?,
+    );
+    Ok(libs)
+}
+
+impl Ggml {
     /// Builds `op` as a one-op graph, checks supports_op, uploads, computes and reads dst
     /// (with `timing`, then computes it again and times that). Most failures inside ggml abort
     /// the process instead (the worker's parent records them).
