@@ -511,27 +511,48 @@ fn pv_row_checked(t: &RowTerms, vd: &[f64], dvp: usize, out: &mut [f64]) {
     }
 }
 
-/// The op for one (batch i3, head ih): every query row's output and (with `keep`) terms.
-#[allow(clippy::type_complexity)]
-fn head(
-    inputs: &Views,
-    ne: [usize; 4],
-    (i3, ih): (usize, usize),
-    ms: Option<&[f64]>,
-    keep: bool,
-) -> Result<Vec<(Vec<f64>, Option<RowTerms>)>> {
-    let Views {
-        q, k, v, params, ..
-    } = inputs;
-    let [dv, h, n, _] = ne;
-    let (dk, kv) = (q.ne()[0], k.ne()[1]);
-    let (ik2, iv2) = (ih / (h / k.ne()[2]), ih / (h / v.ne()[2]));
-    let mne = inputs.mask.map(|m| m.ne()).unwrap_or([0; 4]);
-    let alibi = Alibi::new(params.max_bias, h);
-    let slope = alibi.slope(ih);
-    let sp = params.dot_scale() as f64;
-    let cap = params.logit_softcap as f64;
+/// The K and V heads (ik2, iv2) of batch i3, decoded once for every query head that reads
+/// them (a GQA group).
+struct KvHead {
+    /// K as panels of [`LANES`] keys (k-major).
+    kp: Vec<f64>,
+    /// |K| in the same panels, when the terms are kept.
+    kp_abs: Option<Vec<f64>>,
+    /// V rows, `dvp` values apart.
+    vd: Vec<f64>,
+    /// V in d-panels for the tiled product (empty when V holds NaN or ±∞).
+    vp: Vec<f64>,
+    /// V is finite everywhere.
+    v_finite: bool,
+}
 
+/// The query heads of each batch grouped by the (K head, V head) they read, in head order:
+/// (i3, first head, end) per group.
+fn kv_groups(ne: [usize; 4], k_heads: usize, v_heads: usize) -> Vec<(usize, usize, usize)> {
+    let [_, h, _, ne3] = ne;
+    let kv_of = |ih: usize| (ih / (h / k_heads), ih / (h / v_heads));
+    let mut groups = Vec::new();
+    for i3 in 0..ne3 {
+        let mut start = 0;
+        for ih in 1..=h {
+            if ih == h || kv_of(ih) != kv_of(start) {
+                groups.push((i3, start, ih));
+                start = ih;
+            }
+        }
+    }
+    groups
+}
+
+/// Decodes the K and V heads (ik2, iv2) of batch i3 ([`KvHead`]).
+fn kv_head(
+    inputs: &Views,
+    dv: usize,
+    (i3, ik2, iv2): (usize, usize, usize),
+    keep: bool,
+) -> Result<KvHead> {
+    let Views { q, k, v, .. } = inputs;
+    let (dk, kv) = (q.ne()[0], k.ne()[1]);
     // K as panels of LANES keys (k-major), |K| too when the terms are kept.
     let panels = kv.div_ceil(LANES);
     let pack = |decode| -> Result<Vec<f64>> {
@@ -566,7 +587,6 @@ fn head(
     let v_finite = vd.iter().all(|x| x.is_finite());
     // For the tiled product: V in d-panels, panel dp holding V[j][16·dp ..] for every key j
     // (k-major, as the tile reads it), so a block of keys is contiguous.
-    let d_panels = dvp / LANES;
     let mut vp = Vec::new();
     if v_finite {
         vp = vec![0.0; kv * dvp];
@@ -576,12 +596,47 @@ fn head(
             }
         }
     }
+    Ok(KvHead {
+        kp,
+        kp_abs,
+        vd,
+        vp,
+        v_finite,
+    })
+}
+
+/// The op for one (batch i3, head ih) whose K and V heads are `kvh`: every query row's output
+/// and (with `keep`) terms.
+#[allow(clippy::type_complexity)]
+fn head(
+    inputs: &Views,
+    ne: [usize; 4],
+    (i3, ih): (usize, usize),
+    ms: Option<&[f64]>,
+    keep: bool,
+    kvh: &KvHead,
+) -> Result<Vec<(Vec<f64>, Option<RowTerms>)>> {
+    let Views {
+        q, k, v, params, ..
+    } = inputs;
+    let [dv, h, n, _] = ne;
+    let (dk, kv) = (q.ne()[0], k.ne()[1]);
+    let iv2 = ih / (h / v.ne()[2]);
+    let mne = inputs.mask.map(|m| m.ne()).unwrap_or([0; 4]);
+    let alibi = Alibi::new(params.max_bias, h);
+    let slope = alibi.slope(ih);
+    let sp = params.dot_scale() as f64;
+    let cap = params.logit_softcap as f64;
     // Q rows (and |Q|).
     let mut qd = vec![0.0; n * dk];
     for (iq, row) in qd.chunks_exact_mut(dk).enumerate() {
         q.decode_row(iq, ih, i3, 0, row, dequantize_into)?;
     }
     let qd_abs: Option<Vec<f64>> = keep.then(|| qd.iter().map(|x| x.abs()).collect());
+    let (kp, kp_abs, vd, vp) = (&kvh.kp, &kvh.kp_abs, &kvh.vd, &kvh.vp);
+    let v_finite = kvh.v_finite;
+    let (panels, dvp) = (kv.div_ceil(LANES), dv.div_ceil(LANES) * LANES);
+    let d_panels = dvp / LANES;
 
     let blocks: Vec<Vec<(Vec<f64>, Option<RowTerms>)>> = (0..n)
         .step_by(QB)
@@ -604,7 +659,7 @@ fn head(
                 }
                 dots
             };
-            let dots = products(&kp, &qd);
+            let dots = products(kp, &qd);
             let mags = kp_abs
                 .as_ref()
                 .zip(qd_abs.as_ref())
@@ -647,7 +702,7 @@ fn head(
                 computed[r] = !t.fully_masked && !t.non_finite;
                 let mut out = vec![f64::NAN; dv];
                 if !v_finite && computed[r] {
-                    pv_row_checked(&t, &vd, dvp, &mut out);
+                    pv_row_checked(&t, vd, dvp, &mut out);
                 }
                 if keep {
                     rows.push((out, Some(t)));
@@ -696,10 +751,21 @@ fn run(inputs: &Views, keep: bool) -> Result<(Output, Vec<RowTerms>)> {
         .and_then(|x| x.checked_mul(n))
         .and_then(|x| x.checked_mul(ne3));
     let mut values = zeroed(OP, n_out)?;
-    let heads: Vec<Vec<(Vec<f64>, Option<RowTerms>)>> = (0..ne3 * h)
+    // K and V decoded once per GQA group, its query heads in parallel; heads in order.
+    let (k_heads, v_heads) = (inputs.k.ne()[2], inputs.v.ne()[2]);
+    type Rows = Vec<(Vec<f64>, Option<RowTerms>)>;
+    let groups: Vec<Vec<Rows>> = kv_groups(ne, k_heads, v_heads)
         .into_par_iter()
-        .map(|g| head(inputs, ne, (g / h, g % h), ms.as_deref(), keep))
+        .map(|(i3, first, end)| {
+            let kv_index = (i3, first / (h / k_heads), first / (h / v_heads));
+            let kvh = kv_head(inputs, dv, kv_index, keep)?;
+            (first..end)
+                .into_par_iter()
+                .map(|ih| head(inputs, ne, (i3, ih), ms.as_deref(), keep, &kvh))
+                .collect::<Result<_>>()
+        })
         .collect::<Result<_>>()?;
+    let heads = groups.into_iter().flatten();
     let mut terms: Vec<Option<RowTerms>> = if keep {
         vec![None; h * n * ne3]
     } else {
