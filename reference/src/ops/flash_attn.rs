@@ -605,13 +605,16 @@ fn kv_head(
     })
 }
 
-/// The op for one (batch i3, head ih) whose K and V heads are `kvh`: every query row's output
-/// and (with `keep`) terms.
+/// The op for the query heads `first .. end` of batch i3, whose K and V heads are `kvh` (a
+/// GQA group): every query row's output and (with `keep`) terms, head by head, in query order.
+/// The rows of all the group's heads are stacked (head-major) and go through the tiles
+/// together, so each K and V panel read serves every head of the group (decode: one row per
+/// head); every output is still its own sum in the reference's order.
 #[allow(clippy::type_complexity)]
-fn head(
+fn heads(
     inputs: &Views,
     ne: [usize; 4],
-    (i3, ih): (usize, usize),
+    (i3, first, end): (usize, usize, usize),
     ms: Option<&[f64]>,
     keep: bool,
     kvh: &KvHead,
@@ -621,16 +624,17 @@ fn head(
     } = inputs;
     let [dv, h, n, _] = ne;
     let (dk, kv) = (q.ne()[0], k.ne()[1]);
-    let iv2 = ih / (h / v.ne()[2]);
+    let iv2 = first / (h / v.ne()[2]);
     let mne = inputs.mask.map(|m| m.ne()).unwrap_or([0; 4]);
     let alibi = Alibi::new(params.max_bias, h);
-    let slope = alibi.slope(ih);
     let sp = params.dot_scale() as f64;
     let cap = params.logit_softcap as f64;
+    // Stacked row g: head first + g / n, query g % n.
+    let rows_total = (end - first) * n;
     // Q rows (and |Q|).
-    let mut qd = vec![0.0; n * dk];
-    for (iq, row) in qd.chunks_exact_mut(dk).enumerate() {
-        q.decode_row(iq, ih, i3, 0, row, dequantize_into)?;
+    let mut qd = vec![0.0; rows_total * dk];
+    for (g, row) in qd.chunks_exact_mut(dk).enumerate() {
+        q.decode_row(g % n, first + g / n, i3, 0, row, dequantize_into)?;
     }
     let qd_abs: Option<Vec<f64>> = keep.then(|| qd.iter().map(|x| x.abs()).collect());
     let (kp, kp_abs, vd, vp) = (&kvh.kp, &kvh.kp_abs, &kvh.vd, &kvh.vp);
@@ -638,12 +642,12 @@ fn head(
     let (panels, dvp) = (kv.div_ceil(LANES), dv.div_ceil(LANES) * LANES);
     let d_panels = dvp / LANES;
 
-    let blocks: Vec<Vec<(Vec<f64>, Option<RowTerms>)>> = (0..n)
+    let blocks: Vec<Vec<(Vec<f64>, Option<RowTerms>)>> = (0..rows_total)
         .step_by(QB)
         .collect::<Vec<_>>()
         .into_par_iter()
         .map(|q0| {
-            let qn = QB.min(n - q0);
+            let qn = QB.min(rows_total - q0);
             // dots[n][j] = q_n · k_j, sequential in d from +0 (the reference's fold).
             let products = |kp: &[f64], qs: &[f64]| -> Vec<f64> {
                 let q_rows: Vec<&[f64]> = qs[q0 * dk..(q0 + qn) * dk].chunks_exact(dk).collect();
@@ -669,7 +673,8 @@ fn head(
             let mut computed = vec![false; qn];
             let mut scratch = None;
             for r in 0..qn {
-                let iq = q0 + r;
+                let (ih, iq) = (first + (q0 + r) / n, (q0 + r) % n);
+                let slope = alibi.slope(ih);
                 let mut t = scratch.take().unwrap_or_else(|| RowTerms {
                     q: iq,
                     h: ih,
@@ -684,7 +689,7 @@ fn head(
                     fully_masked: true,
                     non_finite: false,
                 });
-                t.q = iq;
+                (t.q, t.h, t.slope) = (iq, ih, slope);
                 let at = r * panels * LANES;
                 let mask_row = ms.map(|ms| {
                     let row = ((i3 % mne[3]) * mne[2] + ih % mne[2]) * mne[1] + iq;
@@ -751,7 +756,7 @@ fn run(inputs: &Views, keep: bool) -> Result<(Output, Vec<RowTerms>)> {
         .and_then(|x| x.checked_mul(n))
         .and_then(|x| x.checked_mul(ne3));
     let mut values = zeroed(OP, n_out)?;
-    // K and V decoded once per GQA group, its query heads in parallel; heads in order.
+    // K and V decoded once per GQA group, its query heads' rows together; heads in order.
     let (k_heads, v_heads) = (inputs.k.ne()[2], inputs.v.ne()[2]);
     type Rows = Vec<(Vec<f64>, Option<RowTerms>)>;
     let groups: Vec<Vec<Rows>> = kv_groups(ne, k_heads, v_heads)
@@ -759,10 +764,12 @@ fn run(inputs: &Views, keep: bool) -> Result<(Output, Vec<RowTerms>)> {
         .map(|(i3, first, end)| {
             let kv_index = (i3, first / (h / k_heads), first / (h / v_heads));
             let kvh = kv_head(inputs, dv, kv_index, keep)?;
-            (first..end)
-                .into_par_iter()
-                .map(|ih| head(inputs, ne, (i3, ih), ms.as_deref(), keep, &kvh))
-                .collect::<Result<_>>()
+            let rows = heads(inputs, ne, (i3, first, end), ms.as_deref(), keep, &kvh)?;
+            // Back to one list of rows per head.
+            let mut rows = rows.into_iter();
+            Ok((first..end)
+                .map(|_| rows.by_ref().take(n).collect())
+                .collect())
         })
         .collect::<Result<_>>()?;
     let heads = groups.into_iter().flatten();

@@ -123,7 +123,18 @@ fn block_body<const NR: usize>(
         let ag: &mut [[f64; LANES]; NR] = ag.try_into().expect("NR rows");
         micro::<NR>(kn, a, stride, bg, ag);
     }
-    for (br, ar) in b_groups.remainder().iter().zip(acc_groups.into_remainder()) {
+    // The rest four rows at a time where NR is larger (a decode step's few rows), then one by
+    // one.
+    let (mut b_rest, mut acc_rest) = (b_groups.remainder(), acc_groups.into_remainder());
+    while NR > 4 && b_rest.len() >= 4 {
+        let (bg, bt) = b_rest.split_at(4);
+        let (ag, at) = std::mem::take(&mut acc_rest).split_at_mut(4);
+        let bg: [&[f64]; 4] = bg.try_into().expect("4 rows");
+        let ag: &mut [[f64; LANES]; 4] = ag.try_into().expect("4 rows");
+        micro::<4>(kn, a, stride, bg, ag);
+        (b_rest, acc_rest) = (bt, at);
+    }
+    for (br, ar) in b_rest.iter().zip(acc_rest) {
         micro::<1>(kn, a, stride, [br], std::array::from_mut(ar));
     }
 }
@@ -724,6 +735,7 @@ mod tests {
             (7, 5, LANES),
             (300, 9, LANES + 3),
             (64, 4, 40),
+            (50, 14, LANES),
         ] {
             let a: Vec<f64> = (0..kn * stride + LANES).map(|_| next()).collect();
             let b: Vec<Vec<f64>> = (0..nrows)
