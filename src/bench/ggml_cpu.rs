@@ -30,7 +30,7 @@ use vkdiff_reference::DType;
 
 use super::BenchCase;
 use crate::cases::Case;
-use crate::ggml::ffi::{Ggml, Refusal, Timing};
+use crate::ggml::ffi::{process_cpu_s, Ggml, Refusal, Timing};
 use crate::model::driver::GraphOp;
 
 /// The two sides of one row: each side's seconds per round, and the results' distance.
@@ -40,6 +40,10 @@ pub struct RowTiming {
     pub reference_s: Vec<f64>,
     /// ggml-cpu's `graph_compute` wall seconds, one per round.
     pub ggml_s: Vec<f64>,
+    /// The process's CPU seconds (every thread) during the reference, one per round.
+    pub reference_cpu_s: Vec<f64>,
+    /// The process's CPU seconds during the timed `graph_compute`, one per round.
+    pub ggml_cpu_s: Vec<f64>,
     /// max |ggml − ref| / max |ref| over the finite elements (None: layouts differ).
     pub rel_diff: Option<f64>,
 }
@@ -83,14 +87,18 @@ fn secs(t: Instant) -> f64 {
 
 /// One ggml compute of `op`, timed (after the untimed one [`Ggml::run`] makes first); also
 /// returns dst.
-fn ggml_round(ggml: &Ggml, op: &GraphOp) -> Result<(f64, Vec<f32>), String> {
+fn ggml_round(ggml: &Ggml, op: &GraphOp) -> Result<(f64, f64, Vec<f32>), String> {
     let timing = Timing {
         warmup: 0,
         repeats: 1,
         heater: None,
     };
     match ggml.run(op, Some(timing)) {
-        Ok(run) => Ok((run.compute_ns.unwrap_or(f64::NAN) / 1e9, run.values)),
+        Ok(run) => Ok((
+            run.compute_ns.unwrap_or(f64::NAN) / 1e9,
+            run.compute_cpu_s.unwrap_or(f64::NAN),
+            run.values,
+        )),
         Err(Refusal::Unsupported(why)) => Err(format!("ggml-cpu does not run it: {why}")),
         Err(Refusal::Error(e)) => Err(format!("ggml-cpu: {e}")),
     }
@@ -126,11 +134,13 @@ fn rounds_of(
     let mut t = RowTiming::default();
     let mut last = None;
     for _ in 0..rounds.max(1) {
-        let s = Instant::now();
+        let (s, cpu) = (Instant::now(), process_cpu_s());
         let want = std::hint::black_box(reference()?);
         t.reference_s.push(secs(s));
-        let (g, values) = ggml_round(ggml, op)?;
+        t.reference_cpu_s.push(process_cpu_s() - cpu);
+        let (g, g_cpu, values) = ggml_round(ggml, op)?;
         t.ggml_s.push(g);
+        t.ggml_cpu_s.push(g_cpu);
         last = Some((want, values));
     }
     if let Some((want, values)) = last {
@@ -285,22 +295,26 @@ pub fn run(
         build.key,
         rounds.max(1)
     );
-    println!("| kernel | row | op GFLOP | ref s | ggml-cpu s | ref / ggml-cpu | ref GFLOP/s | ggml-cpu GFLOP/s | max diff / max |ref| |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| kernel | row | op GFLOP | ref s | ggml-cpu s | ref / ggml-cpu | ref CPU s | ggml-cpu CPU s | CPU ratio | ref GFLOP/s | ggml-cpu GFLOP/s | max diff / max |ref| |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for b in rows(ops, variant, row, quick, all) {
         let flops = b.case.model().work().map_or(0.0, |w| w.flops);
         match time_row(&ggml, &b.case, rounds) {
             Ok(parts) => {
                 for (what, t) in parts {
                     let (r, g) = (median(&t.reference_s), median(&t.ggml_s));
+                    let (rc, gc) = (median(&t.reference_cpu_s), median(&t.ggml_cpu_s));
                     println!(
-                        "| {} | {}{what} | {:.2} | {:.4} | {:.4} | {:.2} | {:.1} | {:.1} | {} |",
+                        "| {} | {}{what} | {:.2} | {:.4} | {:.4} | {:.2} | {:.4} | {:.4} | {:.2} | {:.1} | {:.1} | {} |",
                         b.kernel,
                         b.label,
                         flops / 1e9,
                         r,
                         g,
                         r / g,
+                        rc,
+                        gc,
+                        rc / gc,
                         flops / r / 1e9,
                         flops / g / 1e9,
                         t.rel_diff.map_or("—".into(), |d| format!("{d:.1e}")),

@@ -574,7 +574,8 @@ fn kv_head(
         Ok(kp)
     };
     let kp = pack(Values::Exact)?;
-    let kp_abs = if keep { Some(pack(Values::Abs)?) } else { None };
+    // |x| of the exact values, as the Abs decoder gives them (the zero lanes stay +0).
+    let kp_abs = keep.then(|| kp.iter().map(|x| x.abs()).collect());
     // V rows, padded to a whole number of panels.
     let dvp = dv.div_ceil(LANES) * LANES;
     let mut vd = vec![0.0; kv * dvp];

@@ -37,8 +37,6 @@ pub(crate) enum Values {
     Exact,
     /// The magnitudes an error bound scales with ([`magnitude_into`]).
     Magnitude,
-    /// |x| of the exact values.
-    Abs,
 }
 
 impl Values {
@@ -47,15 +45,8 @@ impl Values {
         match self {
             Values::Exact => dequantize_into,
             Values::Magnitude => magnitude_into,
-            Values::Abs => dequantize_abs,
         }
     }
-}
-
-fn dequantize_abs(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()> {
-    dequantize_into(dtype, bytes, out)?;
-    out.iter_mut().for_each(|x| *x = x.abs());
-    Ok(())
 }
 
 /// A rows per panel: the vector width of the tile (two AVX-512 registers of f64).

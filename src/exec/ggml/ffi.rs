@@ -148,6 +148,9 @@ pub struct GraphRun {
     pub overrun: bool,
     /// With timing asked: the median wall time of one `ggml_backend_graph_compute` in ns.
     pub compute_ns: Option<f64>,
+    /// With timing asked: the process's CPU seconds (every thread) per timed compute, the
+    /// mean of the timed ones (for the CPU backend, whose workers are this process's threads).
+    pub compute_cpu_s: Option<f64>,
 }
 
 /// Timing of a graph (`vkdiff bench --ggml`): untimed computes, then timed ones.
@@ -408,11 +411,13 @@ impl Ggml {
         (a.ggml_backend_tensor_get)(guard, after.as_mut_ptr().cast(), 0, GUARD * 4);
         // The same graph again, inputs in place: graph_compute is synchronous, so its wall time
         // is ggml's whole cost of the op (command recording, submit, GPU time, wait).
+        let mut compute_cpu_s = None;
         let compute_ns = timing.filter(|_| status == 0).map(|t| {
             let _paused = t.heater.as_ref().map(|h| h.pause());
             for _ in 0..t.warmup {
                 (a.ggml_backend_graph_compute)(self.backend, graph);
             }
+            let cpu = process_cpu_s();
             let mut ns: Vec<f64> = (0..t.repeats.max(1))
                 .map(|_| {
                     let start = std::time::Instant::now();
@@ -420,6 +425,7 @@ impl Ggml {
                     start.elapsed().as_nanos() as f64
                 })
                 .collect();
+            compute_cpu_s = Some((process_cpu_s() - cpu) / ns.len() as f64);
             ns.sort_by(f64::total_cmp);
             ns[ns.len() / 2]
         });
@@ -433,8 +439,38 @@ impl Ggml {
             values,
             overrun: after.iter().any(|&x| x != POISON),
             compute_ns,
+            compute_cpu_s,
         })
     }
+}
+
+#[repr(C)]
+struct Timespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+extern "C" {
+    fn clock_gettime(clock: std::ffi::c_int, ts: *mut Timespec) -> std::ffi::c_int;
+}
+
+/// CLOCK_PROCESS_CPUTIME_ID on Linux.
+const PROCESS_CPUTIME: std::ffi::c_int = 2;
+
+/// This process's CPU time (user + system, every thread: rayon's and ggml's workers), in
+/// seconds, to the nanosecond: on a busy machine it moves less with the load than wall time
+/// (time spent waiting for a core is not counted; spinning in a barrier is).
+pub fn process_cpu_s() -> f64 {
+    let mut ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is.
+    let rc = unsafe { clock_gettime(PROCESS_CPUTIME, &mut ts) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 impl Drop for Ggml {
