@@ -516,9 +516,7 @@ fn pv_row_checked(t: &RowTerms, vd: &[f64], dvp: usize, out: &mut [f64]) {
 struct KvHead {
     /// K as panels of [`LANES`] keys (k-major).
     kp: Vec<f64>,
-    /// |K| in the same panels, when the terms are kept.
-    kp_abs: Option<Vec<f64>>,
-    /// V rows, `dvp` values apart.
+    /// V rows, `dvp` values apart, when V holds NaN or ±∞ (else empty).
     vd: Vec<f64>,
     /// V in d-panels for the tiled product (empty when V holds NaN or ±∞).
     vp: Vec<f64>,
@@ -545,15 +543,10 @@ fn kv_groups(ne: [usize; 4], k_heads: usize, v_heads: usize) -> Vec<(usize, usiz
 }
 
 /// Decodes the K and V heads (ik2, iv2) of batch i3 ([`KvHead`]).
-fn kv_head(
-    inputs: &Views,
-    dv: usize,
-    (i3, ik2, iv2): (usize, usize, usize),
-    keep: bool,
-) -> Result<KvHead> {
+fn kv_head(inputs: &Views, dv: usize, (i3, ik2, iv2): (usize, usize, usize)) -> Result<KvHead> {
     let Views { q, k, v, .. } = inputs;
     let (dk, kv) = (q.ne()[0], k.ne()[1]);
-    // K as panels of LANES keys (k-major), |K| too when the terms are kept.
+    // K as panels of LANES keys (k-major).
     let panels = kv.div_ceil(LANES);
     let pack = |decode| -> Result<Vec<f64>> {
         let mut kp = vec![0.0; panels * dk * LANES];
@@ -574,32 +567,37 @@ fn kv_head(
         Ok(kp)
     };
     let kp = pack(Values::Exact)?;
-    // |x| of the exact values, as the Abs decoder gives them (the zero lanes stay +0).
-    let kp_abs = keep.then(|| kp.iter().map(|x| x.abs()).collect());
-    // V rows, padded to a whole number of panels.
+    // V straight into d-panels for the tiled product: panel dp holds V[j][16·dp ..] for every
+    // key j (k-major, as the tile reads it), so a block of keys is contiguous. Only a V
+    // holding NaN or ±∞ is kept as rows too, for the checked product.
     let dvp = dv.div_ceil(LANES) * LANES;
-    let mut vd = vec![0.0; kv * dvp];
-    for (j, row) in vd.chunks_exact_mut(dvp).enumerate() {
+    let decode_v = |j: usize, row: &mut [f64]| -> Result<()> {
         match v.row_bytes(j, iv2, i3, 0, dv) {
             Some(bytes) if fast_format(v.dtype()) => decode_fast(v.dtype(), bytes, row, 1),
             _ => v.decode_row(j, iv2, i3, 0, &mut row[..dv], dequantize_into)?,
         }
+        Ok(())
+    };
+    let mut vp = vec![0.0; kv * dvp];
+    let mut row = vec![0.0; dvp];
+    let mut v_finite = true;
+    for j in 0..kv {
+        decode_v(j, &mut row)?;
+        v_finite &= row.iter().all(|x| x.is_finite());
+        for (dp, lanes) in row.chunks_exact(LANES).enumerate() {
+            vp[(dp * kv + j) * LANES..(dp * kv + j + 1) * LANES].copy_from_slice(lanes);
+        }
     }
-    let v_finite = vd.iter().all(|x| x.is_finite());
-    // For the tiled product: V in d-panels, panel dp holding V[j][16·dp ..] for every key j
-    // (k-major, as the tile reads it), so a block of keys is contiguous.
-    let mut vp = Vec::new();
-    if v_finite {
-        vp = vec![0.0; kv * dvp];
-        for (j, row) in vd.chunks_exact(dvp).enumerate() {
-            for (dp, lanes) in row.chunks_exact(LANES).enumerate() {
-                vp[(dp * kv + j) * LANES..(dp * kv + j + 1) * LANES].copy_from_slice(lanes);
-            }
+    let mut vd = Vec::new();
+    if !v_finite {
+        vp = Vec::new();
+        vd = vec![0.0; kv * dvp];
+        for (j, row) in vd.chunks_exact_mut(dvp).enumerate() {
+            decode_v(j, row)?;
         }
     }
     Ok(KvHead {
         kp,
-        kp_abs,
         vd,
         vp,
         v_finite,
@@ -638,7 +636,7 @@ fn heads(
         q.decode_row(g % n, first + g / n, i3, 0, row, dequantize_into)?;
     }
     let qd_abs: Option<Vec<f64>> = keep.then(|| qd.iter().map(|x| x.abs()).collect());
-    let (kp, kp_abs, vd, vp) = (&kvh.kp, &kvh.kp_abs, &kvh.vd, &kvh.vp);
+    let (kp, vd, vp) = (&kvh.kp, &kvh.vd, &kvh.vp);
     let v_finite = kvh.v_finite;
     let (panels, dvp) = (kv.div_ceil(LANES), dv.div_ceil(LANES) * LANES);
     let d_panels = dvp / LANES;
@@ -650,11 +648,22 @@ fn heads(
         .map(|q0| {
             let qn = QB.min(rows_total - q0);
             // dots[n][j] = q_n · k_j, sequential in d from +0 (the reference's fold).
-            let products = |kp: &[f64], qs: &[f64]| -> Vec<f64> {
+            // With `abs`, over |K| (|x| of each exact value, the padding lanes stay +0), taken
+            // a panel at a time.
+            let products = |qs: &[f64], abs: bool| -> Vec<f64> {
                 let q_rows: Vec<&[f64]> = qs[q0 * dk..(q0 + qn) * dk].chunks_exact(dk).collect();
                 let mut dots = vec![0.0; qn * panels * LANES];
                 let mut acc = vec![[0.0; LANES]; qn];
+                let mut abs_panel = vec![0.0; if abs { dk * LANES } else { 0 }];
                 for (p, panel) in kp.chunks_exact(dk * LANES).enumerate() {
+                    let panel = if abs {
+                        for (a, x) in abs_panel.iter_mut().zip(panel) {
+                            *a = x.abs();
+                        }
+                        &abs_panel[..]
+                    } else {
+                        panel
+                    };
                     acc.iter_mut().for_each(|a| *a = [0.0; LANES]);
                     block(dk, panel, LANES, &q_rows, &mut acc);
                     for (r, a) in acc.iter().enumerate() {
@@ -664,11 +673,8 @@ fn heads(
                 }
                 dots
             };
-            let dots = products(kp, &qd);
-            let mags = kp_abs
-                .as_ref()
-                .zip(qd_abs.as_ref())
-                .map(|(kp, qs)| products(kp, qs));
+            let dots = products(&qd, false);
+            let mags = qd_abs.as_ref().map(|qs| products(qs, true));
             let mut weights = vec![0.0; qn * kv];
             let mut rows: Vec<(Vec<f64>, Option<RowTerms>)> = Vec::with_capacity(qn);
             let mut computed = vec![false; qn];
@@ -764,7 +770,7 @@ fn run(inputs: &Views, keep: bool) -> Result<(Output, Vec<RowTerms>)> {
         .into_par_iter()
         .map(|(i3, first, end)| {
             let kv_index = (i3, first / (h / k_heads), first / (h / v_heads));
-            let kvh = kv_head(inputs, dv, kv_index, keep)?;
+            let kvh = kv_head(inputs, dv, kv_index)?;
             let rows = heads(inputs, ne, (i3, first, end), ms.as_deref(), keep, &kvh)?;
             // Back to one list of rows per head.
             let mut rows = rows.into_iter();
