@@ -14,6 +14,7 @@ use vkdiff_gpu::{Gpu, ShaderTree, ShaderVariant};
 
 use crate::cases::{Case, Outcome};
 
+pub mod ggml_cpu;
 pub mod host;
 
 pub use crate::model::work::{quick_dim, BenchShapes, Work};

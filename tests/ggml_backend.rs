@@ -218,3 +218,43 @@ fn bad_trees_are_clear_errors() {
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("mutate does not take --ggml"), "{text}");
 }
+
+/// `bench --ggml-cpu`: the reference timed against ggml's CPU backend built from the same tree
+/// runs on small shapes, and both sides computed the same op on the same inputs (the last
+/// column: an element ggml left unwritten would show as ∞). Times are not checked.
+#[test]
+fn bench_against_ggml_cpu_runs_on_small_shapes() {
+    let tree = recent_tree();
+    let (code, text) = vkdiff(
+        &[
+            "bench",
+            "--ggml-cpu",
+            tree.to_str().unwrap(),
+            "--quick",
+            "--rounds",
+            "1",
+            "-o",
+            "mul_mat_vec",
+            "-o",
+            "wkv7",
+            "--row",
+            "256",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{text}");
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| l.starts_with("| mul_mat_vec") || l.starts_with("| wkv7"))
+        .map(|l| l.split('|').map(str::trim).collect())
+        .collect();
+    assert!(rows.len() >= 4, "{text}");
+    for cells in &rows {
+        // | kernel | row | GFLOP | ref s | ggml s | ratio | … | diff |
+        assert!(cells.len() >= 10, "no timing: {cells:?}\n{text}");
+        let num = |i: usize| cells[i].parse::<f64>().unwrap_or(f64::NAN);
+        assert!(num(4) > 0.0 && num(5) > 0.0 && num(6).is_finite(), "{cells:?}");
+        // f16 A, f32 B and wkv7 in f32: ggml-cpu rounds B to f16 at most.
+        assert!(num(cells.len() - 2) < 1e-2, "results differ: {cells:?}");
+    }
+}

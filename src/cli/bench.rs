@@ -30,6 +30,7 @@ pub struct Args {
     pub time_limit: Option<u64>,
     pub time_wrong: bool,
     pub host_only: bool,
+    pub ggml_cpu: Option<PathBuf>,
 }
 
 /// Times the selected rows; exit status 1 when a row is not `ok`.
@@ -50,9 +51,27 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         time_limit,
         time_wrong,
         host_only,
+        ggml_cpu,
     } = args;
     target.apply();
     check_selection(&ops, variant.as_deref(), row.as_deref(), quick, all)?;
+    if let Some(dir) = &ggml_cpu {
+        if host_only || against.is_some() || target.ggml.is_some() {
+            return Err(
+                "--ggml-cpu is a mode of its own: not with --host-only, --against or --ggml".into(),
+            );
+        }
+        crate::bench::ggml_cpu::run(
+            dir,
+            &ops,
+            variant.as_deref(),
+            row.as_deref(),
+            quick,
+            all,
+            rounds,
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if host_only {
         crate::bench::host::run(&ops, variant.as_deref(), row.as_deref(), quick, all)?;
         return Ok(ExitCode::SUCCESS);

@@ -240,6 +240,11 @@ pub enum Command {
         /// row's seed), against the machine's measured f64 FMA rate (`bench::host`).
         #[arg(long)]
         host_only: bool,
+        /// No GPU: time each row's reference (rayon, every core) against ggml's CPU backend,
+        /// built from this ggml or llama.cpp checkout (cached), on the same inputs and thread
+        /// count; `--rounds` back-to-back rounds, medians (`bench::ggml_cpu`).
+        #[arg(long, value_name = "DIR")]
+        ggml_cpu: Option<PathBuf>,
     },
     /// Mutation testing: how many small bugs planted in the shader tree (relational and
     /// arithmetic swaps, constants ± 1, dropped barriers, min ↔ max, swapped operands) the
@@ -516,6 +521,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             time_limit,
             time_wrong,
             host_only,
+            ggml_cpu,
         } => bench::run(bench::Args {
             target,
             against,
@@ -532,6 +538,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             time_limit,
             time_wrong,
             host_only,
+            ggml_cpu,
         }),
         Command::Mutate {
             target,

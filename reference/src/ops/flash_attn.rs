@@ -511,28 +511,42 @@ fn pv_row_checked(t: &RowTerms, vd: &[f64], dvp: usize, out: &mut [f64]) {
     }
 }
 
-/// The op for one (batch i3, head ih): every query row's output and (with `keep`) terms.
-#[allow(clippy::type_complexity)]
-fn head(
-    inputs: &Views,
-    ne: [usize; 4],
-    (i3, ih): (usize, usize),
-    ms: Option<&[f64]>,
-    keep: bool,
-) -> Result<Vec<(Vec<f64>, Option<RowTerms>)>> {
-    let Views {
-        q, k, v, params, ..
-    } = inputs;
-    let [dv, h, n, _] = ne;
-    let (dk, kv) = (q.ne()[0], k.ne()[1]);
-    let (ik2, iv2) = (ih / (h / k.ne()[2]), ih / (h / v.ne()[2]));
-    let mne = inputs.mask.map(|m| m.ne()).unwrap_or([0; 4]);
-    let alibi = Alibi::new(params.max_bias, h);
-    let slope = alibi.slope(ih);
-    let sp = params.dot_scale() as f64;
-    let cap = params.logit_softcap as f64;
+/// The K and V heads (ik2, iv2) of batch i3, decoded once for every query head that reads
+/// them (a GQA group).
+struct KvHead {
+    /// K as panels of [`LANES`] keys (k-major).
+    kp: Vec<f64>,
+    /// V rows, `dvp` values apart, when V holds NaN or ±∞ (else empty).
+    vd: Vec<f64>,
+    /// V in d-panels for the tiled product (empty when V holds NaN or ±∞).
+    vp: Vec<f64>,
+    /// V is finite everywhere.
+    v_finite: bool,
+}
 
-    // K as panels of LANES keys (k-major), |K| too when the terms are kept.
+/// The query heads of each batch grouped by the (K head, V head) they read, in head order:
+/// (i3, first head, end) per group.
+fn kv_groups(ne: [usize; 4], k_heads: usize, v_heads: usize) -> Vec<(usize, usize, usize)> {
+    let [_, h, _, ne3] = ne;
+    let kv_of = |ih: usize| (ih / (h / k_heads), ih / (h / v_heads));
+    let mut groups = Vec::new();
+    for i3 in 0..ne3 {
+        let mut start = 0;
+        for ih in 1..=h {
+            if ih == h || kv_of(ih) != kv_of(start) {
+                groups.push((i3, start, ih));
+                start = ih;
+            }
+        }
+    }
+    groups
+}
+
+/// Decodes the K and V heads (ik2, iv2) of batch i3 ([`KvHead`]).
+fn kv_head(inputs: &Views, dv: usize, (i3, ik2, iv2): (usize, usize, usize)) -> Result<KvHead> {
+    let Views { q, k, v, .. } = inputs;
+    let (dk, kv) = (q.ne()[0], k.ne()[1]);
+    // K as panels of LANES keys (k-major).
     let panels = kv.div_ceil(LANES);
     let pack = |decode| -> Result<Vec<f64>> {
         let mut kp = vec![0.0; panels * dk * LANES];
@@ -553,48 +567,103 @@ fn head(
         Ok(kp)
     };
     let kp = pack(Values::Exact)?;
-    let kp_abs = if keep { Some(pack(Values::Abs)?) } else { None };
-    // V rows, padded to a whole number of panels.
+    // V straight into d-panels for the tiled product: panel dp holds V[j][16·dp ..] for every
+    // key j (k-major, as the tile reads it), so a block of keys is contiguous. Only a V
+    // holding NaN or ±∞ is kept as rows too, for the checked product.
     let dvp = dv.div_ceil(LANES) * LANES;
-    let mut vd = vec![0.0; kv * dvp];
-    for (j, row) in vd.chunks_exact_mut(dvp).enumerate() {
+    let decode_v = |j: usize, row: &mut [f64]| -> Result<()> {
         match v.row_bytes(j, iv2, i3, 0, dv) {
             Some(bytes) if fast_format(v.dtype()) => decode_fast(v.dtype(), bytes, row, 1),
             _ => v.decode_row(j, iv2, i3, 0, &mut row[..dv], dequantize_into)?,
         }
-    }
-    let v_finite = vd.iter().all(|x| x.is_finite());
-    // For the tiled product: V in d-panels, panel dp holding V[j][16·dp ..] for every key j
-    // (k-major, as the tile reads it), so a block of keys is contiguous.
-    let d_panels = dvp / LANES;
-    let mut vp = Vec::new();
-    if v_finite {
-        vp = vec![0.0; kv * dvp];
-        for (j, row) in vd.chunks_exact(dvp).enumerate() {
-            for (dp, lanes) in row.chunks_exact(LANES).enumerate() {
-                vp[(dp * kv + j) * LANES..(dp * kv + j + 1) * LANES].copy_from_slice(lanes);
-            }
+        Ok(())
+    };
+    let mut vp = vec![0.0; kv * dvp];
+    let mut row = vec![0.0; dvp];
+    let mut v_finite = true;
+    for j in 0..kv {
+        decode_v(j, &mut row)?;
+        v_finite &= row.iter().all(|x| x.is_finite());
+        for (dp, lanes) in row.chunks_exact(LANES).enumerate() {
+            vp[(dp * kv + j) * LANES..(dp * kv + j + 1) * LANES].copy_from_slice(lanes);
         }
     }
+    let mut vd = Vec::new();
+    if !v_finite {
+        vp = Vec::new();
+        vd = vec![0.0; kv * dvp];
+        for (j, row) in vd.chunks_exact_mut(dvp).enumerate() {
+            decode_v(j, row)?;
+        }
+    }
+    Ok(KvHead {
+        kp,
+        vd,
+        vp,
+        v_finite,
+    })
+}
+
+/// The op for the query heads `first .. end` of batch i3, whose K and V heads are `kvh` (a
+/// GQA group): every query row's output and (with `keep`) terms, head by head, in query order.
+/// The rows of all the group's heads are stacked (head-major) and go through the tiles
+/// together, so each K and V panel read serves every head of the group (decode: one row per
+/// head); every output is still its own sum in the reference's order.
+#[allow(clippy::type_complexity)]
+fn heads(
+    inputs: &Views,
+    ne: [usize; 4],
+    (i3, first, end): (usize, usize, usize),
+    ms: Option<&[f64]>,
+    keep: bool,
+    kvh: &KvHead,
+) -> Result<Vec<(Vec<f64>, Option<RowTerms>)>> {
+    let Views {
+        q, k, v, params, ..
+    } = inputs;
+    let [dv, h, n, _] = ne;
+    let (dk, kv) = (q.ne()[0], k.ne()[1]);
+    let iv2 = first / (h / v.ne()[2]);
+    let mne = inputs.mask.map(|m| m.ne()).unwrap_or([0; 4]);
+    let alibi = Alibi::new(params.max_bias, h);
+    let sp = params.dot_scale() as f64;
+    let cap = params.logit_softcap as f64;
+    // Stacked row g: head first + g / n, query g % n.
+    let rows_total = (end - first) * n;
     // Q rows (and |Q|).
-    let mut qd = vec![0.0; n * dk];
-    for (iq, row) in qd.chunks_exact_mut(dk).enumerate() {
-        q.decode_row(iq, ih, i3, 0, row, dequantize_into)?;
+    let mut qd = vec![0.0; rows_total * dk];
+    for (g, row) in qd.chunks_exact_mut(dk).enumerate() {
+        q.decode_row(g % n, first + g / n, i3, 0, row, dequantize_into)?;
     }
     let qd_abs: Option<Vec<f64>> = keep.then(|| qd.iter().map(|x| x.abs()).collect());
+    let (kp, vd, vp) = (&kvh.kp, &kvh.vd, &kvh.vp);
+    let v_finite = kvh.v_finite;
+    let (panels, dvp) = (kv.div_ceil(LANES), dv.div_ceil(LANES) * LANES);
+    let d_panels = dvp / LANES;
 
-    let blocks: Vec<Vec<(Vec<f64>, Option<RowTerms>)>> = (0..n)
+    let blocks: Vec<Vec<(Vec<f64>, Option<RowTerms>)>> = (0..rows_total)
         .step_by(QB)
         .collect::<Vec<_>>()
         .into_par_iter()
         .map(|q0| {
-            let qn = QB.min(n - q0);
+            let qn = QB.min(rows_total - q0);
             // dots[n][j] = q_n · k_j, sequential in d from +0 (the reference's fold).
-            let products = |kp: &[f64], qs: &[f64]| -> Vec<f64> {
+            // With `abs`, over |K| (|x| of each exact value, the padding lanes stay +0), taken
+            // a panel at a time.
+            let products = |qs: &[f64], abs: bool| -> Vec<f64> {
                 let q_rows: Vec<&[f64]> = qs[q0 * dk..(q0 + qn) * dk].chunks_exact(dk).collect();
                 let mut dots = vec![0.0; qn * panels * LANES];
                 let mut acc = vec![[0.0; LANES]; qn];
+                let mut abs_panel = vec![0.0; if abs { dk * LANES } else { 0 }];
                 for (p, panel) in kp.chunks_exact(dk * LANES).enumerate() {
+                    let panel = if abs {
+                        for (a, x) in abs_panel.iter_mut().zip(panel) {
+                            *a = x.abs();
+                        }
+                        &abs_panel[..]
+                    } else {
+                        panel
+                    };
                     acc.iter_mut().for_each(|a| *a = [0.0; LANES]);
                     block(dk, panel, LANES, &q_rows, &mut acc);
                     for (r, a) in acc.iter().enumerate() {
@@ -604,17 +673,15 @@ fn head(
                 }
                 dots
             };
-            let dots = products(&kp, &qd);
-            let mags = kp_abs
-                .as_ref()
-                .zip(qd_abs.as_ref())
-                .map(|(kp, qs)| products(kp, qs));
+            let dots = products(&qd, false);
+            let mags = qd_abs.as_ref().map(|qs| products(qs, true));
             let mut weights = vec![0.0; qn * kv];
             let mut rows: Vec<(Vec<f64>, Option<RowTerms>)> = Vec::with_capacity(qn);
             let mut computed = vec![false; qn];
             let mut scratch = None;
             for r in 0..qn {
-                let iq = q0 + r;
+                let (ih, iq) = (first + (q0 + r) / n, (q0 + r) % n);
+                let slope = alibi.slope(ih);
                 let mut t = scratch.take().unwrap_or_else(|| RowTerms {
                     q: iq,
                     h: ih,
@@ -629,7 +696,7 @@ fn head(
                     fully_masked: true,
                     non_finite: false,
                 });
-                t.q = iq;
+                (t.q, t.h, t.slope) = (iq, ih, slope);
                 let at = r * panels * LANES;
                 let mask_row = ms.map(|ms| {
                     let row = ((i3 % mne[3]) * mne[2] + ih % mne[2]) * mne[1] + iq;
@@ -647,7 +714,7 @@ fn head(
                 computed[r] = !t.fully_masked && !t.non_finite;
                 let mut out = vec![f64::NAN; dv];
                 if !v_finite && computed[r] {
-                    pv_row_checked(&t, &vd, dvp, &mut out);
+                    pv_row_checked(&t, vd, dvp, &mut out);
                 }
                 if keep {
                     rows.push((out, Some(t)));
@@ -696,10 +763,23 @@ fn run(inputs: &Views, keep: bool) -> Result<(Output, Vec<RowTerms>)> {
         .and_then(|x| x.checked_mul(n))
         .and_then(|x| x.checked_mul(ne3));
     let mut values = zeroed(OP, n_out)?;
-    let heads: Vec<Vec<(Vec<f64>, Option<RowTerms>)>> = (0..ne3 * h)
+    // K and V decoded once per GQA group, its query heads' rows together; heads in order.
+    let (k_heads, v_heads) = (inputs.k.ne()[2], inputs.v.ne()[2]);
+    type Rows = Vec<(Vec<f64>, Option<RowTerms>)>;
+    let groups: Vec<Vec<Rows>> = kv_groups(ne, k_heads, v_heads)
         .into_par_iter()
-        .map(|g| head(inputs, ne, (g / h, g % h), ms.as_deref(), keep))
+        .map(|(i3, first, end)| {
+            let kv_index = (i3, first / (h / k_heads), first / (h / v_heads));
+            let kvh = kv_head(inputs, dv, kv_index)?;
+            let rows = heads(inputs, ne, (i3, first, end), ms.as_deref(), keep, &kvh)?;
+            // Back to one list of rows per head.
+            let mut rows = rows.into_iter();
+            Ok((first..end)
+                .map(|_| rows.by_ref().take(n).collect())
+                .collect())
+        })
         .collect::<Result<_>>()?;
+    let heads = groups.into_iter().flatten();
     let mut terms: Vec<Option<RowTerms>> = if keep {
         vec![None; h * n * ne3]
     } else {

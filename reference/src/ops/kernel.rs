@@ -26,7 +26,7 @@ use rayon::prelude::*;
 use std::sync::OnceLock;
 
 use super::transpose;
-use crate::formats::{dequantize_into, float, magnitude_into};
+use crate::formats::{dequantize_into, float, magnitude_into, scale_min_k4};
 use crate::tensor::{Decoder, TensorView};
 use crate::{DType, Result};
 
@@ -37,8 +37,6 @@ pub(crate) enum Values {
     Exact,
     /// The magnitudes an error bound scales with ([`magnitude_into`]).
     Magnitude,
-    /// |x| of the exact values.
-    Abs,
 }
 
 impl Values {
@@ -47,15 +45,8 @@ impl Values {
         match self {
             Values::Exact => dequantize_into,
             Values::Magnitude => magnitude_into,
-            Values::Abs => dequantize_abs,
         }
     }
-}
-
-fn dequantize_abs(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()> {
-    dequantize_into(dtype, bytes, out)?;
-    out.iter_mut().for_each(|x| *x = x.abs());
-    Ok(())
 }
 
 /// A rows per panel: the vector width of the tile (two AVX-512 registers of f64).
@@ -123,7 +114,18 @@ fn block_body<const NR: usize>(
         let ag: &mut [[f64; LANES]; NR] = ag.try_into().expect("NR rows");
         micro::<NR>(kn, a, stride, bg, ag);
     }
-    for (br, ar) in b_groups.remainder().iter().zip(acc_groups.into_remainder()) {
+    // The rest four rows at a time where NR is larger (a decode step's few rows), then one by
+    // one.
+    let (mut b_rest, mut acc_rest) = (b_groups.remainder(), acc_groups.into_remainder());
+    while NR > 4 && b_rest.len() >= 4 {
+        let (bg, bt) = b_rest.split_at(4);
+        let (ag, at) = std::mem::take(&mut acc_rest).split_at_mut(4);
+        let bg: [&[f64]; 4] = bg.try_into().expect("4 rows");
+        let ag: &mut [[f64; LANES]; 4] = ag.try_into().expect("4 rows");
+        micro::<4>(kn, a, stride, bg, ag);
+        (b_rest, acc_rest) = (bt, at);
+    }
+    for (br, ar) in b_rest.iter().zip(acc_rest) {
         micro::<1>(kn, a, stride, [br], std::array::from_mut(ar));
     }
 }
@@ -231,6 +233,7 @@ pub(crate) fn fast_format(dtype: DType) -> bool {
             | DType::Q5_0
             | DType::Q5_1
             | DType::Q8_0
+            | DType::Q4_K
     )
 }
 
@@ -499,7 +502,37 @@ fn decode_fast_body(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) 
         DType::Q5_0 => legacy::<FastQ5_0>(bytes, out, stride),
         DType::Q5_1 => legacy::<FastQ5_1>(bytes, out, stride),
         DType::Q8_0 => legacy::<FastQ8_0>(bytes, out, stride),
+        DType::Q4_K => q4_k(bytes, out, stride),
         _ => unreachable!("fast_format is false for {dtype}"),
+    }
+}
+
+/// q4_K blocks (256 elements, 144 bytes) decoded to their exact values, stored `stride` apart:
+/// x = d·sc·q − dmin·m as the block decoder writes it, `(d·sc)·q − dmin·m`, with d·sc and
+/// dmin·m taken once per 32-element sub-block instead of once per element (the same operations
+/// on the same operands: the same bits, NaN and ±∞ included).
+#[inline(always)]
+fn q4_k(bytes: &[u8], out: &mut [f64], stride: usize) {
+    let mut vals = [0.0; 256];
+    for (i, b) in bytes.chunks_exact(144).enumerate() {
+        let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
+        let scales: &[u8; 12] = b[4..16].try_into().expect("12 scale bytes");
+        let qs: &[u8; 128] = b[16..144].try_into().expect("128 quant bytes");
+        for (sb, v) in vals.chunks_exact_mut(32).enumerate() {
+            let (sc, m) = scale_min_k4(scales, sb);
+            let (ds, dm) = (d * f64::from(sc), dmin * f64::from(m));
+            let (q, shift) = (&qs[32 * (sb / 2)..32 * (sb / 2) + 32], 4 * (sb % 2));
+            for (o, &byte) in v.iter_mut().zip(q) {
+                *o = ds * f64::from((byte >> shift) & 0xF) - dm;
+            }
+        }
+        // As in `legacy`: the vector arithmetic apart from the strided stores.
+        let vals = std::hint::black_box(&vals);
+        let base = i * 256 * stride;
+        assert!(base + 255 * stride < out.len(), "room for the block");
+        for (j, &v) in vals.iter().enumerate() {
+            out[base + j * stride] = v;
+        }
     }
 }
 
@@ -662,6 +695,7 @@ mod tests {
             DType::Q5_0,
             DType::Q5_1,
             DType::Q8_0,
+            DType::Q4_K,
         ] {
             assert!(fast_format(dtype));
             let bytes: Vec<u8> = (0..dtype.block_bytes() * 4096).map(|_| byte()).collect();
@@ -692,6 +726,7 @@ mod tests {
             (7, 5, LANES),
             (300, 9, LANES + 3),
             (64, 4, 40),
+            (50, 14, LANES),
         ] {
             let a: Vec<f64> = (0..kn * stride + LANES).map(|_| next()).collect();
             let b: Vec<Vec<f64>> = (0..nrows)

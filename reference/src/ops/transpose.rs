@@ -9,13 +9,21 @@
 //! against [`dequantize_into`](crate::formats::dequantize_into)).
 
 use super::kernel::{f16_at, f16_table, LANES};
+use crate::formats::scale_min_k4;
 use crate::DType;
 
-/// Whether [`decode_rows8`] handles `dtype` (whole blocks; for f16 whole groups of 32).
+/// Whether [`decode_rows8`] handles `dtype` (whole blocks, 32 elements but q4_K's 256; for
+/// f16 whole groups of 32).
 pub(crate) fn vertical_format(dtype: DType) -> bool {
     matches!(
         dtype,
-        DType::F16 | DType::Q4_0 | DType::Q4_1 | DType::Q5_0 | DType::Q5_1 | DType::Q8_0
+        DType::F16
+            | DType::Q4_0
+            | DType::Q4_1
+            | DType::Q5_0
+            | DType::Q5_1
+            | DType::Q8_0
+            | DType::Q4_K
     )
 }
 
@@ -298,6 +306,39 @@ pub(crate) fn decode_rows8<const F16C: bool>(
                     }
                 }
             }
+            // x = (d·sc)·q − dmin·m per 32-element sub-block, as the block decoder computes it:
+            // sub-block 2p takes the low nibbles of qs[32p ..], 2p + 1 their high nibbles.
+            DType::Q4_K => {
+                let k0 = bi * 256;
+                let (d, dmin) = (scales(&rows, bi, block, 0), scales(&rows, bi, block, 2));
+                let sc = part(&rows, bi, block, 4, 12);
+                for p in 0..4 {
+                    let (mut ds, mut dm) = ([[0.0; 8]; 2], [[0.0; 8]; 2]);
+                    for r in 0..8 {
+                        let bytes: &[u8; 12] = sc[r].try_into().expect("12 scale bytes");
+                        for h in 0..2 {
+                            let (s, m) = scale_min_k4(bytes, 2 * p + h);
+                            ds[h][r] = d[r] * f64::from(s);
+                            dm[h][r] = dmin[r] * f64::from(m);
+                        }
+                    }
+                    for half in 0..2 {
+                        let cols =
+                            transpose_8x16(part(&rows, bi, block, 16 + 32 * p + 16 * half, 16));
+                        for (j, c) in cols.iter().enumerate() {
+                            let e = 64 * p + 16 * half + j;
+                            let lo = lanes(panel, k0 + e, l0);
+                            for r in 0..8 {
+                                lo[r] = ds[0][r] * f64::from(c[r] & 0xF) - dm[0][r];
+                            }
+                            let hi = lanes(panel, k0 + e + 32, l0);
+                            for r in 0..8 {
+                                hi[r] = ds[1][r] * f64::from(c[r] >> 4) - dm[1][r];
+                            }
+                        }
+                    }
+                }
+            }
             // x = d·q with signed 8-bit q.
             DType::Q8_0 => {
                 let d = scales(&rows, bi, block, 0);
@@ -339,6 +380,7 @@ mod tests {
             DType::Q5_0,
             DType::Q5_1,
             DType::Q8_0,
+            DType::Q4_K,
         ] {
             assert!(vertical_format(dtype));
             let n = 32 * 40;

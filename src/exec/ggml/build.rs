@@ -9,13 +9,41 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
+/// Which ggml backend a build compiles: Vulkan (backend mode), or the CPU backend alone
+/// (`vkdiff bench --ggml-cpu`, which times the reference against it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// `GGML_VULKAN=ON`, the CPU backend off.
+    Vulkan,
+    /// `GGML_CPU=ON` (tuned for this host: `GGML_NATIVE=ON`), Vulkan off.
+    Cpu,
+}
+
+impl Backend {
+    /// The backend's library file name.
+    pub fn library(self) -> &'static str {
+        match self {
+            Backend::Vulkan => "libggml-vulkan.so",
+            Backend::Cpu => "libggml-cpu.so",
+        }
+    }
+
+    /// The snapshot's subfolder, and the build folder name's suffix for the CPU build.
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Vulkan => "vulkan",
+            Backend::Cpu => "cpu",
+        }
+    }
+}
+
 /// A finished build: where its shared libraries are.
 #[derive(Debug, Clone)]
 pub struct Build {
     /// The ggml root that was built (DIR or DIR/ggml).
     pub root: PathBuf,
-    /// The folder holding libggml-base and libggml-vulkan (a built tree's: its snapshot for
-    /// this content key).
+    /// The folder holding libggml-base and the backend's library (a built tree's: its
+    /// snapshot for this content key).
     pub lib_dir: PathBuf,
     /// The content key (first 16 hex digits), which names the build in reports.
     pub key: String,
@@ -139,16 +167,16 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The folder under `dir` holding `libggml-vulkan.so`, which CMake makes a symlink to the
-/// versioned file (so [`walk`], which lists regular files, does not see it).
-fn find_library_dir(dir: &Path) -> Option<PathBuf> {
+/// The folder under `dir` holding `library` (`libggml-vulkan.so`), which CMake makes a symlink
+/// to the versioned file (so [`walk`], which lists regular files, does not see it).
+fn find_library_dir(dir: &Path, library: &str) -> Option<PathBuf> {
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&d) else {
             continue;
         };
         for e in entries.flatten() {
-            if e.file_name() == "libggml-vulkan.so" {
+            if e.file_name() == library {
                 return Some(d);
             }
             if e.file_type().is_ok_and(|t| t.is_dir()) {
@@ -223,10 +251,22 @@ pub fn build(dir: &Path) -> Result<Build, String> {
     build_in(dir, &cache_root())
 }
 
+/// [`build`] of ggml's CPU backend alone (no Vulkan, no glslc), in its own build folder
+/// (`<tree folder name>-cpu-<16 hex digits>`), the same way: `--ggml-cpu`'s column.
+pub fn build_cpu(dir: &Path) -> Result<Build, String> {
+    build_backend(dir, &cache_root(), Backend::Cpu)
+}
+
 /// [`build`] with the cache root given.
 fn build_in(dir: &Path, cache: &Path) -> Result<Build, String> {
+    build_backend(dir, cache, Backend::Vulkan)
+}
+
+/// [`build`] of `backend` with the cache root given.
+fn build_backend(dir: &Path, cache: &Path, backend: Backend) -> Result<Build, String> {
+    let library = backend.library();
     // A folder holding an existing build's libraries is used as it is (your own build).
-    if dir.join("libggml-vulkan.so").exists() {
+    if dir.join(library).exists() {
         return Ok(Build {
             root: dir.to_path_buf(),
             lib_dir: dir.to_path_buf(),
@@ -235,28 +275,53 @@ fn build_in(dir: &Path, cache: &Path) -> Result<Build, String> {
     }
     let root = ggml_root(dir)?;
     let root = root.canonicalize().unwrap_or(root);
-    let glslc = find_glslc()?;
-    let headers = vulkan_headers()?;
-    let library = vulkan_library();
-    let mut options = vec![
-        "-G".to_string(),
-        "Ninja".into(),
-        "-DCMAKE_BUILD_TYPE=Release".into(),
-        "-DGGML_VULKAN=ON".into(),
-        "-DBUILD_SHARED_LIBS=ON".into(),
-        "-DGGML_BACKEND_DL=OFF".into(),
-        // The CPU backend is not used (the reference is vkdiff's own); leaving it out halves the build.
-        "-DGGML_CPU=OFF".into(),
-        "-DGGML_NATIVE=OFF".into(),
-        "-DGGML_OPENMP=OFF".into(),
-        "-DGGML_BUILD_TESTS=OFF".into(),
-        "-DGGML_BUILD_EXAMPLES=OFF".into(),
-    ];
-    if let Some(h) = &headers {
-        options.push(format!("-DVulkan_INCLUDE_DIR={}", h.display()));
-    }
-    if let Some(l) = &library {
-        options.push(format!("-DVulkan_LIBRARY={}", l.display()));
+    // The CPU build needs no shader compiler (nor its link in the build folder).
+    let glslc = match backend {
+        Backend::Vulkan => find_glslc()?,
+        Backend::Cpu => PathBuf::new(),
+    };
+    // The Vulkan build's options, in this order, name its existing build folders (the
+    // fingerprint and folder hash include them): keep them as they are.
+    let mut options: Vec<String> = match backend {
+        Backend::Vulkan => vec![
+            "-G".to_string(),
+            "Ninja".into(),
+            "-DCMAKE_BUILD_TYPE=Release".into(),
+            "-DGGML_VULKAN=ON".into(),
+            "-DBUILD_SHARED_LIBS=ON".into(),
+            "-DGGML_BACKEND_DL=OFF".into(),
+            // The CPU backend is not used (the reference is vkdiff's own); leaving it out
+            // halves the build.
+            "-DGGML_CPU=OFF".into(),
+            "-DGGML_NATIVE=OFF".into(),
+            "-DGGML_OPENMP=OFF".into(),
+            "-DGGML_BUILD_TESTS=OFF".into(),
+            "-DGGML_BUILD_EXAMPLES=OFF".into(),
+        ],
+        Backend::Cpu => vec![
+            "-G".to_string(),
+            "Ninja".into(),
+            "-DCMAKE_BUILD_TYPE=Release".into(),
+            "-DGGML_VULKAN=OFF".into(),
+            "-DBUILD_SHARED_LIBS=ON".into(),
+            "-DGGML_BACKEND_DL=OFF".into(),
+            "-DGGML_CPU=ON".into(),
+            // What a llama.cpp build does by default: the host's instruction set.
+            "-DGGML_NATIVE=ON".into(),
+            // ggml's own thread pool, made per graph_compute and joined after it: OpenMP's
+            // workers would spin after the op, on the cores the reference is timed on next.
+            "-DGGML_OPENMP=OFF".into(),
+            "-DGGML_BUILD_TESTS=OFF".into(),
+            "-DGGML_BUILD_EXAMPLES=OFF".into(),
+        ],
+    };
+    if backend == Backend::Vulkan {
+        if let Some(h) = &vulkan_headers()? {
+            options.push(format!("-DVulkan_INCLUDE_DIR={}", h.display()));
+        }
+        if let Some(l) = &vulkan_library() {
+            options.push(format!("-DVulkan_LIBRARY={}", l.display()));
+        }
     }
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
     // glslc enters the keys by its version, not its path: the same shaderc built into another
@@ -264,7 +329,10 @@ fn build_in(dir: &Path, cache: &Path) -> Result<Build, String> {
     // through a link in the build folder, so a new path changes no command line Ninja keeps.
     let versions = [
         version_of(Path::new(&cxx)),
-        version_of(&glslc),
+        match backend {
+            Backend::Vulkan => version_of(&glslc),
+            Backend::Cpu => String::new(),
+        },
         version_of(Path::new("cmake")),
     ];
     let tools: Vec<&[u8]> = options
@@ -279,15 +347,21 @@ fn build_in(dir: &Path, cache: &Path) -> Result<Build, String> {
     }
     place.update(root.as_os_str().as_encoded_bytes());
     let out = cache.join(format!(
-        "{}-{}",
+        "{}{}-{}",
         folder_label(&root),
+        match backend {
+            Backend::Vulkan => "",
+            Backend::Cpu => "-cpu",
+        },
         &hex(&place.finalize())[..16]
     ));
     let glslc_link = out.join("glslc");
-    options.push(format!(
-        "-DVulkan_GLSLC_EXECUTABLE={}",
-        glslc_link.display()
-    ));
+    if backend == Backend::Vulkan {
+        options.push(format!(
+            "-DVulkan_GLSLC_EXECUTABLE={}",
+            glslc_link.display()
+        ));
+    }
     // What a configure depends on: any change reconfigures from an empty folder.
     let fingerprint = format!(
         "tree {}\ncxx {cxx} {}\nglslc {}\ncmake {}\n{}\n",
@@ -298,16 +372,18 @@ fn build_in(dir: &Path, cache: &Path) -> Result<Build, String> {
         options.join("\n")
     );
     let (configured, built) = (out.join("configured"), out.join("built"));
-    if let Some(lib_dir) = finished(&built, &configured, &fingerprint, &key) {
+    if let Some(lib_dir) = finished(&built, &configured, &fingerprint, &key, backend) {
         return Ok(Build { root, lib_dir, key });
     }
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let _lock = Lock::take(&out.join("lock"))?;
     // Another process may have built it while we waited.
-    if let Some(lib_dir) = finished(&built, &configured, &fingerprint, &key) {
+    if let Some(lib_dir) = finished(&built, &configured, &fingerprint, &key, backend) {
         return Ok(Build { root, lib_dir, key });
     }
-    if std::fs::read_link(&glslc_link).ok().as_deref() != Some(glslc.as_path()) {
+    if backend == Backend::Vulkan
+        && std::fs::read_link(&glslc_link).ok().as_deref() != Some(glslc.as_path())
+    {
         let _ = std::fs::remove_file(&glslc_link);
         std::os::unix::fs::symlink(&glslc, &glslc_link)
             .map_err(|e| format!("{}: {e}", glslc_link.display()))?;
@@ -327,8 +403,9 @@ fn build_in(dir: &Path, cache: &Path) -> Result<Build, String> {
     let mut fresh = false;
     if let Some(why) = broken(&build_dir, &wrapper, &configured, &fingerprint) {
         eprintln!(
-            "ggml: building {} with the Vulkan backend into {} from scratch ({why}; log: {})",
+            "ggml: building {} with the {} backend into {} from scratch ({why}; log: {})",
             root.display(),
+            backend.name(),
             out.display(),
             log_path.display()
         );
@@ -343,22 +420,22 @@ fn build_in(dir: &Path, cache: &Path) -> Result<Build, String> {
             log_path.display()
         );
     }
-    let mut lib_dir = compile(&build_dir, &mut log, &log_path)?;
+    let mut lib_dir = compile(&build_dir, library, &mut log, &log_path)?;
     if lib_dir.is_none() && !fresh {
         // Ninja was content but the libraries are missing: the folder is broken.
-        eprintln!("ggml: the build folder lacks libggml-vulkan.so; building from scratch");
-        let _ = writeln!(log, "from scratch: no libggml-vulkan.so after an update");
+        eprintln!("ggml: the build folder lacks {library}; building from scratch");
+        let _ = writeln!(log, "from scratch: no {library} after an update");
         configure(&out, &root, &options, &fingerprint, &mut log, &log_path)?;
-        lib_dir = compile(&build_dir, &mut log, &log_path)?;
+        lib_dir = compile(&build_dir, library, &mut log, &log_path)?;
     }
     let lib_dir = lib_dir.ok_or_else(|| {
         failure(
-            "the build finished without libggml-vulkan.so",
+            &format!("the build finished without {library}"),
             &log_path,
             "build",
         )
     })?;
-    let snapshot = snapshot(&out, &lib_dir, &key).map_err(|e| {
+    let snapshot = snapshot(&out, &lib_dir, &key, backend).map_err(|e| {
         format!(
             "cannot copy the built libraries into {}: {e}",
             out.join("lib").display()
@@ -434,13 +511,19 @@ fn folder_label(root: &Path) -> String {
 
 /// The snapshot of a finished build of content `key` with this configure fingerprint, if the
 /// folder has one.
-fn finished(built: &Path, configured: &Path, fingerprint: &str, key: &str) -> Option<PathBuf> {
+fn finished(
+    built: &Path,
+    configured: &Path,
+    fingerprint: &str,
+    key: &str,
+    backend: Backend,
+) -> Option<PathBuf> {
     let text = std::fs::read_to_string(built).ok()?;
     let mut lines = text.lines();
     let (k, lib) = (lines.next()?, PathBuf::from(lines.next()?));
     (k == key
         && std::fs::read_to_string(configured).ok()? == fingerprint
-        && lib.join("libggml-vulkan.so").is_file()
+        && lib.join(backend.library()).is_file()
         && lib.join("libggml-base.so").is_file())
     .then_some(lib)
 }
@@ -519,9 +602,10 @@ fn configure(
 }
 
 /// Runs Ninja (through CMake, which reconfigures by itself when a CMakeLists.txt changed) and
-/// returns the folder holding libggml-vulkan.so, if any.
+/// returns the folder holding `library` (libggml-vulkan.so), if any.
 fn compile(
     build_dir: &Path,
+    library: &str,
     log: &mut std::fs::File,
     log_path: &Path,
 ) -> Result<Option<PathBuf>, String> {
@@ -536,36 +620,34 @@ fn compile(
         .arg(build_dir)
         .args(["--parallel", &jobs]);
     run_logged(&mut cmd, log, "build").map_err(|e| failure(&e, log_path, "build"))?;
-    Ok(find_library_dir(build_dir))
+    Ok(find_library_dir(build_dir, library))
 }
 
 /// Copies the built libraries into `out/lib/<key>/vulkan/` (libggml-vulkan.so and
-/// libggml-base.so, unversioned names: vkdiff loads libggml-base first, which satisfies the
+/// libggml-base.so; the CPU build's into `cpu/`, libggml-cpu.so), unversioned names: vkdiff loads libggml-base first, which satisfies the
 /// backend's dependency by its soname, as in a carried folder) and returns that folder; a
 /// link to libggml-base.so one folder up keeps the build tree's layout, which `ci/gpu.sh
 /// stage` reads. Snapshots of other keys older than a week go, the newest [`SNAPSHOTS_KEPT`]
 /// stay whatever their age.
-fn snapshot(out: &Path, lib_dir: &Path, key: &str) -> std::io::Result<PathBuf> {
+fn snapshot(out: &Path, lib_dir: &Path, key: &str, backend: Backend) -> std::io::Result<PathBuf> {
+    let (library, sub) = (backend.library(), backend.name());
     let base = [lib_dir, lib_dir.parent().unwrap_or(lib_dir)]
         .iter()
         .map(|d| d.join("libggml-base.so"))
         .find(|p| p.exists())
-        .ok_or_else(|| std::io::Error::other("no libggml-base.so beside the Vulkan library"))?;
+        .ok_or_else(|| std::io::Error::other(format!("no libggml-base.so beside {library}")))?;
     let snaps = out.join("lib");
     let dest = snaps.join(key);
     let partial = snaps.join(format!("{key}.partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&partial);
-    std::fs::create_dir_all(partial.join("vulkan"))?;
-    std::fs::copy(&base, partial.join("vulkan/libggml-base.so"))?;
-    std::fs::copy(
-        lib_dir.join("libggml-vulkan.so"),
-        partial.join("vulkan/libggml-vulkan.so"),
-    )?;
+    std::fs::create_dir_all(partial.join(sub))?;
+    std::fs::copy(&base, partial.join(sub).join("libggml-base.so"))?;
+    std::fs::copy(lib_dir.join(library), partial.join(sub).join(library))?;
     std::fs::hard_link(
-        partial.join("vulkan/libggml-base.so"),
+        partial.join(sub).join("libggml-base.so"),
         partial.join("libggml-base.so"),
     )?;
-    if dest.join("vulkan/libggml-vulkan.so").is_file() && dest.join("libggml-base.so").is_file() {
+    if dest.join(sub).join(library).is_file() && dest.join("libggml-base.so").is_file() {
         // The same sources built again (a broken folder rebuilt): a run may be using the
         // snapshot there, which stands for the same build.
         std::fs::remove_dir_all(&partial)?;
@@ -573,7 +655,7 @@ fn snapshot(out: &Path, lib_dir: &Path, key: &str) -> std::io::Result<PathBuf> {
         let _ = std::fs::remove_dir_all(&dest);
         std::fs::rename(&partial, &dest)?;
     }
-    let dest = dest.join("vulkan");
+    let dest = dest.join(sub);
     let week = std::time::Duration::from_secs(7 * 24 * 3600);
     let mut others: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&snaps)?
         .flatten()
@@ -740,7 +822,7 @@ mod tests {
 
     /// The library in the build folder (not the snapshot).
     fn built_lib(b: &Build, name: &str) -> PathBuf {
-        let lib_dir = find_library_dir(&folder(b).join("build")).unwrap();
+        let lib_dir = find_library_dir(&folder(b).join("build"), "libggml-vulkan.so").unwrap();
         [&lib_dir, lib_dir.parent().unwrap()]
             .iter()
             .map(|d| d.join(name))

@@ -104,9 +104,6 @@ fn find<T>(libs: &[Library], name: &str) -> Result<Symbol<T>, String> {
 
 api! {
     ggml_log_set: fn(extern "C" fn(c_int, *const c_char, P), P);
-    ggml_backend_vk_get_device_count: fn() -> c_int;
-    ggml_backend_vk_get_device_description: fn(c_int, *mut c_char, usize);
-    ggml_backend_vk_init: fn(usize) -> P;
     ggml_backend_free: fn(P);
     ggml_backend_supports_op: fn(P, P) -> bool;
     ggml_tensor_overhead: fn() -> usize;
@@ -133,7 +130,8 @@ api! {
     ggml_backend_graph_compute: fn(P, P) -> c_int;
 }
 
-/// A loaded ggml build with a Vulkan backend on one device.
+/// A loaded ggml build with its Vulkan backend on one device, or ([`Ggml::open_cpu`]) its CPU
+/// backend.
 pub struct Ggml {
     api: Api,
     backend: P,
@@ -150,6 +148,9 @@ pub struct GraphRun {
     pub overrun: bool,
     /// With timing asked: the median wall time of one `ggml_backend_graph_compute` in ns.
     pub compute_ns: Option<f64>,
+    /// With timing asked: the process's CPU seconds (every thread) per timed compute, the
+    /// mean of the timed ones (for the CPU backend, whose workers are this process's threads).
+    pub compute_cpu_s: Option<f64>,
 }
 
 /// Timing of a graph (`vkdiff bench --ggml`): untimed computes, then timed ones.
@@ -183,34 +184,17 @@ impl Ggml {
     /// Loads the build in `lib_dir` and opens ggml Vulkan device 0 (the caller sets
     /// GGML_VK_VISIBLE_DEVICES and the path switches before this, once per process).
     pub fn open(lib_dir: &Path) -> Result<Ggml, String> {
-        // Its dependencies (libggml-base) come through the build's RUNPATH, and dlsym on this
-        // handle searches them too. A flat folder of carried libraries (ci/gpu.sh stage) has no
-        // usable RUNPATH: its libggml-base is loaded first, which satisfies the dependency by
-        // its soname.
-        let mut libs = Vec::new();
-        let mut base: Vec<_> = std::fs::read_dir(lib_dir)
-            .map_err(|e| format!("{}: {e}", lib_dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("libggml-base.so"))
-            })
-            .collect();
-        base.sort();
-        if let Some(b) = base.first() {
-            libs.push(
-                unsafe { Library::open(Some(b), RTLD_NOW | RTLD_GLOBAL) }
-                    .map_err(|e| format!("cannot load {}: {e}", b.display()))?,
-            );
-        }
-        let path = lib_dir.join("libggml-vulkan.so");
-        libs.push(
-            unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) }
-                .map_err(|e| format!("cannot load {}: {e}", path.display()))?,
-        );
+        let libs = load(lib_dir, "libggml-vulkan.so")?;
         let api = Api::load(&libs)?;
+        let device_count =
+            find::<unsafe extern "C" fn() -> c_int>(&libs, "ggml_backend_vk_get_device_count")?;
+        let device_description = find::<unsafe extern "C" fn(c_int, *mut c_char, usize)>(
+            &libs,
+            "ggml_backend_vk_get_device_description",
+        )?;
+        let init = find::<unsafe extern "C" fn(usize) -> P>(&libs, "ggml_backend_vk_init")?;
         unsafe { (api.ggml_log_set)(log_callback, std::ptr::null_mut()) };
-        let n = unsafe { (api.ggml_backend_vk_get_device_count)() };
+        let n = unsafe { device_count() };
         if n < 1 {
             return Err(format!(
                 "ggml's Vulkan backend sees no device (GGML_VK_VISIBLE_DEVICES={:?}); its log:\n{}",
@@ -219,11 +203,11 @@ impl Ggml {
             ));
         }
         let mut buf = [0 as c_char; 256];
-        unsafe { (api.ggml_backend_vk_get_device_description)(0, buf.as_mut_ptr(), buf.len()) };
+        unsafe { device_description(0, buf.as_mut_ptr(), buf.len()) };
         let description = unsafe { CStr::from_ptr(buf.as_ptr()) }
             .to_string_lossy()
             .into_owned();
-        let backend = unsafe { (api.ggml_backend_vk_init)(0) };
+        let backend = unsafe { init(0) };
         if backend.is_null() {
             return Err(format!(
                 "ggml_backend_vk_init(0) failed; its log:\n{}",
@@ -238,6 +222,64 @@ impl Ggml {
         })
     }
 
+    /// Loads a CPU-backend build in `lib_dir` ([`super::build::build_cpu`]) and opens ggml's
+    /// CPU backend with `threads` threads (its buffers are plain host memory: weights in
+    /// ggml's own layout, not the repacked one llama.cpp's model loader may choose).
+    pub fn open_cpu(lib_dir: &Path, threads: usize) -> Result<Ggml, String> {
+        let libs = load(lib_dir, "libggml-cpu.so")?;
+        let api = Api::load(&libs)?;
+        let init = find::<unsafe extern "C" fn() -> P>(&libs, "ggml_backend_cpu_init")?;
+        let set_threads =
+            find::<unsafe extern "C" fn(P, c_int)>(&libs, "ggml_backend_cpu_set_n_threads")?;
+        unsafe { (api.ggml_log_set)(log_callback, std::ptr::null_mut()) };
+        let backend = unsafe { init() };
+        if backend.is_null() {
+            return Err(format!(
+                "ggml_backend_cpu_init failed; its log:\n{}",
+                logged()
+            ));
+        }
+        unsafe { set_threads(backend, threads as c_int) };
+        Ok(Ggml {
+            api,
+            backend,
+            description: format!("ggml CPU backend, {threads} threads"),
+            _libs: libs,
+        })
+    }
+}
+
+/// Loads `lib_dir`'s libggml-base, then its backend library `name`.
+fn load(lib_dir: &Path, name: &str) -> Result<Vec<Library>, String> {
+    // Its dependencies (libggml-base) come through the build's RUNPATH, and dlsym on this
+    // handle searches them too. A flat folder of carried libraries (ci/gpu.sh stage) has no
+    // usable RUNPATH: its libggml-base is loaded first, which satisfies the dependency by
+    // its soname.
+    let mut libs = Vec::new();
+    let mut base: Vec<_> = std::fs::read_dir(lib_dir)
+        .map_err(|e| format!("{}: {e}", lib_dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("libggml-base.so"))
+        })
+        .collect();
+    base.sort();
+    if let Some(b) = base.first() {
+        libs.push(
+            unsafe { Library::open(Some(b), RTLD_NOW | RTLD_GLOBAL) }
+                .map_err(|e| format!("cannot load {}: {e}", b.display()))?,
+        );
+    }
+    let path = lib_dir.join(name);
+    libs.push(
+        unsafe { Library::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) }
+            .map_err(|e| format!("cannot load {}: {e}", path.display()))?,
+    );
+    Ok(libs)
+}
+
+impl Ggml {
     /// Builds `op` as a one-op graph, checks supports_op, uploads, computes and reads dst
     /// (with `timing`, then computes it again and times that). Most failures inside ggml abort
     /// the process instead (the worker's parent records them).
@@ -369,11 +411,13 @@ impl Ggml {
         (a.ggml_backend_tensor_get)(guard, after.as_mut_ptr().cast(), 0, GUARD * 4);
         // The same graph again, inputs in place: graph_compute is synchronous, so its wall time
         // is ggml's whole cost of the op (command recording, submit, GPU time, wait).
+        let mut compute_cpu_s = None;
         let compute_ns = timing.filter(|_| status == 0).map(|t| {
             let _paused = t.heater.as_ref().map(|h| h.pause());
             for _ in 0..t.warmup {
                 (a.ggml_backend_graph_compute)(self.backend, graph);
             }
+            let cpu = process_cpu_s();
             let mut ns: Vec<f64> = (0..t.repeats.max(1))
                 .map(|_| {
                     let start = std::time::Instant::now();
@@ -381,6 +425,7 @@ impl Ggml {
                     start.elapsed().as_nanos() as f64
                 })
                 .collect();
+            compute_cpu_s = Some((process_cpu_s() - cpu) / ns.len() as f64);
             ns.sort_by(f64::total_cmp);
             ns[ns.len() / 2]
         });
@@ -394,8 +439,38 @@ impl Ggml {
             values,
             overrun: after.iter().any(|&x| x != POISON),
             compute_ns,
+            compute_cpu_s,
         })
     }
+}
+
+#[repr(C)]
+struct Timespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+extern "C" {
+    fn clock_gettime(clock: std::ffi::c_int, ts: *mut Timespec) -> std::ffi::c_int;
+}
+
+/// CLOCK_PROCESS_CPUTIME_ID on Linux.
+const PROCESS_CPUTIME: std::ffi::c_int = 2;
+
+/// This process's CPU time (user + system, every thread: rayon's and ggml's workers), in
+/// seconds, to the nanosecond: on a busy machine it moves less with the load than wall time
+/// (time spent waiting for a core is not counted; spinning in a barrier is).
+pub fn process_cpu_s() -> f64 {
+    let mut ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is.
+    let rc = unsafe { clock_gettime(PROCESS_CPUTIME, &mut ts) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 impl Drop for Ggml {
