@@ -129,8 +129,12 @@ impl Driver for GgmlDriver {
             Ok(mut r) => Ok(KernelRun {
                 values: {
                     // VKDIFF_GGML_INJECT=<op name>: a wrong first element, the negative control
-                    // that shows the comparison is live in backend mode.
-                    if vkdiff_gpu::env::env().ggml_inject.as_deref() == Some(op.name()) {
+                    // that shows the comparison is live in backend mode. A fused graph's name
+                    // (MUL_MAT_ADD, …) hits the fused graph alone, not its unfused twin, so
+                    // the case fails as a fused-only finding.
+                    if vkdiff_gpu::env::env().ggml_inject.as_deref() == Some(op.name())
+                        && !op.is_unfused()
+                    {
                         r.values[0] += 1.0;
                     }
                     r.values
@@ -152,6 +156,19 @@ impl Driver for GgmlDriver {
 /// A graph's profile label: op, configuration, then each source's type and shape (the choice
 /// of pipeline follows types and shapes).
 fn graph_label(op: &GraphOp, config: Config) -> String {
+    if let GraphOp::Fused { head, tail, unfused } = op {
+        let tail: Vec<String> = tail
+            .iter()
+            .map(|t| format!("{} {:?}{:?}", t.name(), t.tensor().dtype(), Tensor::ne(t.tensor())))
+            .collect();
+        return format!(
+            "{}{} = {} + {}",
+            op.name(),
+            if *unfused { " (unfused)" } else { "" },
+            graph_label(head, config),
+            tail.join(" + ")
+        );
+    }
     let srcs: Vec<&Tensor> = match op {
         GraphOp::MulMat { a, b, .. } => vec![a, b],
         GraphOp::MulMatId { a, b, ids, .. } => vec![a, b, ids],
@@ -160,6 +177,7 @@ fn graph_label(op: &GraphOp, config: Config) -> String {
             .flatten()
             .collect(),
         GraphOp::Wkv7(t) => vec![t[0]],
+        GraphOp::Fused { .. } => unreachable!("labelled above"),
     };
     let srcs: Vec<String> = srcs
         .iter()
