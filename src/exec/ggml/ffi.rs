@@ -1,8 +1,9 @@
 //! ggml's public C API, loaded at run time from a build (libloading), and one graph run through
 //! it: a single op, or a fused decode graph (the op and the element-wise nodes after it) and its
-//! unfused twin (each node a graph of its own). Only functions whose signatures are the same at the pinned July 2025
-//! revision and today's are used (ggml-host.md §1); enum values that moved between them
-//! (ggml_op) are never passed.
+//! unfused twin (each node a graph of its own). Only functions whose signatures are the same at
+//! the pinned July 2025 revision and today's are used (ggml-host.md §1), and `ggml_add_id`, which
+//! later trees added and whose absence skips the graphs that need it; enum values that moved
+//! between revisions (ggml_op) are never passed.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::Path;
