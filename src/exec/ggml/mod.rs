@@ -33,6 +33,11 @@ pub fn switches(config: Config) -> Vec<(&'static str, &'static str)> {
         ("GGML_VK_DISABLE_FUSION", "1"),
         ("GGML_VK_DISABLE_GRAPH_OPTIMIZE", "1"),
     ];
+    // TEMPORARY (until the `default` configuration lands): VKDIFF_GGML_KEEP_FUSION=1 leaves
+    // ggml's fusion on, to run the fused decode graphs fused.
+    if std::env::var_os("VKDIFF_GGML_KEEP_FUSION").is_some() {
+        env.retain(|(k, _)| *k != "GGML_VK_DISABLE_FUSION");
+    }
     if matches!(config, Config::ScalarFp32 | Config::ScalarFp16) {
         env.extend([
             ("GGML_VK_DISABLE_COOPMAT", "1"),
