@@ -134,12 +134,8 @@ impl Driver for GgmlDriver {
             Ok(mut r) => Ok(KernelRun {
                 values: {
                     // VKDIFF_GGML_INJECT=<op name>: a wrong first element, the negative control
-                    // that shows the comparison is live in backend mode. A fused graph's name
-                    // (MUL_MAT_ADD, …) hits the fused graph alone, not its unfused twin, so
-                    // the case fails as a fused-only finding.
-                    if vkdiff_gpu::env::env().ggml_inject.as_deref() == Some(op.name())
-                        && !op.is_unfused()
-                    {
+                    // that shows the comparison is live in backend mode.
+                    if injected(op, vkdiff_gpu::env::env().ggml_inject.as_deref()) {
                         r.values[0] += 1.0;
                     }
                     r.values
@@ -155,6 +151,20 @@ impl Driver for GgmlDriver {
             Err(ffi::Refusal::Unsupported(m)) => Err(Outcome::Skip(format!("ggml: {m}"))),
             Err(ffi::Refusal::Error(m)) => Err(Outcome::Error(format!("ggml: {m}"))),
         }
+    }
+}
+
+/// Whether VKDIFF_GGML_INJECT=`name` hits `op`'s result: an op of that name, a fused graph
+/// whose head is (a fault of the op itself, in the fused graph and its unfused twin alike), or
+/// a fused graph of that name (MUL_MAT_ADD, …) but not its twin (a fault of the fused kernel
+/// alone, which the case reports as fused only).
+fn injected(op: &GraphOp, name: Option<&str>) -> bool {
+    let Some(name) = name else { return false };
+    match op {
+        GraphOp::Fused { head, unfused, .. } => {
+            head.name() == name || (!unfused && op.name() == name)
+        }
+        _ => op.name() == name,
     }
 }
 
