@@ -326,7 +326,11 @@ impl Ggml {
     }
 
     /// The nodes of `op`, in graph order, dst last.
-    unsafe fn nodes<'t>(&self, op: &GraphOp<'t>, build: &mut Builder<'_, 't>) -> Result<Vec<P>, Refusal> {
+    unsafe fn nodes<'t>(
+        &self,
+        op: &GraphOp<'t>,
+        build: &mut Builder<'_, 't>,
+    ) -> Result<Vec<P>, Refusal> {
         let a = &self.api;
         let ctx = build.ctx;
         let dst = match op {

@@ -450,13 +450,13 @@ impl CaseModel for MulMatVecCase {
             }
         };
         let judge = |run: &vkdiff_gpu::runners::KernelRun| {
-            let mut verdict = compare(&run.values, &expected, &bounds, |i| want.index_of(i), |_| "")?;
+            let index = |i| want.index_of(i);
+            let mut verdict = compare(&run.values, &expected, &bounds, index, |_| "")?;
             verdict.overrun = run.overrun;
             Ok(verdict)
         };
-        epilogue::run_and_judge(ctx, want.ne, &op, &mut |gpu, tree| {
-            runners::mul_mat_vec::run(gpu, tree, &a, &b)
-        }, judge)
+        let mut own = |gpu: &mut _, tree: &mut _| runners::mul_mat_vec::run(gpu, tree, &a, &b);
+        epilogue::run_and_judge(ctx, want.ne, &op, &mut own, judge)
     }
 
     fn axes(&self) -> [&'static str; 4] {
@@ -507,7 +507,9 @@ impl MulMatVecCase {
         shapes
             .iter()
             .zip(3..)
-            .map(|(&ne, stream)| tensor(DType::F32, ne, Blocks::Quantized(self.b_dist), self.seed, stream))
+            .map(|(&ne, stream)| {
+                tensor(DType::F32, ne, Blocks::Quantized(self.b_dist), self.seed, stream)
+            })
             .collect()
     }
 

@@ -412,13 +412,14 @@ impl CaseModel for MulMatVecIdCase {
             }
         };
         let judge = |run: &vkdiff_gpu::runners::KernelRun| {
-            let mut verdict = compare(&run.values, &expected, &bounds, |i| want.index_of(i), |_| "")?;
+            let index = |i| want.index_of(i);
+            let mut verdict = compare(&run.values, &expected, &bounds, index, |_| "")?;
             verdict.overrun = run.overrun;
             Ok(verdict)
         };
-        epilogue::run_and_judge(ctx, want.ne, &op, &mut |gpu, tree| {
-            runners::mul_mat_vec_id::run(gpu, tree, &a, &b, &ids)
-        }, judge)
+        let mut own =
+            |gpu: &mut _, tree: &mut _| runners::mul_mat_vec_id::run(gpu, tree, &a, &b, &ids);
+        epilogue::run_and_judge(ctx, want.ne, &op, &mut own, judge)
     }
 
     fn unreal_inputs(&self) -> Vec<String> {
@@ -473,7 +474,8 @@ impl MulMatVecIdCase {
     /// The epilogue's tensors, f32 from b's distribution: ADD_ID's per-expert bias
     /// [M, n_as] (stream 3) and MUL's router weights [1, n_used, 1, 1] (stream 4).
     pub fn epilogue_tensors(&self) -> (Option<Tensor>, Option<Tensor>) {
-        let make = |ne, stream| tensor(DType::F32, ne, Blocks::Quantized(self.b_dist), self.seed, stream);
+        let blocks = Blocks::Quantized(self.b_dist);
+        let make = |ne, stream| tensor(DType::F32, ne, blocks, self.seed, stream);
         let bias = matches!(self.epilogue, IdEpilogue::AddId | IdEpilogue::AddIdMul)
             .then(|| make([self.m, self.n_as, 1, 1], 3));
         let weights = matches!(self.epilogue, IdEpilogue::Mul | IdEpilogue::AddIdMul)
