@@ -364,6 +364,32 @@ mod tests {
     use vkdiff_reference::DType;
 
     #[test]
+    fn an_injection_named_after_a_fused_graph_spares_its_twin() {
+        use crate::model::driver::Tail;
+        let t = |ne: [usize; 4]| {
+            Tensor::from_f32(DType::F32, ne, &vec![0.5; ne.iter().product()]).unwrap()
+        };
+        let (a, b, bias) = (t([4, 3, 1, 1]), t([4, 1, 1, 1]), t([3, 1, 1, 1]));
+        let head = GraphOp::MulMat {
+            a: &a,
+            b: &b,
+            prec_f32: false,
+        };
+        let tail = [Tail::Add(&bias)];
+        let fused = GraphOp::Fused {
+            head: &head,
+            tail: &tail,
+            unfused: false,
+        };
+        let twin = fused.unfused().unwrap();
+        assert_eq!(fused.name(), "MUL_MAT_ADD");
+        assert!(injected(&fused, Some("MUL_MAT_ADD")) && !injected(&twin, Some("MUL_MAT_ADD")));
+        assert!(injected(&fused, Some("MUL_MAT")) && injected(&twin, Some("MUL_MAT")));
+        assert!(injected(&head, Some("MUL_MAT")) && !injected(&head, Some("MUL_MAT_ADD")));
+        assert!(!injected(&fused, None) && !injected(&fused, Some("ADD")));
+    }
+
+    #[test]
     fn a_short_mask_is_refused_only_where_the_tree_asserts_the_pad() {
         let dir = std::env::temp_dir().join(format!("vkdiff-kqpad-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("include")).unwrap();
