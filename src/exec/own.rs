@@ -28,12 +28,17 @@ impl Driver for OwnDriver<'_> {
         Latitude::PINNED
     }
 
+    /// The pinned July 2025 interface has no fused kernels, so vkdiff's shaders have none.
+    fn fused_skip(&self) -> Option<String> {
+        Some(
+            "shader mode: the pinned July 2025 interface has no fused kernels, so vkdiff's shaders have no fused mat-vec epilogue; fused graphs run in backend mode (--ggml)"
+                .into(),
+        )
+    }
+
     fn run_once(&mut self, op: &GraphOp, own: &mut OwnRun<'_>) -> Result<KernelRun, Outcome> {
-        if let GraphOp::Fused { .. } = op {
-            return Err(Outcome::Skip(format!(
-                "shader mode: the pinned July 2025 interface has no fused kernels, so vkdiff's shaders have no {} epilogue; the fused graph runs in backend mode (--ggml)",
-                op.name()
-            )));
+        if let (GraphOp::Fused { .. }, Some(reason)) = (op, self.fused_skip()) {
+            return Err(Outcome::Skip(reason));
         }
         let run = own(self.gpu, self.tree).map_err(Outcome::from_gpu_error)?;
         if !run.validation.is_empty() {

@@ -31,6 +31,11 @@ pub trait Driver {
     /// (ggml) does not. An `Err` is the case's outcome (a skip for an op the host refuses).
     #[allow(clippy::result_large_err)] // one outcome per case: its size does not matter
     fn run_once(&mut self, op: &GraphOp, own: &mut OwnRun<'_>) -> Result<KernelRun, Outcome>;
+    /// Why the driver does not run fused graphs ([`GraphOp::Fused`]), or None where it does.
+    /// A case with one checks this first and skips with the reason, before its reference.
+    fn fused_skip(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What the host that runs a case may choose beyond the pinned host that vkdiff models. The

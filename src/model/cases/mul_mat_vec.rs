@@ -343,6 +343,9 @@ impl CaseModel for MulMatVecCase {
     }
 
     fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        if let Some(reason) = ctx.driver.fused_skip().filter(|_| !self.epilogue.is_none()) {
+            return Outcome::Skip(reason);
+        }
         let (a, b) = match self.inputs() {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),

@@ -345,6 +345,9 @@ impl CaseModel for MulMatVecIdCase {
     }
 
     fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        if let Some(reason) = ctx.driver.fused_skip().filter(|_| !self.epilogue.is_none()) {
+            return Outcome::Skip(reason);
+        }
         let (a, b, ids) = match self.inputs() {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
