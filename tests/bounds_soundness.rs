@@ -1074,3 +1074,103 @@ fn kquant_mat_vec_bound_covers_a_one_sided_rounding_chain() {
     }
     println!("worst error/bound {worst:.3}");
 }
+
+/// f32 subnormals flushed to zero where `flush` (Vulkan allows it for any operand or result).
+fn flush32(x: f32, flush: bool) -> f32 {
+    round_to(x, vkdiff::tolerance::Fp::F32, flush)
+}
+
+/// The element-wise nodes after a mat-vec in a fused decode graph
+/// (`src/model/cases/mul_mat_vec/epilogue.rs`), emulated on the emulated mat-vec result in f32:
+/// `nodes` is (true: add, false: multiply, operand) in graph order, every operand and result
+/// flushed where `flush`. Fused or not, ggml does this arithmetic (the epilogue on the f32
+/// accumulator, or the stored f32 result loaded by the next node's shader).
+fn epilogue_emulated(x: f32, nodes: &[(bool, f32)], flush: bool) -> f32 {
+    nodes.iter().fold(flush32(x, flush), |y, &(add, c)| {
+        let c = flush32(c, flush);
+        flush32(if add { y + c } else { y * c }, flush)
+    })
+}
+
+/// The exact result and the composed bound of the same nodes, from the mat-vec's exact value and
+/// bound.
+fn epilogue_bound(exact: f64, bound: f64, nodes: &[(bool, f32)]) -> (f64, f64) {
+    use vkdiff::cases::mul_mat_vec::epilogue::{add, mul};
+    nodes.iter().fold((exact, bound), |(x, b), &(is_add, c)| {
+        if is_add {
+            add(x, b, c)
+        } else {
+            mul(x, b, c)
+        }
+    })
+}
+
+/// An operand of a node: ordinary, large, tiny, f32-subnormal or zero.
+fn node_operand() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        -4.0f32..4.0,
+        -1e4f32..1e4,
+        -1e-4f32..1e-4,
+        -1e-38f32..1e-38,
+        Just(0.0f32)
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// Fused decode graphs: the mat-vec bound carried through each node's f32 rounding covers
+    /// MUL_MAT + ADD + ADD and MUL_MAT_ID + ADD_ID + MUL (and their prefixes), for any share
+    /// order and tree pairing of the mat-vec, with and without flushed subnormals.
+    #[test]
+    fn fused_epilogue_bound_covers_each_node_rounded_in_f32(
+        (a, b, block_size, perm, pairing) in (1usize..=200, prop_oneof![Just(1usize), Just(16), Just(32), Just(64)])
+            .prop_flat_map(|(k, bs)| {
+                let val = prop_oneof![-4.0f32..4.0, -1e4f32..1e4, -1e-4f32..1e-4];
+                (
+                    prop::collection::vec(val.clone(), k),
+                    prop::collection::vec(val, k),
+                    Just(bs),
+                    Just((0..k).collect::<Vec<_>>()).prop_shuffle(),
+                    any::<u64>(),
+                )
+            }),
+        (c0, c1, w) in (node_operand(), node_operand(), node_operand()),
+        graph in 0usize..4,
+        flush in any::<bool>(),
+    ) {
+        let nodes: Vec<(bool, f32)> = match graph {
+            0 => vec![(true, c0)],
+            1 => vec![(true, c0), (true, c1)],
+            2 => vec![(false, w)],
+            _ => vec![(true, c0), (false, w)],
+        };
+        let k = a.len();
+        let x = mat_vec_emulated(&a, &b, block_size, &perm, pairing);
+        let got = epilogue_emulated(x, &nodes, flush);
+        let exact: f64 = a.iter().zip(&b).map(|(&x, &y)| x as f64 * y as f64).sum();
+        let magnitude: f64 = a.iter().zip(&b).map(|(&x, &y)| (x as f64 * y as f64).abs()).sum();
+        let bound = vkdiff::cases::mul_mat_vec::bounds::mul_mat_vec_bounds(&[magnitude], k, block_size as u32, false)[0];
+        let (want, bound) = epilogue_bound(exact, bound, &nodes);
+        let err = (got as f64 - want).abs();
+        prop_assert!(err <= bound, "K={} nodes {:?} flush {}: |{} - {}| = {:e} > {:e}", k, nodes, flush, got, want, err, bound);
+    }
+}
+
+/// The nodes' own roundings are needed: a mat-vec result far below ulp(1) added to a bias of 1
+/// is lost in the f32 add, an error the mat-vec bound alone (scaled by its tiny magnitude) does
+/// not cover, and the composed bound does.
+#[test]
+fn fused_epilogue_bound_needs_the_add_s_rounding() {
+    let (a, b) = ([1.0f32], [2f32.powi(-30)]);
+    let x = mat_vec_emulated(&a, &b, 1, &[0], 0);
+    let nodes = [(true, 1.0f32)];
+    let got = epilogue_emulated(x, &nodes, false);
+    let exact = 2f64.powi(-30);
+    let mv = vkdiff::cases::mul_mat_vec::bounds::mul_mat_vec_bounds(&[exact], 1, 1, false)[0];
+    let err = (got as f64 - (exact + 1.0)).abs();
+    assert!(err > mv, "the mat-vec bound alone covers |err| = {err:e} ({mv:e})");
+    let (want, bound) = epilogue_bound(exact, mv, &nodes);
+    assert_eq!(want, exact + 1.0);
+    assert!(err <= bound, "|err| = {err:e} > composed bound {bound:e}");
+}

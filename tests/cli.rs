@@ -118,7 +118,7 @@ fn workers_end_when_their_parent_is_killed() {
         .args([
             "run",
             "--variant",
-            "rwkv_wkv7,mul_mat_vec_q8_0_f32_f32",
+            "rwkv_wkv7,mul_mat_vec_q8_0_f32_f32$",
             "--jobs",
             "2",
             "--cases",

@@ -44,7 +44,7 @@ fn recent_tree() -> PathBuf {
 /// MUL_MAT (mat-vec and matrix-matrix), MUL_MAT_ID (mat-vec), FLASH_ATTN_EXT (q8_0 K/V) and
 /// RWKV_WKV7, f32 accumulators (recent trees clamp f16 accumulators, docs/ggml-backend.md).
 const VARIANTS: &str =
-    "rwkv_wkv7,mul_mat_vec_q8_0_f32_f32,mul_mat_vec_id_q8_0,flash_attn_f32_f16_q8_0,matmul_f32_f32";
+    "rwkv_wkv7,mul_mat_vec_q8_0_f32_f32$,mul_mat_vec_id_q8_0_f32$,flash_attn_f32_f16_q8_0,matmul_f32_f32";
 
 #[test]
 fn recent_tree_runs_all_four_ops_and_can_fail() {
@@ -180,6 +180,45 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
         text.contains("mul_mat_vec") && text.contains("pass → fail"),
         "{text}"
     );
+}
+
+/// A fused decode graph (MUL_MAT + ADD) with a wrong element injected into the fused graph
+/// alone fails as a fused-only finding (its unfused twin passes); injected into the MUL_MAT, it
+/// fails in the twin too and is the op's own finding. Whether ggml fuses (fusion on, N = 1) does
+/// not matter here: the twin is always node by node.
+#[test]
+fn a_fault_of_the_fused_graph_alone_is_a_fused_only_finding() {
+    let tree = recent_tree();
+    let out = common::scratch("ggml-fused");
+    let run = |inject: &str| {
+        let dir = out.join(inject);
+        vkdiff(
+            &[
+                "run",
+                "--ggml",
+                tree.to_str().unwrap(),
+                "--variant",
+                "mul_mat_vec_q8_0_f32_f32+add$",
+                "--config",
+                "scalar-fp32",
+                "--cases",
+                "3",
+                "--shrink-budget",
+                "3",
+                "--out",
+                dir.to_str().unwrap(),
+            ],
+            &[("VKDIFF_GGML_INJECT", inject)],
+        )
+    };
+    let (code, text) = run("MUL_MAT_ADD");
+    assert_eq!(code, 1, "an injected error passed:\n{text}");
+    assert!(text.contains("wrong value, fused only"), "{text}");
+    assert!(text.contains("fused only: the unfused twin"), "{text}");
+    let (code, text) = run("MUL_MAT");
+    assert_eq!(code, 1, "an injected error passed:\n{text}");
+    assert!(!text.contains("fused only"), "{text}");
+    assert!(text.contains("fails too"), "{text}");
 }
 
 #[test]

@@ -28,7 +28,18 @@ impl Driver for OwnDriver<'_> {
         Latitude::PINNED
     }
 
-    fn run_once(&mut self, _op: &GraphOp, own: &mut OwnRun<'_>) -> Result<KernelRun, Outcome> {
+    /// The pinned July 2025 interface has no fused kernels, so vkdiff's shaders have none.
+    fn fused_skip(&self) -> Option<String> {
+        Some(
+            "shader mode: the pinned July 2025 interface has no fused kernels, so vkdiff's shaders have no fused mat-vec epilogue; fused graphs run in backend mode (--ggml)"
+                .into(),
+        )
+    }
+
+    fn run_once(&mut self, op: &GraphOp, own: &mut OwnRun<'_>) -> Result<KernelRun, Outcome> {
+        if let (GraphOp::Fused { .. }, Some(reason)) = (op, self.fused_skip()) {
+            return Err(Outcome::Skip(reason));
+        }
         let run = own(self.gpu, self.tree).map_err(Outcome::from_gpu_error)?;
         if !run.validation.is_empty() {
             return Err(Outcome::from_validation(run.validation));

@@ -107,6 +107,13 @@ pub struct Verdict {
     /// where there was one model.
     #[serde(default)]
     pub fits: String,
+    /// A failing fused graph (MUL_MAT + ADD, …) whose unfused twin, the same nodes each in a
+    /// graph of its own, passes under the same bounds: the fault is in the fused kernel.
+    #[serde(default)]
+    pub fused_only: bool,
+    /// What the unfused twin of a failing fused graph gave (empty for other ops).
+    #[serde(default)]
+    pub twin: String,
 }
 
 /// A summary of all failing elements of a verdict: their kinds and the range of their ggml
@@ -179,6 +186,9 @@ impl Verdict {
         }
         if self.overrun {
             s.push_str("the kernel wrote past the end of dst (guard bytes overwritten)\n");
+        }
+        if !self.twin.is_empty() {
+            s.push_str(&format!("{}\n", self.twin));
         }
         for f in &self.failures {
             s.push_str(&format!("{f}\n"));

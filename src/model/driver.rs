@@ -31,6 +31,11 @@ pub trait Driver {
     /// (ggml) does not. An `Err` is the case's outcome (a skip for an op the host refuses).
     #[allow(clippy::result_large_err)] // one outcome per case: its size does not matter
     fn run_once(&mut self, op: &GraphOp, own: &mut OwnRun<'_>) -> Result<KernelRun, Outcome>;
+    /// Why the driver does not run fused graphs ([`GraphOp::Fused`]), or None where it does.
+    /// A case with one checks this first and skips with the reason, before its reference.
+    fn fused_skip(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What the host that runs a case may choose beyond the pinned host that vkdiff models. The
@@ -114,6 +119,50 @@ pub enum GraphOp<'a> {
     },
     /// `ggml_rwkv_wkv7(r, w, k, v, a, b, state)`.
     Wkv7([&'a Tensor; 7]),
+    /// A head op (MUL_MAT or MUL_MAT_ID) and the element-wise nodes that follow it in one graph,
+    /// in the order ggml's graphs build them (each node consumes the previous one's result and
+    /// nothing else uses it), which is the pattern ggml's Vulkan host fuses into one dispatch
+    /// (`ggml_vk_can_fuse`: MUL_MAT + ADD (+ ADD), MUL_MAT_ID + MUL, MUL_MAT_ID + ADD_ID
+    /// (+ MUL)) where fusion is on and the shapes allow it.
+    Fused {
+        /// The head op.
+        head: &'a GraphOp<'a>,
+        /// The nodes after it, in graph order.
+        tail: &'a [Tail<'a>],
+        /// The unfused twin: each node in a graph of its own (the previous node's result read
+        /// back and uploaded as the next one's input), so no fusion can apply.
+        unfused: bool,
+    },
+}
+
+/// One element-wise node after a fused graph's head, on the previous node's f32 result.
+#[derive(Debug, Clone, Copy)]
+pub enum Tail<'a> {
+    /// `ggml_add(prev, t)`: a bias (broadcast over columns) or a residual of dst's shape.
+    Add(&'a Tensor),
+    /// `ggml_mul(prev, t)`: expert weights of shape [1, n_used, n_tokens].
+    Mul(&'a Tensor),
+    /// `ggml_add_id(prev, t, ids)`: per-expert biases [M, n_expert], selected by the head
+    /// MUL_MAT_ID's own ids tensor.
+    AddId(&'a Tensor),
+}
+
+impl<'a> Tail<'a> {
+    /// ggml's name for the node's op.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Tail::Add(_) => "ADD",
+            Tail::Mul(_) => "MUL",
+            Tail::AddId(_) => "ADD_ID",
+        }
+    }
+
+    /// The node's second source.
+    pub fn tensor(&self) -> &'a Tensor {
+        match self {
+            Tail::Add(t) | Tail::Mul(t) | Tail::AddId(t) => t,
+        }
+    }
 }
 
 impl GraphOp<'_> {
@@ -124,7 +173,36 @@ impl GraphOp<'_> {
             GraphOp::MulMatId { .. } => "MUL_MAT_ID",
             GraphOp::FlashAttn { .. } => "FLASH_ATTN_EXT",
             GraphOp::Wkv7(_) => "RWKV_WKV7",
+            // ggml's names for the fused node sequences (its perf logger prints them).
+            GraphOp::Fused { head, tail, .. } => {
+                let tail: Vec<&str> = tail.iter().map(Tail::name).collect();
+                match (head.name(), &tail[..]) {
+                    ("MUL_MAT", ["ADD"]) => "MUL_MAT_ADD",
+                    ("MUL_MAT", ["ADD", "ADD"]) => "MUL_MAT_ADD_ADD",
+                    ("MUL_MAT_ID", ["MUL"]) => "MUL_MAT_ID_MUL",
+                    ("MUL_MAT_ID", ["ADD_ID"]) => "MUL_MAT_ID_ADD_ID",
+                    ("MUL_MAT_ID", ["ADD_ID", "MUL"]) => "MUL_MAT_ID_ADD_ID_MUL",
+                    _ => "FUSED",
+                }
+            }
         }
+    }
+
+    /// The unfused twin of a fused graph (None for any other op).
+    pub fn unfused(&self) -> Option<GraphOp<'_>> {
+        match self {
+            GraphOp::Fused { head, tail, .. } => Some(GraphOp::Fused {
+                head,
+                tail,
+                unfused: true,
+            }),
+            _ => None,
+        }
+    }
+
+    /// True for a fused graph's unfused twin.
+    pub fn is_unfused(&self) -> bool {
+        matches!(self, GraphOp::Fused { unfused: true, .. })
     }
 }
 

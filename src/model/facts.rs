@@ -144,6 +144,10 @@ pub const RAGGED: &str = "split, K/split not a multiple of 32";
 /// The shape and cause fact of a token that repeats an expert.
 pub const REPEATED_FACT: &str = "repeated experts in a token";
 
+/// The outcome-kind word of a fused graph that fails while its unfused twin passes (its own
+/// finding: the fault is in the fused kernel, not in the ops).
+pub const FUSED_ONLY: &str = "fused only";
+
 /// The kind of a crash that needed earlier cases in its worker ([`CrashKind::AfterEarlier`]):
 /// kept apart from a case's own crash, since the case alone does not crash.
 pub const AFTER_EARLIER_KIND: &str = "crash after earlier cases";
@@ -158,6 +162,14 @@ pub fn primary_kind(outcome: &Outcome) -> String {
         },
         Outcome::Nondeterministic(_) => "nondeterministic".into(),
         Outcome::Validation(m) => format!("validation {}", vuid(m)),
+        Outcome::Fail { verdict } if verdict.fused_only => {
+            let mut plain = verdict.clone();
+            plain.fused_only = false;
+            format!(
+                "{}, {FUSED_ONLY}",
+                primary_kind(&Outcome::Fail { verdict: plain })
+            )
+        }
         Outcome::Fail { verdict } => {
             let s = &verdict.spread;
             if verdict.overrun {

@@ -1,7 +1,9 @@
-//! ggml's public C API, loaded at run time from a build (libloading), and one single-op graph
-//! run through it. Only functions whose signatures are the same at the pinned July 2025
-//! revision and today's are used (ggml-host.md §1); enum values that moved between them
-//! (ggml_op) are never passed.
+//! ggml's public C API, loaded at run time from a build (libloading), and one graph run through
+//! it: a single op, or a fused decode graph (the op and the element-wise nodes after it) and its
+//! unfused twin (each node a graph of its own). Only functions whose signatures are the same at
+//! the pinned July 2025 revision and today's are used (ggml-host.md §1), and `ggml_add_id`, which
+//! later trees added and whose absence skips the graphs that need it; enum values that moved
+//! between revisions (ggml_op) are never passed.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::Path;
@@ -11,7 +13,7 @@ use libloading::os::unix::{Library, Symbol, RTLD_GLOBAL, RTLD_NOW};
 use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
-use crate::model::driver::GraphOp;
+use crate::model::driver::{GraphOp, Tail};
 
 type P = *mut c_void;
 
@@ -120,6 +122,8 @@ api! {
     ggml_flash_attn_ext: fn(P, P, P, P, P, f32, f32, f32) -> P;
     ggml_flash_attn_ext_set_prec: fn(P, c_int);
     ggml_rwkv_wkv7: fn(P, P, P, P, P, P, P, P) -> P;
+    ggml_add: fn(P, P, P) -> P;
+    ggml_mul: fn(P, P, P) -> P;
     ggml_backend_alloc_ctx_tensors: fn(P, P) -> P;
     ggml_backend_buffer_clear: fn(P, u8);
     ggml_backend_buffer_free: fn(P);
@@ -134,6 +138,8 @@ api! {
 /// backend.
 pub struct Ggml {
     api: Api,
+    /// `ggml_add_id` (gpt-oss's per-expert bias), which trees before August 2025 lack.
+    add_id: Option<Symbol<unsafe extern "C" fn(P, P, P, P) -> P>>,
     backend: P,
     /// ggml's description of the device.
     pub description: String,
@@ -151,7 +157,12 @@ pub struct GraphRun {
     /// With timing asked: the process's CPU seconds (every thread) per timed compute, the
     /// mean of the timed ones (for the CPU backend, whose workers are this process's threads).
     pub compute_cpu_s: Option<f64>,
+    /// dst's ne as ggml made it.
+    pub ne: [usize; 4],
 }
+
+/// `struct ggml_tensor`'s ne[4] start at this byte offset (after type, padding and buffer).
+const NE_OFFSET: usize = 16;
 
 /// Timing of a graph (`vkdiff bench --ggml`): untimed computes, then timed ones.
 #[derive(Clone)]
@@ -193,6 +204,7 @@ impl Ggml {
             "ggml_backend_vk_get_device_description",
         )?;
         let init = find::<unsafe extern "C" fn(usize) -> P>(&libs, "ggml_backend_vk_init")?;
+        let add_id = find(&libs, "ggml_add_id").ok();
         unsafe { (api.ggml_log_set)(log_callback, std::ptr::null_mut()) };
         let n = unsafe { device_count() };
         if n < 1 {
@@ -216,6 +228,7 @@ impl Ggml {
         }
         Ok(Ggml {
             api,
+            add_id,
             backend,
             description,
             _libs: libs,
@@ -240,8 +253,10 @@ impl Ggml {
             ));
         }
         unsafe { set_threads(backend, threads as c_int) };
+        let add_id = find(&libs, "ggml_add_id").ok();
         Ok(Ggml {
             api,
+            add_id,
             backend,
             description: format!("ggml CPU backend, {threads} threads"),
             _libs: libs,
@@ -284,57 +299,91 @@ impl Ggml {
     /// (with `timing`, then computes it again and times that). Most failures inside ggml abort
     /// the process instead (the worker's parent records them).
     pub fn run(&self, op: &GraphOp, timing: Option<Timing>) -> Result<GraphRun, Refusal> {
-        let a = &self.api;
-        unsafe {
-            let mem_size = 32 * (a.ggml_tensor_overhead)() + (a.ggml_graph_overhead)() + 4096;
-            let ctx = (a.ggml_init)(InitParams {
-                mem_size,
-                mem_buffer: std::ptr::null_mut(),
-                no_alloc: true,
-            });
-            if ctx.is_null() {
-                return Err(Refusal::Error("ggml_init failed".into()));
-            }
-            let result = self.graph(ctx, op, timing);
-            (a.ggml_free)(ctx);
-            result
+        if let GraphOp::Fused {
+            head,
+            tail,
+            unfused: true,
+        } = op
+        {
+            return self.run_unfused(head, tail);
         }
+        self.run_graph(|build| unsafe { self.nodes(op, build) }, timing)
     }
 
-    unsafe fn graph<'t>(
+    /// A fused graph's unfused twin: the head in a graph of its own, then each tail node in a
+    /// graph of its own whose first source is the previous result, read back and uploaded as
+    /// an f32 tensor of its shape.
+    fn run_unfused(&self, head: &GraphOp, tail: &[Tail]) -> Result<GraphRun, Refusal> {
+        let mut run = self.run(head, None)?;
+        let ids = match head {
+            GraphOp::MulMatId { ids, .. } => Some(*ids),
+            _ => None,
+        };
+        for node in tail {
+            let prev = Tensor::from_f32(DType::F32, run.ne, &run.values)
+                .map_err(|e| Refusal::Error(format!("the twin's intermediate: {e}")))?;
+            let next = self.run_graph(
+                |build| unsafe {
+                    let x = build.tensor(&prev);
+                    let ids = ids.map(|i| build.tensor(i));
+                    Ok(vec![self.tail_node(build.ctx, x, node, ids, build)?])
+                },
+                None,
+            )?;
+            run = GraphRun {
+                overrun: run.overrun || next.overrun,
+                ..next
+            };
+        }
+        Ok(run)
+    }
+
+    /// `node` on `x`: its tensor made by `build`, and for ADD_ID the head MUL_MAT_ID's ids
+    /// tensor `ids` (ggml's fusion wants the very same tensor), or a new one holding `id_data`.
+    unsafe fn tail_node<'t>(
         &self,
         ctx: P,
-        op: &GraphOp<'t>,
-        timing: Option<Timing>,
-    ) -> Result<GraphRun, Refusal> {
+        x: P,
+        node: &Tail<'t>,
+        ids: Option<P>,
+        build: &mut Builder<'_, 't>,
+    ) -> Result<P, Refusal> {
         let a = &self.api;
-        let mut uploads: Vec<(P, &'t [u8])> = Vec::new();
-        let mut tensor = |t: &'t Tensor| -> P {
-            let ne = t.ne().map(|x| x as i64);
-            let ty = type_id(t.dtype());
-            let base = if t.is_contiguous() {
-                (a.ggml_new_tensor_4d)(ctx, ty, ne[0], ne[1], ne[2], ne[3])
-            } else {
-                // A strided tensor is a view of a dense 1-D tensor holding the backing bytes.
-                let dt = t.dtype();
-                let elems = t.data().len() / dt.block_bytes() * dt.block_len();
-                let flat = (a.ggml_new_tensor_1d)(ctx, ty, elems as i64);
-                uploads.push((flat, t.data()));
-                let nb = t.nb();
-                return (a.ggml_view_4d)(
-                    ctx, flat, ne[0], ne[1], ne[2], ne[3], nb[1], nb[2], nb[3], 0,
-                );
-            };
-            uploads.push((base, t.data()));
-            base
-        };
+        let t = build.tensor(node.tensor());
+        Ok(match node {
+            Tail::Add(_) => (a.ggml_add)(ctx, x, t),
+            Tail::Mul(_) => (a.ggml_mul)(ctx, x, t),
+            Tail::AddId(_) => {
+                let Some(add_id) = &self.add_id else {
+                    return Err(Refusal::Unsupported(
+                        "this tree has no ggml_add_id (added in August 2025)".into(),
+                    ));
+                };
+                let Some(ids) = ids else {
+                    return Err(Refusal::Error(
+                        "ADD_ID needs the ids of a MUL_MAT_ID head".into(),
+                    ));
+                };
+                add_id(ctx, x, t, ids)
+            }
+        })
+    }
+
+    /// The nodes of `op`, in graph order, dst last.
+    unsafe fn nodes<'t>(
+        &self,
+        op: &GraphOp<'t>,
+        build: &mut Builder<'_, 't>,
+    ) -> Result<Vec<P>, Refusal> {
+        let a = &self.api;
+        let ctx = build.ctx;
         let dst = match op {
             GraphOp::MulMat {
                 a: x,
                 b: y,
                 prec_f32,
             } => {
-                let (x, y) = (tensor(x), tensor(y));
+                let (x, y) = (build.tensor(x), build.tensor(y));
                 let d = (a.ggml_mul_mat)(ctx, x, y);
                 if *prec_f32 {
                     (a.ggml_mul_mat_set_prec)(d, PREC_F32);
@@ -347,7 +396,8 @@ impl Ggml {
                 ids,
                 prec_f32,
             } => {
-                let (x, y, ids) = (tensor(x), tensor(y), tensor(ids));
+                let (x, y, ids) = (build.tensor(x), build.tensor(y), build.tensor(ids));
+                build.ids = Some(ids);
                 let d = (a.ggml_mul_mat_id)(ctx, x, y, ids);
                 if *prec_f32 {
                     // No public setter; Vulkan reads op_params[0] as the precision.
@@ -365,8 +415,8 @@ impl Ggml {
                 softcap,
                 prec_f32,
             } => {
-                let (q, k, v) = (tensor(q), tensor(k), tensor(v));
-                let m = mask.map_or(std::ptr::null_mut(), &mut tensor);
+                let (q, k, v) = (build.tensor(q), build.tensor(k), build.tensor(v));
+                let m = mask.map_or(std::ptr::null_mut(), |m| build.tensor(m));
                 let d = (a.ggml_flash_attn_ext)(ctx, q, k, v, m, *scale, *max_bias, *softcap);
                 if *prec_f32 {
                     (a.ggml_flash_attn_ext_set_prec)(d, PREC_F32);
@@ -374,17 +424,77 @@ impl Ggml {
                 d
             }
             GraphOp::Wkv7(t) => {
-                let s: Vec<P> = t.iter().map(|x| tensor(x)).collect();
+                let s: Vec<P> = t.iter().map(|x| build.tensor(x)).collect();
                 (a.ggml_rwkv_wkv7)(ctx, s[0], s[1], s[2], s[3], s[4], s[5], s[6])
             }
+            GraphOp::Fused { head, tail, .. } => {
+                let mut nodes = self.nodes(head, build)?;
+                for node in tail.iter() {
+                    let prev = *nodes.last().expect("a head node");
+                    let ids = build.ids;
+                    nodes.push(self.tail_node(ctx, prev, node, ids, build)?);
+                }
+                return Ok(nodes);
+            }
         };
+        Ok(vec![dst])
+    }
+
+    /// Builds a graph with `build` (which returns its nodes, dst last), checks supports_op for
+    /// each node, uploads, computes and reads dst (with `timing`, then computes it again and
+    /// times that). Most failures inside ggml abort the process instead (the worker's parent
+    /// records them).
+    fn run_graph<'t>(
+        &self,
+        build: impl FnOnce(&mut Builder<'_, 't>) -> Result<Vec<P>, Refusal>,
+        timing: Option<Timing>,
+    ) -> Result<GraphRun, Refusal> {
+        let a = &self.api;
+        unsafe {
+            let mem_size = 32 * (a.ggml_tensor_overhead)() + (a.ggml_graph_overhead)() + 4096;
+            let ctx = (a.ggml_init)(InitParams {
+                mem_size,
+                mem_buffer: std::ptr::null_mut(),
+                no_alloc: true,
+            });
+            if ctx.is_null() {
+                return Err(Refusal::Error("ggml_init failed".into()));
+            }
+            let mut builder = Builder {
+                api: a,
+                ctx,
+                uploads: Vec::new(),
+                ids: None,
+            };
+            let result = build(&mut builder).and_then(|nodes| {
+                let uploads = std::mem::take(&mut builder.uploads);
+                self.compute(ctx, &nodes, &uploads, timing)
+            });
+            (a.ggml_free)(ctx);
+            result
+        }
+    }
+
+    unsafe fn compute(
+        &self,
+        ctx: P,
+        nodes: &[P],
+        uploads: &[(P, &[u8])],
+        timing: Option<Timing>,
+    ) -> Result<GraphRun, Refusal> {
+        let a = &self.api;
+        let dst = *nodes.last().expect("a graph has a node");
         // Allocated right after dst (creation order), so a write past dst's end lands in it.
         let guard = (a.ggml_new_tensor_1d)(ctx, 0, GUARD as i64);
-        if !(a.ggml_backend_supports_op)(self.backend, dst) {
-            return Err(Refusal::Unsupported(
-                "ggml_backend_supports_op is false for this op on this device".into(),
-            ));
+        for &node in nodes {
+            if !(a.ggml_backend_supports_op)(self.backend, node) {
+                return Err(Refusal::Unsupported(
+                    "ggml_backend_supports_op is false for this op on this device".into(),
+                ));
+            }
         }
+        // Only dst is built: the nodes before it are reached through their uses, in creation
+        // order, so the graph holds them consecutively as a model's graph does.
         let graph = (a.ggml_new_graph)(ctx);
         (a.ggml_build_forward_expand)(graph, dst);
         let buf = (a.ggml_backend_alloc_ctx_tensors)(ctx, self.backend);
@@ -395,7 +505,7 @@ impl Ggml {
         }
         // Neighbouring bytes read by kernels without robustness are finite but not zero.
         (a.ggml_backend_buffer_clear)(buf, 0x3f);
-        for (t, bytes) in &uploads {
+        for (t, bytes) in uploads {
             let n = (a.ggml_nbytes)(*t).min(bytes.len());
             (a.ggml_backend_tensor_set)(*t, bytes.as_ptr().cast(), 0, n);
         }
@@ -435,11 +545,13 @@ impl Ggml {
                 "ggml_backend_graph_compute returned status {status}"
             )));
         }
+        let ne = *((dst as *const u8).add(NE_OFFSET) as *const [i64; 4]);
         Ok(GraphRun {
             values,
             overrun: after.iter().any(|&x| x != POISON),
             compute_ns,
             compute_cpu_s,
+            ne: ne.map(|x| x as usize),
         })
     }
 }
@@ -471,6 +583,36 @@ pub fn process_cpu_s() -> f64 {
         return f64::NAN;
     }
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// The tensors of a graph being built: each source is a new tensor (a strided one a view of a
+/// dense 1-D tensor holding its backing bytes) whose data is uploaded after allocation.
+struct Builder<'g, 't> {
+    api: &'g Api,
+    ctx: P,
+    uploads: Vec<(P, &'t [u8])>,
+    /// The ids tensor of a MUL_MAT_ID head, which ADD_ID reuses.
+    ids: Option<P>,
+}
+
+impl<'t> Builder<'_, 't> {
+    /// A new source tensor holding `t`.
+    unsafe fn tensor(&mut self, t: &'t Tensor) -> P {
+        let a = self.api;
+        let ne = t.ne().map(|x| x as i64);
+        let ty = type_id(t.dtype());
+        if t.is_contiguous() {
+            let base = (a.ggml_new_tensor_4d)(self.ctx, ty, ne[0], ne[1], ne[2], ne[3]);
+            self.uploads.push((base, t.data()));
+            return base;
+        }
+        let dt = t.dtype();
+        let elems = t.data().len() / dt.block_bytes() * dt.block_len();
+        let flat = (a.ggml_new_tensor_1d)(self.ctx, ty, elems as i64);
+        self.uploads.push((flat, t.data()));
+        let nb = t.nb();
+        (a.ggml_view_4d)(self.ctx, flat, ne[0], ne[1], ne[2], ne[3], nb[1], nb[2], nb[3], 0)
+    }
 }
 
 impl Drop for Ggml {

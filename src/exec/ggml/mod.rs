@@ -181,7 +181,7 @@ impl Driver for GgmlDriver {
                 values: {
                     // VKDIFF_GGML_INJECT=<op name>: a wrong first element, the negative control
                     // that shows the comparison is live in backend mode.
-                    if vkdiff_gpu::env::env().ggml_inject.as_deref() == Some(op.name()) {
+                    if injected(op, vkdiff_gpu::env::env().ggml_inject.as_deref()) {
                         r.values[0] += 1.0;
                     }
                     r.values
@@ -200,9 +200,36 @@ impl Driver for GgmlDriver {
     }
 }
 
+/// Whether VKDIFF_GGML_INJECT=`name` hits `op`'s result: an op of that name, a fused graph
+/// whose head is (a fault of the op itself, in the fused graph and its unfused twin alike), or
+/// a fused graph of that name (MUL_MAT_ADD, …) but not its twin (a fault of the fused kernel
+/// alone, which the case reports as fused only).
+fn injected(op: &GraphOp, name: Option<&str>) -> bool {
+    let Some(name) = name else { return false };
+    match op {
+        GraphOp::Fused { head, unfused, .. } => {
+            head.name() == name || (!unfused && op.name() == name)
+        }
+        _ => op.name() == name,
+    }
+}
+
 /// A graph's profile label: op, configuration, then each source's type and shape (the choice
 /// of pipeline follows types and shapes).
 fn graph_label(op: &GraphOp, config: Config) -> String {
+    if let GraphOp::Fused { head, tail, unfused } = op {
+        let tail: Vec<String> = tail
+            .iter()
+            .map(|t| format!("{} {:?}{:?}", t.name(), t.tensor().dtype(), Tensor::ne(t.tensor())))
+            .collect();
+        return format!(
+            "{}{} = {} + {}",
+            op.name(),
+            if *unfused { " (unfused)" } else { "" },
+            graph_label(head, config),
+            tail.join(" + ")
+        );
+    }
     let srcs: Vec<&Tensor> = match op {
         GraphOp::MulMat { a, b, .. } => vec![a, b],
         GraphOp::MulMatId { a, b, ids, .. } => vec![a, b, ids],
@@ -211,6 +238,7 @@ fn graph_label(op: &GraphOp, config: Config) -> String {
             .flatten()
             .collect(),
         GraphOp::Wkv7(t) => vec![t[0]],
+        GraphOp::Fused { .. } => unreachable!("labelled above"),
     };
     let srcs: Vec<String> = srcs
         .iter()
@@ -367,6 +395,32 @@ pub fn open(
 mod tests {
     use super::*;
     use vkdiff_reference::DType;
+
+    #[test]
+    fn an_injection_named_after_a_fused_graph_spares_its_twin() {
+        use crate::model::driver::Tail;
+        let t = |ne: [usize; 4]| {
+            Tensor::from_f32(DType::F32, ne, &vec![0.5; ne.iter().product()]).unwrap()
+        };
+        let (a, b, bias) = (t([4, 3, 1, 1]), t([4, 1, 1, 1]), t([3, 1, 1, 1]));
+        let head = GraphOp::MulMat {
+            a: &a,
+            b: &b,
+            prec_f32: false,
+        };
+        let tail = [Tail::Add(&bias)];
+        let fused = GraphOp::Fused {
+            head: &head,
+            tail: &tail,
+            unfused: false,
+        };
+        let twin = fused.unfused().unwrap();
+        assert_eq!(fused.name(), "MUL_MAT_ADD");
+        assert!(injected(&fused, Some("MUL_MAT_ADD")) && !injected(&twin, Some("MUL_MAT_ADD")));
+        assert!(injected(&fused, Some("MUL_MAT")) && injected(&twin, Some("MUL_MAT")));
+        assert!(injected(&head, Some("MUL_MAT")) && !injected(&head, Some("MUL_MAT_ADD")));
+        assert!(!injected(&fused, None) && !injected(&fused, Some("ADD")));
+    }
 
     #[test]
     fn a_short_mask_is_refused_only_where_the_tree_asserts_the_pad() {

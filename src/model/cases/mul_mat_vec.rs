@@ -2,6 +2,7 @@
 //! broadcast over dim 2), or 2..8 columns without batches (NUM_COLS > 1).
 
 pub mod bounds;
+pub mod epilogue;
 
 use std::fmt;
 
@@ -14,7 +15,7 @@ use vkdiff_reference::DType;
 
 use super::data::{tensor, Blocks, Dist};
 use super::{CaseModel, Outcome};
-use crate::model::driver::{Ctx, GraphOp};
+use crate::model::driver::{Ctx, GraphOp, Tail};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::compare::compare;
@@ -75,7 +76,45 @@ pub struct MulMatVecCase {
     pub b_dist: Dist,
     /// Data seed.
     pub seed: u64,
+    /// The nodes the graph puts after the MUL_MAT (none: the op alone).
+    #[serde(default, skip_serializing_if = "Epilogue::is_none")]
+    pub epilogue: Epilogue,
 }
+
+/// The element-wise nodes after the MUL_MAT in a decode graph, which ggml's Vulkan host fuses
+/// into the mat-vec dispatch where dst is one row (N = 1, no batches) and fusion is on
+/// ([`epilogue`]); at 2–8 columns it runs them as nodes of their own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Epilogue {
+    /// The MUL_MAT alone.
+    #[default]
+    None,
+    /// `ggml_add(mm, bias)`, bias [M] broadcast over the columns (a dense layer's bias).
+    Add,
+    /// Then `ggml_add(·, r)`, r of dst's shape [M, N] (a residual).
+    AddAdd,
+}
+
+impl Epilogue {
+    /// No nodes after the MUL_MAT.
+    pub fn is_none(&self) -> bool {
+        *self == Epilogue::None
+    }
+
+    /// The suffix of the variant name: `+add`, `+add+add`.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Epilogue::None => "",
+            Epilogue::Add => "+add",
+            Epilogue::AddAdd => "+add+add",
+        }
+    }
+}
+
+/// The A types of the fused-graph variants (B f32, as decode graphs have it): the float
+/// weights and the common 4-bit, 8-bit and K-quant blocks (MXFP4 has its own work).
+pub const FUSED_TYPES: [DType; 5] = [DType::F32, DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K];
 
 /// The matrix-vector kernel (registry line in `src/model/cases/mod.rs`).
 pub struct MulMatVec;
@@ -98,13 +137,13 @@ pub const COLUMN_SWEEP_TYPES: [DType; 4] = [DType::F16, DType::Q4_0, DType::Q8_0
 
 impl KernelDef for MulMatVec {
     type Case = MulMatVecCase;
-    type Params = (DType, DType);
+    type Params = (DType, DType, Epilogue);
     const NAME: &'static str = "mul_mat_vec";
     const SHADER: &'static str = "mul_mat_vec.comp";
     const SUMMARY: &'static str = "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs, B f32/f16";
-    const ERROR_MODEL: &'static str = "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min] (src/model/cases/mul_mat_vec/bounds.rs)";
+    const ERROR_MODEL: &'static str = "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min] (src/model/cases/mul_mat_vec/bounds.rs); +add: one f32 rounding per node (src/model/cases/mul_mat_vec/epilogue.rs)";
 
-    fn variants() -> Vec<(String, (DType, DType))> {
+    fn variants() -> Vec<(String, Self::Params)> {
         let mut v = Vec::new();
         for &a in A_TYPES {
             for b in [DType::F32, DType::F16] {
@@ -112,14 +151,33 @@ impl KernelDef for MulMatVec {
                 if a == DType::Bf16 && b == DType::F16 {
                     continue;
                 }
-                v.push((runners::mul_mat_vec::variant(a, b).name, (a, b)));
+                v.push((runners::mul_mat_vec::variant(a, b).name, (a, b, Epilogue::None)));
+            }
+        }
+        for e in [Epilogue::Add, Epilogue::AddAdd] {
+            for a in FUSED_TYPES {
+                let name = runners::mul_mat_vec::variant(a, DType::F32).name + e.suffix();
+                v.push((name, (a, DType::F32, e)));
             }
         }
         v
     }
 
-    fn strategy(p: &(DType, DType)) -> BoxedStrategy<Self::Case> {
-        strategy(p.0, p.1).boxed()
+    fn strategy(p: &Self::Params) -> BoxedStrategy<Self::Case> {
+        let epilogue = p.2;
+        if epilogue.is_none() {
+            return strategy(p.0, p.1).boxed();
+        }
+        // Decode shapes: one column (the fused one) or 2–8 without batches.
+        strategy(p.0, p.1)
+            .prop_map(move |c| MulMatVecCase {
+                ne02: 1,
+                r2: 1,
+                ne03: 1,
+                epilogue,
+                ..c
+            })
+            .boxed()
     }
 
     const BENCH_ORDER: u8 = 1;
@@ -150,6 +208,7 @@ impl KernelDef for MulMatVec {
                         a_blocks: weights,
                         b_dist: Dist::Normal,
                         seed: 1,
+                        epilogue: Epilogue::None,
                     };
                     push(
                         format!("{m}×{k} {a_type} · {n} col"),
@@ -210,6 +269,7 @@ pub fn strategy(a: DType, b: DType) -> impl Strategy<Value = MulMatVecCase> {
                     a_blocks,
                     b_dist,
                     seed,
+                    epilogue: Epilogue::None,
                 }
             },
         )
@@ -219,7 +279,7 @@ impl fmt::Display for MulMatVecCase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}×{} K={} M={} N={} batches {}·{}×{} pad {} A {:?} B {:?} seed {}",
+            "{}×{} K={} M={} N={} batches {}·{}×{} pad {} A {:?} B {:?} seed {}{}",
             self.a_type,
             self.b_type,
             self.k,
@@ -231,14 +291,18 @@ impl fmt::Display for MulMatVecCase {
             self.b_row_pad,
             self.a_blocks,
             self.b_dist,
-            self.seed
+            self.seed,
+            match self.epilogue {
+                Epilogue::None => String::new(),
+                e => format!(" graph {}", &e.suffix()[1..]),
+            }
         )
     }
 }
 
 impl CaseModel for MulMatVecCase {
     fn variant(&self) -> String {
-        runners::mul_mat_vec::variant(self.a_type, self.b_type).name
+        runners::mul_mat_vec::variant(self.a_type, self.b_type).name + self.epilogue.suffix()
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -279,6 +343,9 @@ impl CaseModel for MulMatVecCase {
     }
 
     fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        if let Some(reason) = ctx.driver.fused_skip().filter(|_| !self.epilogue.is_none()) {
+            return Outcome::Skip(reason);
+        }
         let (a, b) = match self.inputs() {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
@@ -292,17 +359,6 @@ impl CaseModel for MulMatVecCase {
             (Err(e), _) | (_, Err(e)) => {
                 return Outcome::Skip(format!("ggml rejects the shapes: {e}"))
             }
-        };
-        let op = GraphOp::MulMat {
-            a: &a,
-            b: &b,
-            prec_f32: false,
-        };
-        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
-            runners::mul_mat_vec::run(gpu, tree, &a, &b)
-        }) {
-            Ok(r) => r,
-            Err(outcome) => return outcome,
         };
         let block_size =
             runners::mul_mat_vec::spec_constants(ctx.caps(), self.a_type, self.n as u32)[0];
@@ -376,18 +432,41 @@ impl CaseModel for MulMatVecCase {
                 Err(e) => return Outcome::Error(e.to_string()),
             }
         }
-        let mut verdict = match compare(
-            &run.values,
-            &expected,
-            &bounds,
-            |i| want.index_of(i),
-            |_| "",
-        ) {
-            Ok(v) => v,
-            Err(e) => return Outcome::Error(e),
+        // The nodes after the MUL_MAT, composed element by element (epilogue.rs): a bias [M]
+        // broadcast over the columns, a residual of dst's shape.
+        let addends = self.addends();
+        for t in &addends {
+            let values = match t.rows() {
+                Ok(v) => v,
+                Err(e) => return Outcome::Error(e.to_string()),
+            };
+            for (i, (x, bound)) in expected.iter_mut().zip(bounds.iter_mut()).enumerate() {
+                (*x, *bound) = epilogue::add(*x, *bound, values[i % values.len()] as f32);
+            }
+        }
+        let head = GraphOp::MulMat {
+            a: &a,
+            b: &b,
+            prec_f32: false,
         };
-        verdict.overrun = run.overrun;
-        Outcome::from_verdict(verdict, run.gpu_ns)
+        let tail: Vec<Tail> = addends.iter().map(Tail::Add).collect();
+        let op = if tail.is_empty() {
+            head
+        } else {
+            GraphOp::Fused {
+                head: &head,
+                tail: &tail,
+                unfused: false,
+            }
+        };
+        let judge = |run: &vkdiff_gpu::runners::KernelRun| {
+            let index = |i| want.index_of(i);
+            let mut verdict = compare(&run.values, &expected, &bounds, index, |_| "")?;
+            verdict.overrun = run.overrun;
+            Ok(verdict)
+        };
+        let mut own = |gpu: &mut _, tree: &mut _| runners::mul_mat_vec::run(gpu, tree, &a, &b);
+        epilogue::run_and_judge(ctx, want.ne, &op, &mut own, judge)
     }
 
     fn axes(&self) -> [&'static str; 4] {
@@ -402,6 +481,9 @@ impl CaseModel for MulMatVecCase {
         ];
         if self.ne02 * self.r2 * self.ne03 > 1 {
             f.push("batches".into());
+        }
+        if !self.epilogue.is_none() {
+            f.push(format!("graph mul_mat{}", self.epilogue.suffix()));
         }
         f
     }
@@ -434,6 +516,24 @@ impl MulMatVecCase {
             && self.b_row_pad == 0
             && int_dot_types(IntDotPath::Mmvq).contains(&self.a_type);
         usable.then(|| IntDotPlan::mmvq(self.a_type, self.k, ctx.caps().subgroup_size))
+    }
+
+    /// The second sources of the epilogue's ADD nodes, in graph order: the bias [M] (stream 3)
+    /// and the residual of dst's shape (stream 4), f32 from B's distribution.
+    pub fn addends(&self) -> Vec<Tensor> {
+        let ne = [self.m, self.n, self.ne02 * self.r2, self.ne03];
+        let shapes: &[[usize; 4]] = match self.epilogue {
+            Epilogue::None => &[],
+            Epilogue::Add => &[[self.m, 1, 1, 1]],
+            Epilogue::AddAdd => &[[self.m, 1, 1, 1], ne],
+        };
+        shapes
+            .iter()
+            .zip(3..)
+            .map(|(&ne, stream)| {
+                tensor(DType::F32, ne, Blocks::Quantized(self.b_dist), self.seed, stream)
+            })
+            .collect()
     }
 
 

@@ -19,7 +19,8 @@ use vkdiff_reference::DType;
 
 use super::data::{rng, tensor, Blocks, Dist};
 use super::{CaseModel, Outcome};
-use crate::model::driver::{Ctx, GraphOp};
+use crate::model::driver::{Ctx, GraphOp, Tail};
+use super::mul_mat_vec::epilogue;
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::compare::compare;
@@ -90,6 +91,43 @@ pub struct MulMatVecIdCase {
     pub b_dist: Dist,
     /// Data seed (experts, b and ids are regenerated from it).
     pub seed: u64,
+    /// The nodes the graph puts after the MUL_MAT_ID (none: the op alone).
+    #[serde(default, skip_serializing_if = "IdEpilogue::is_none")]
+    pub epilogue: IdEpilogue,
+}
+
+/// The element-wise nodes after the MUL_MAT_ID in a mixture-of-experts decode graph, which
+/// ggml's Vulkan host fuses into the mat-vec ID dispatch where fusion is on
+/// (`mul_mat_vec/epilogue.rs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdEpilogue {
+    /// The MUL_MAT_ID alone.
+    #[default]
+    None,
+    /// `ggml_mul(mm, weights)`, the router's weights [1, n_used, 1] scaling each slot.
+    Mul,
+    /// `ggml_add_id(mm, bias, ids)`: each slot's expert's bias row of bias [M, n_as] (gpt-oss).
+    AddId,
+    /// ADD_ID, then MUL by the weights.
+    AddIdMul,
+}
+
+impl IdEpilogue {
+    /// No nodes after the MUL_MAT_ID.
+    pub fn is_none(&self) -> bool {
+        *self == IdEpilogue::None
+    }
+
+    /// The suffix of the variant name: `+mul`, `+add_id`, `+add_id+mul`.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            IdEpilogue::None => "",
+            IdEpilogue::Mul => "+mul",
+            IdEpilogue::AddId => "+add_id",
+            IdEpilogue::AddIdMul => "+add_id+mul",
+        }
+    }
 }
 
 /// The single-token MUL_MAT_ID kernel (registry line in `src/model/cases/mod.rs`).
@@ -97,20 +135,29 @@ pub struct MulMatVecId;
 
 impl KernelDef for MulMatVecId {
     type Case = MulMatVecIdCase;
-    type Params = DType;
+    type Params = (DType, IdEpilogue);
     const NAME: &'static str = "mul_mat_vec_id";
     const SHADER: &'static str = "mul_mat_vec.comp";
     const SUMMARY: &'static str = "single-token MUL_MAT_ID (mixture of experts) through the mat-vec kernel, B f32";
-    const ERROR_MODEL: &'static str = "the mat-vec model of the experts' type, per expert slot (src/model/cases/mul_mat_vec/bounds.rs)";
+    const ERROR_MODEL: &'static str = "the mat-vec model of the experts' type, per expert slot (src/model/cases/mul_mat_vec/bounds.rs); +mul/+add_id: one f32 rounding per node (src/model/cases/mul_mat_vec/epilogue.rs)";
 
-    fn variants() -> Vec<(String, DType)> {
-        a_types()
-            .map(|a| (runners::mul_mat_vec_id::variant(a).name, a))
-            .collect()
+    fn variants() -> Vec<(String, Self::Params)> {
+        let mut v: Vec<_> = a_types()
+            .map(|a| (runners::mul_mat_vec_id::variant(a).name, (a, IdEpilogue::None)))
+            .collect();
+        for e in [IdEpilogue::Mul, IdEpilogue::AddId, IdEpilogue::AddIdMul] {
+            for a in super::mul_mat_vec::FUSED_TYPES {
+                v.push((runners::mul_mat_vec_id::variant(a).name + e.suffix(), (a, e)));
+            }
+        }
+        v
     }
 
-    fn strategy(p: &DType) -> BoxedStrategy<Self::Case> {
-        strategy(*p).boxed()
+    fn strategy(p: &Self::Params) -> BoxedStrategy<Self::Case> {
+        let epilogue = p.1;
+        strategy(p.0)
+            .prop_map(move |c| MulMatVecIdCase { epilogue, ..c })
+            .boxed()
     }
 
     const BENCH_ORDER: u8 = 2;
@@ -136,6 +183,7 @@ impl KernelDef for MulMatVecId {
                     a_blocks: weights,
                     b_dist: Dist::Normal,
                     seed: 1,
+                    epilogue: IdEpilogue::None,
                 };
                 push(
                     format!("MoE 128×{m}×{k} {a_type}, 8 used"),
@@ -228,6 +276,7 @@ pub fn strategy(a: DType) -> impl Strategy<Value = MulMatVecIdCase> {
                     a_blocks,
                     b_dist,
                     seed,
+                    epilogue: IdEpilogue::None,
                 }
             },
         )
@@ -237,7 +286,7 @@ impl fmt::Display for MulMatVecIdCase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}×f32 K={} M={} experts {} slots {} ne11 {} routing {:?} pad {} A {:?} B {:?} seed {}",
+            "{}×f32 K={} M={} experts {} slots {} ne11 {} routing {:?} pad {} A {:?} B {:?} seed {}{}",
             self.a_type,
             self.k,
             self.m,
@@ -248,14 +297,18 @@ impl fmt::Display for MulMatVecIdCase {
             self.b_row_pad,
             self.a_blocks,
             self.b_dist,
-            self.seed
+            self.seed,
+            match self.epilogue {
+                IdEpilogue::None => String::new(),
+                e => format!(" graph {}", &e.suffix()[1..]),
+            }
         )
     }
 }
 
 impl CaseModel for MulMatVecIdCase {
     fn variant(&self) -> String {
-        runners::mul_mat_vec_id::variant(self.a_type).name
+        runners::mul_mat_vec_id::variant(self.a_type).name + self.epilogue.suffix()
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -292,6 +345,9 @@ impl CaseModel for MulMatVecIdCase {
     }
 
     fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        if let Some(reason) = ctx.driver.fused_skip().filter(|_| !self.epilogue.is_none()) {
+            return Outcome::Skip(reason);
+        }
         let (a, b, ids) = match self.inputs() {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
@@ -307,18 +363,6 @@ impl CaseModel for MulMatVecIdCase {
             (Err(e), _) | (_, Err(e)) => {
                 return Outcome::Skip(format!("ggml rejects the inputs: {e}"))
             }
-        };
-        let op = GraphOp::MulMatId {
-            a: &a,
-            b: &b,
-            ids: &ids,
-            prec_f32: false,
-        };
-        let run = match ctx.run_op(want.ne, &op, |gpu, tree| {
-            runners::mul_mat_vec_id::run(gpu, tree, &a, &b, &ids)
-        }) {
-            Ok(r) => r,
-            Err(outcome) => return outcome,
         };
         let block_size = runners::mul_mat_vec_id::spec_constants(ctx.caps(), self.a_type)[0];
         let mut bounds =
@@ -344,18 +388,59 @@ impl CaseModel for MulMatVecIdCase {
                 Err(e) => return Outcome::Error(e.to_string()),
             }
         }
-        let mut verdict = match compare(
-            &run.values,
-            &expected,
-            &bounds,
-            |i| want.index_of(i),
-            |_| "",
-        ) {
-            Ok(v) => v,
-            Err(e) => return Outcome::Error(e),
+        // The nodes after the MUL_MAT_ID, composed element by element (epilogue.rs): slot e's
+        // outputs get its expert's bias row, then its router weight.
+        let (bias, weights) = self.epilogue_tensors();
+        let ids_of = self.ids();
+        let m = self.m;
+        if let Some(t) = &bias {
+            let values = match t.rows() {
+                Ok(v) => v,
+                Err(e) => return Outcome::Error(e.to_string()),
+            };
+            for (i, (x, bound)) in expected.iter_mut().zip(bounds.iter_mut()).enumerate() {
+                let expert = ids_of[i / m] as usize;
+                (*x, *bound) = epilogue::add(*x, *bound, values[expert * m + i % m] as f32);
+            }
+        }
+        if let Some(t) = &weights {
+            let values = match t.rows() {
+                Ok(v) => v,
+                Err(e) => return Outcome::Error(e.to_string()),
+            };
+            for (i, (x, bound)) in expected.iter_mut().zip(bounds.iter_mut()).enumerate() {
+                (*x, *bound) = epilogue::mul(*x, *bound, values[i / m] as f32);
+            }
+        }
+        let head = GraphOp::MulMatId {
+            a: &a,
+            b: &b,
+            ids: &ids,
+            prec_f32: false,
         };
-        verdict.overrun = run.overrun;
-        Outcome::from_verdict(verdict, run.gpu_ns)
+        let tail: Vec<Tail> = bias
+            .iter()
+            .map(Tail::AddId)
+            .chain(weights.iter().map(Tail::Mul))
+            .collect();
+        let op = if tail.is_empty() {
+            head
+        } else {
+            GraphOp::Fused {
+                head: &head,
+                tail: &tail,
+                unfused: false,
+            }
+        };
+        let judge = |run: &vkdiff_gpu::runners::KernelRun| {
+            let index = |i| want.index_of(i);
+            let mut verdict = compare(&run.values, &expected, &bounds, index, |_| "")?;
+            verdict.overrun = run.overrun;
+            Ok(verdict)
+        };
+        let mut own =
+            |gpu: &mut _, tree: &mut _| runners::mul_mat_vec_id::run(gpu, tree, &a, &b, &ids);
+        epilogue::run_and_judge(ctx, want.ne, &op, &mut own, judge)
     }
 
     fn unreal_inputs(&self) -> Vec<String> {
@@ -374,6 +459,9 @@ impl CaseModel for MulMatVecIdCase {
         ];
         if repeated_expert(&self.ids(), self.n_used) {
             f.push(REPEATED_FACT.into());
+        }
+        if !self.epilogue.is_none() {
+            f.push(format!("graph mul_mat_id{}", self.epilogue.suffix()));
         }
         f
     }
@@ -415,6 +503,19 @@ impl MulMatVecIdCase {
             && int_dot_types(IntDotPath::Mmvq).contains(&self.a_type);
         usable.then(|| IntDotPlan::mmvq(self.a_type, self.k, ctx.caps().subgroup_size))
     }
+
+    /// The epilogue's tensors, f32 from b's distribution: ADD_ID's per-expert bias
+    /// [M, n_as] (stream 3) and MUL's router weights [1, n_used, 1, 1] (stream 4).
+    pub fn epilogue_tensors(&self) -> (Option<Tensor>, Option<Tensor>) {
+        let blocks = Blocks::Quantized(self.b_dist);
+        let make = |ne, stream| tensor(DType::F32, ne, blocks, self.seed, stream);
+        let bias = matches!(self.epilogue, IdEpilogue::AddId | IdEpilogue::AddIdMul)
+            .then(|| make([self.m, self.n_as, 1, 1], 3));
+        let weights = matches!(self.epilogue, IdEpilogue::Mul | IdEpilogue::AddIdMul)
+            .then(|| make([1, self.n_used, 1, 1], 4));
+        (bias, weights)
+    }
+
 
     /// The token's expert ids, each in [0, n_as), from the seed's ids stream.
     pub fn ids(&self) -> Vec<i32> {
@@ -488,6 +589,7 @@ mod tests {
             a_blocks: Blocks::Quantized(Dist::Normal),
             b_dist: Dist::Normal,
             seed: 9,
+            epilogue: IdEpilogue::None,
         }
     }
 
