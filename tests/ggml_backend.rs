@@ -78,6 +78,25 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
     for l in &lines {
         match l {
             Line::Case(c) => {
+                // vkdiff's layer recorded the modules each judged case dispatched, by ggml's
+                // names (the ELF reader found them), and nothing was overridden.
+                if matches!(c.outcome.as_str(), "pass" | "fail") {
+                    let own = match c.kernel.as_str() {
+                        "wkv7" => "rwkv_wkv7_f32",
+                        "mul_mat_vec_id" => "mul_mat_vec_id_q8_0_f32_f32",
+                        "mul_mat_vec" => "mul_mat_vec_q8_0_f32_f32",
+                        "flash_attn" => "flash_attn_f32_f16",
+                        _ => "matmul_f32_f32",
+                    };
+                    assert!(
+                        c.pipelines.iter().any(|p| p.starts_with(own)),
+                        "{} {}: dispatched {:?}",
+                        c.variant,
+                        c.case,
+                        c.pipelines
+                    );
+                    assert!(c.overridden.is_empty(), "{c:?}");
+                }
                 assert!(c.config.starts_with("ggml "), "unlabelled result {c:?}");
                 // ggml's own host chose how to run it: reachable, unless the inputs are ones no
                 // real graph produces (a token repeating an expert, CaseModel::unreal_inputs).
@@ -119,6 +138,21 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
             _ => {}
         }
     }
+    // Pipeline coverage per configuration, in the summary and in full in coverage.txt.
+    let covered = vkdiff::report::coverage(&lines);
+    assert!(covered.len() >= 2, "{covered:?}");
+    for c in &covered {
+        assert!(
+            c.possible > 100 && !c.dispatched.is_empty() && c.note.is_none(),
+            "{} {}",
+            c.config,
+            c.line()
+        );
+        assert!(text.contains(&c.line()), "{}", c.line());
+    }
+    let listed = std::fs::read_to_string(dir.join("coverage.txt")).unwrap();
+    assert!(listed.contains("dispatched rwkv_wkv7_f32"), "{listed}");
+    assert!(text.contains("int dot: 0"), "{text}");
     for op in [
         "wkv7",
         "mul_mat_vec",
@@ -179,6 +213,59 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
     assert!(
         text.contains("mul_mat_vec") && text.contains("pass → fail"),
         "{text}"
+    );
+}
+
+/// vkdiff's layer overrides the integer-dot acceleration property only when asked: ggml then
+/// reports `int dot: 1` on lavapipe and takes its integer-dot mat-vec path (MMVQ, B quantized
+/// to q8_1), which the report line records with the override named.
+#[test]
+fn the_integer_dot_override_reaches_ggmls_mmvq_path() {
+    let tree = recent_tree();
+    let out = common::scratch("ggml-intdot");
+    let (_, text) = vkdiff(
+        &[
+            "run",
+            "--ggml",
+            tree.to_str().unwrap(),
+            "--variant",
+            "mul_mat_vec_q4_0_f32_f32",
+            "--cases",
+            "1",
+            "--config",
+            "scalar-fp32",
+            "--shrink-budget",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[("VKDIFF_INTDOT_OVERRIDE", "1")],
+    );
+    assert!(
+        text.contains("int dot: 1") && !text.contains("int dot: 0"),
+        "{text}"
+    );
+    let lines = vkdiff::report::read(&out.join("report.jsonl")).unwrap();
+    let case = lines
+        .iter()
+        .find_map(|l| match l {
+            Line::Case(c) if c.outcome == "pass" || c.outcome == "fail" => Some(c),
+            _ => None,
+        })
+        .expect("a judged case");
+    assert!(
+        case.pipelines
+            .iter()
+            .any(|p| p.starts_with("mul_mat_vec_q4_0_q8_1_f32"))
+            && case
+                .pipelines
+                .iter()
+                .any(|p| p.starts_with("quantize_q8_1")),
+        "{case:?}"
+    );
+    assert_eq!(
+        case.overridden,
+        ["integerDotProduct4x8BitPackedSignedAccelerated"]
     );
 }
 

@@ -10,6 +10,8 @@
 pub mod build;
 pub mod ffi;
 pub mod identity;
+pub mod layer;
+pub mod modules;
 
 use std::path::{Path, PathBuf};
 
@@ -27,12 +29,16 @@ pub use crate::model::config::{Config, CONFIGS};
 
 /// ggml's switches for this path. Integer dot is always off: vkdiff has no error model
 /// for q8_1-quantized B (MMQ/MMVQ). Fusion and graph rewrites are off (one-op graphs).
+/// While `VKDIFF_INTDOT_OVERRIDE=1` ([`layer::override_requested`], a temporary switch) the
+/// integer-dot paths are left on, which the override exists to reach.
 pub fn switches(config: Config) -> Vec<(&'static str, &'static str)> {
     let mut env = vec![
-        ("GGML_VK_DISABLE_INTEGER_DOT_PRODUCT", "1"),
         ("GGML_VK_DISABLE_FUSION", "1"),
         ("GGML_VK_DISABLE_GRAPH_OPTIMIZE", "1"),
     ];
+    if !layer::override_requested() {
+        env.insert(0, ("GGML_VK_DISABLE_INTEGER_DOT_PRODUCT", "1"));
+    }
     if matches!(config, Config::ScalarFp32 | Config::ScalarFp16) {
         env.extend([
             ("GGML_VK_DISABLE_COOPMAT", "1"),
@@ -93,6 +99,23 @@ pub struct GgmlDriver {
     mask_pad: Option<usize>,
     /// `vkdiff bench --ggml`: time graph_compute (the reported time is its median).
     pub timing: Option<ffi::Timing>,
+    /// The library's modules by hash (Err: why names are unknown, e.g. a stripped library).
+    modules: Result<modules::Modules, String>,
+    /// Whether vkdiff's layer is loaded (Err: why not; nothing is recorded then).
+    layer: Result<(), String>,
+    /// The properties vkdiff's layer changed for ggml (the integer-dot override).
+    overridden: Vec<String>,
+}
+
+/// What one case dispatched in backend mode, as vkdiff's layer saw it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dispatched {
+    /// The SPIR-V modules of the compute pipelines bound, by ggml's name (`spirv:<hash>` for
+    /// one the library does not hold by name), sorted.
+    pub pipelines: Vec<String>,
+    /// Device properties vkdiff's layer overrode for the run
+    /// ([`layer::INTDOT_PROPERTY`]).
+    pub overridden: Vec<String>,
 }
 
 impl GgmlDriver {
@@ -104,6 +127,39 @@ impl GgmlDriver {
     /// ggml's description of its device.
     pub fn description(&self) -> &str {
         &self.ggml.description
+    }
+
+    /// The modules bound since the last call (the case just run), by name; None when vkdiff's
+    /// layer is not loaded.
+    pub fn take_dispatched(&self) -> Option<Dispatched> {
+        self.layer.as_ref().ok()?;
+        let bound = match layer::take_bound() {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("vkdiff worker: {e}");
+                return None;
+            }
+        };
+        let mut pipelines: Vec<String> = bound
+            .iter()
+            .flat_map(|b| match &self.modules {
+                Ok(m) => {
+                    let names = m.names_of(b.raw, b.norm);
+                    if names.is_empty() {
+                        vec![modules::unknown_name(b.raw)]
+                    } else {
+                        names
+                    }
+                }
+                Err(_) => vec![modules::unknown_name(b.raw)],
+            })
+            .collect();
+        pipelines.sort();
+        pipelines.dedup();
+        Some(Dispatched {
+            pipelines,
+            overridden: self.overridden.clone(),
+        })
     }
 }
 
@@ -279,6 +335,12 @@ pub fn open(
 ) -> Result<(Gpu, GgmlDriver), String> {
     // ggml lists CPU devices (lavapipe) only when named: name the one vkdiff selected, by its
     // raw enumeration index, which becomes ggml's Vulkan0.
+    // vkdiff's layer first: it must be in place before any Vulkan instance exists.
+    let intdot = layer::override_requested();
+    let layer = layer::enable(layer::LayerOptions { intdot }).map(|_| ());
+    if let Err(e) = &layer {
+        eprintln!("vkdiff worker: no pipeline recording: {e}");
+    }
     let index = Instance::new()
         .and_then(|i| i.select(device))
         .map_err(|e| e.to_string())?
@@ -295,8 +357,20 @@ pub fn open(
     if let Some(reason) = unavailable(config, &ffi::logged()) {
         return Err(format!("config {}: {reason}", config.name()));
     }
-    let caps = config.caps(gpu.caps());
+    let overridden = if intdot && layer::intdot_applied() {
+        vec![layer::INTDOT_PROPERTY.to_string()]
+    } else {
+        Vec::new()
+    };
+    let mut caps = config.caps(gpu.caps());
+    // Under the override switch ggml's integer dot stays on ([`switches`]), as the device now
+    // reports it; error models do not read this capability, the coverage rules do.
+    caps.integer_dot |= !overridden.is_empty();
     gpu.set_caps(caps.clone());
+    let modules = modules::Modules::read(lib_dir);
+    if let (Ok(()), Err(e)) = (&layer, &modules) {
+        eprintln!("vkdiff worker: dispatched modules are named by hash only: {e}");
+    }
     let tree = vkdiff_gpu::env::env().ggml_tree.clone();
     let mask_pad = kq_mask_pad(&[tree.as_deref().unwrap_or(lib_dir), lib_dir]);
     Ok((
@@ -307,6 +381,9 @@ pub fn open(
             caps,
             mask_pad,
             timing: None,
+            modules,
+            layer,
+            overridden,
         },
     ))
 }
