@@ -81,15 +81,18 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
                 // vkdiff's layer recorded the modules each judged case dispatched, by ggml's
                 // names (the ELF reader found them), and nothing was overridden.
                 if matches!(c.outcome.as_str(), "pass" | "fail") {
-                    let own = match c.kernel.as_str() {
-                        "wkv7" => "rwkv_wkv7_f32",
-                        "mul_mat_vec_id" => "mul_mat_vec_id_q8_0_f32_f32",
-                        "mul_mat_vec" => "mul_mat_vec_q8_0_f32_f32",
-                        "flash_attn" => "flash_attn_f32_f16",
-                        _ => "matmul_f32_f32",
+                    // (ggml's host may route a shape to the other family of the same op.)
+                    let own: &[&str] = match c.kernel.as_str() {
+                        "wkv7" => &["rwkv_wkv7_f32"],
+                        "mul_mat_vec_id" => &["mul_mat_vec_id_q8_0_f32_f32", "matmul_id_"],
+                        "mul_mat_vec" => &["mul_mat_vec_q8_0_f32_f32", "matmul_q8_0_f32"],
+                        "flash_attn" => &["flash_attn_f32_f16"],
+                        _ => &["matmul_f32_f32", "mul_mat_vec_f32_f32_f32"],
                     };
                     assert!(
-                        c.pipelines.iter().any(|p| p.starts_with(own)),
+                        c.pipelines
+                            .iter()
+                            .any(|p| own.iter().any(|o| p.starts_with(o))),
                         "{} {}: dispatched {:?}",
                         c.variant,
                         c.case,
@@ -140,7 +143,8 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
     }
     // Pipeline coverage per configuration, in the summary and in full in coverage.txt.
     let covered = vkdiff::report::coverage(&lines);
-    assert!(covered.len() >= 2, "{covered:?}");
+    // (A configuration whose worker cannot start, cm2 on lavapipe, has no denominator.)
+    assert!(!covered.is_empty(), "no coverage in the report:\n{text}");
     for c in &covered {
         assert!(
             c.possible > 100 && !c.dispatched.is_empty() && c.note.is_none(),
