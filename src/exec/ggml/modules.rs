@@ -266,6 +266,9 @@ pub struct Facts {
     pub subgroup_arithmetic: bool,
     /// Full subgroups can be required (subgroupSizeControl's computeFullSubgroups).
     pub full_subgroups: bool,
+    /// Subgroup arithmetic with a subgroup size of at least 16 available (the default size,
+    /// or the largest that size control offers).
+    pub subgroup16: bool,
     /// An Intel device (Xe flash-attention decode modules).
     pub intel: bool,
 }
@@ -283,6 +286,9 @@ impl Facts {
             bf16_coopmat: caps.bf16_coopmat,
             subgroup_arithmetic: caps.subgroup_arithmetic,
             full_subgroups: caps.full_subgroups,
+            subgroup16: caps.subgroup_arithmetic
+                && (caps.subgroup_size >= 16
+                    || caps.subgroup_size_range.is_some_and(|(_, max)| max >= 16)),
             intel: caps.name.to_lowercase().contains("intel"),
         }
     }
@@ -328,6 +334,21 @@ fn helper_twin(n: &str) -> Option<bool> {
             _ => None,
         }
     })
+}
+
+/// Dequantizing mat-vec modules of the A types whose subgroup reductions need subgroups of at
+/// least 16 (k-quants, i-quants, ternary, fp4); their q8_1 (integer dot) twins do not.
+fn wide_reduction(n: &str) -> bool {
+    let a = n
+        .strip_prefix("mul_mat_vec_id_")
+        .or_else(|| n.strip_prefix("mul_mat_vec_"))
+        .unwrap_or("");
+    !n.contains("_q8_1")
+        && [
+            "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq", "tq", "mxfp4", "nvfp4",
+        ]
+        .iter()
+        .any(|t| a.starts_with(t))
 }
 
 fn is_mat_vec_reduction(n: &str) -> bool {
@@ -399,15 +420,27 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         // Mat-vec reductions: with subgroup arithmetic ggml uses the `_subgroup` (hybrid) and
-        // `_subgroup_no_shmem` modules, without it the plain (shared-memory) one.
+        // `_subgroup_no_shmem` modules, without it the plain (shared-memory) one ...
         why: "mat-vec `_subgroup*` modules need subgroup arithmetic",
-        applies: |n| is_mat_vec_reduction(n) && n.contains("_subgroup"),
+        applies: |n| is_mat_vec_reduction(n) && !wide_reduction(n) && n.contains("_subgroup"),
         excluded: |f| !f.subgroup_arithmetic,
     },
     Rule {
         why: "plain mat-vec modules are what ggml uses without subgroup arithmetic",
-        applies: |n| is_mat_vec_reduction(n) && !n.contains("_subgroup"),
+        applies: |n| is_mat_vec_reduction(n) && !wide_reduction(n) && !n.contains("_subgroup"),
         excluded: |f| f.subgroup_arithmetic,
+    },
+    Rule {
+        // ... except that k-quant, i-quant, ternary and fp4 A types need subgroups of 16 for
+        // theirs (lavapipe's are 8: they take the plain module).
+        why: "k/i/tq/fp4 mat-vec `_subgroup*` modules need subgroups of at least 16",
+        applies: |n| is_mat_vec_reduction(n) && wide_reduction(n) && n.contains("_subgroup"),
+        excluded: |f| !f.subgroup16,
+    },
+    Rule {
+        why: "plain k/i/tq/fp4 mat-vec modules are what ggml uses without subgroups of 16",
+        applies: |n| is_mat_vec_reduction(n) && wide_reduction(n) && !n.contains("_subgroup"),
+        excluded: |f| f.subgroup16,
     },
     Rule {
         why: "helpers' `_subgroup` twins need subgroup operations with full subgroups",
@@ -524,6 +557,8 @@ mod tests {
             "mul_mat_vec_q4_0_f32_f32",
             "mul_mat_vec_q4_0_f32_f32_subgroup",
             "mul_mat_vec_q4_0_q8_1_f32",
+            "mul_mat_vec_q4_k_f32_f32",
+            "mul_mat_vec_q4_k_f32_f32_subgroup",
             "matmul_f32_f32",
             "matmul_f32_f32_fp32",
             "matmul_f16_cm2",
@@ -542,12 +577,13 @@ mod tests {
             keep,
             [
                 "mul_mat_vec_q4_0_f32_f32_subgroup",
+                "mul_mat_vec_q4_k_f32_f32",
                 "matmul_f32_f32_fp32",
                 "flash_attn_f32_f16_fp32",
                 "rwkv_wkv7_f32"
             ]
         );
-        assert_eq!(excluded.values().sum::<u32>(), 4);
+        assert_eq!(excluded.values().sum::<u32>(), 5);
         let with_intdot = Facts {
             integer_dot: true,
             subgroup_arithmetic: false,
