@@ -1200,6 +1200,49 @@ mod tests {
     use super::*;
 
     #[test]
+    fn coverage_counts_the_modules_judged_cases_dispatched() {
+        let config = "ggml T config scalar-fp32";
+        let case = |outcome: &str, pipelines: &[&str], config: &str| {
+            let mut c: CaseRecord = serde_json::from_value(serde_json::json!({
+                "kernel": "mul_mat_vec", "variant": "v", "config": config, "case": "c",
+                "outcome": outcome, "ratio": null, "gpu_ns": null, "detail": null,
+            }))
+            .unwrap();
+            c.pipelines = pipelines.iter().map(|p| p.to_string()).collect();
+            Line::Case(c)
+        };
+        let lines = vec![
+            Line::Coverage(Box::new(Coverage {
+                config: config.into(),
+                possible: vec!["a".into(), "b".into(), "c".into(), "d".into()],
+                ..Default::default()
+            })),
+            case("pass", &["a", "cpy"], config),
+            case("fail", &["b"], config),
+            // Not judged, or another configuration: not counted.
+            case("crash", &["c"], config),
+            case("pass", &["d"], "ggml T config scalar-fp16"),
+        ];
+        let covered = coverage(&lines);
+        assert_eq!(covered.len(), 1);
+        let c = &covered[0];
+        assert_eq!(
+            (c.possible, c.dispatched.clone()),
+            (4, vec!["a".to_string(), "b".into()])
+        );
+        assert_eq!(c.never, ["c", "d"]);
+        assert_eq!(c.outside, ["cpy"]);
+        assert_eq!(
+            c.line(),
+            "2 of 4 pipelines dispatched by judged cases (50.0%)"
+        );
+        let summary = coverage_summary(&covered);
+        assert!(summary.contains("never dispatched: c, d\n"), "{summary}");
+        assert!(coverage_text(&covered).contains("outside cpy\n"));
+        assert!(html(&lines).contains("Pipeline coverage"));
+    }
+
+    #[test]
     fn xml_escape_leaves_nothing_a_parser_would_reject_or_change() {
         assert_eq!(
             xml_escape("a<b>&\"c\"'d'\n\t\u{1b}[0m\u{FFFF}"),
