@@ -241,6 +241,8 @@ mod tests {
             detail: None,
             reach: Default::default(),
             fits: (!fits.is_empty()).then(|| fits.to_string()),
+            pipelines: Vec::new(),
+            overridden: Vec::new(),
         }
     }
 

@@ -33,6 +33,9 @@ pub enum Line {
     Case(CaseRecord),
     /// A variant finished (boxed: it is much larger than the other lines).
     Variant(Box<VariantReport>),
+    /// Backend mode: the pipelines a tree × configuration × device can use (the coverage
+    /// denominator), written when the configuration's first worker is up.
+    Coverage(Box<Coverage>),
     /// The run's distinct findings, matched against the known list (written last).
     Findings {
         /// Distinct findings, reachable first.
@@ -40,6 +43,181 @@ pub enum Line {
         /// Known entries that did not reproduce.
         stale: Vec<Known>,
     },
+}
+
+/// The pipelines one backend-mode configuration can use ([`crate::ggml::modules::possible`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Coverage {
+    /// The report config (`ggml <tree> [...] config <name>`), as case lines carry it.
+    pub config: String,
+    /// The module names in the denominator.
+    pub possible: Vec<String>,
+    /// Modules of the four ops left out, by rule.
+    pub excluded: BTreeMap<String, u32>,
+    /// Why there is no denominator (a stripped library, no layer), when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Pipeline coverage of one configuration: the [`Coverage`] line joined with the judged
+/// (pass or fail) case lines of the same config.
+#[derive(Debug, Clone, Default)]
+pub struct Covered {
+    /// The report config.
+    pub config: String,
+    /// The denominator's size.
+    pub possible: usize,
+    /// Modules of the denominator at least one judged case dispatched.
+    pub dispatched: Vec<String>,
+    /// Modules of the denominator no judged case dispatched.
+    pub never: Vec<String>,
+    /// Modules judged cases dispatched outside the denominator (helpers such as copies and
+    /// dequantizers, or a module a rule wrongly excluded).
+    pub outside: Vec<String>,
+    /// See [`Coverage::note`].
+    pub note: Option<String>,
+}
+
+impl Covered {
+    /// Dispatched / possible, in percent.
+    pub fn percent(&self) -> f64 {
+        100.0 * self.dispatched.len() as f64 / self.possible.max(1) as f64
+    }
+
+    /// One line: `N of M pipelines dispatched (P%)`.
+    pub fn line(&self) -> String {
+        format!(
+            "{} of {} pipelines dispatched by judged cases ({:.1}%)",
+            self.dispatched.len(),
+            self.possible,
+            self.percent()
+        )
+    }
+}
+
+/// Pipeline coverage per backend-mode configuration of a report.
+pub fn coverage(lines: &[Line]) -> Vec<Covered> {
+    let mut by_config: BTreeMap<String, (std::collections::BTreeSet<String>, Option<String>)> =
+        BTreeMap::new();
+    for l in lines {
+        if let Line::Coverage(c) = l {
+            let e = by_config.entry(c.config.clone()).or_default();
+            e.0.extend(c.possible.iter().cloned());
+            if c.note.is_some() {
+                e.1.clone_from(&c.note);
+            }
+        }
+    }
+    let mut used: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for l in lines {
+        if let Line::Case(c) = l {
+            if matches!(c.outcome.as_str(), "pass" | "fail") {
+                used.entry(c.config.as_str())
+                    .or_default()
+                    .extend(c.pipelines.iter().map(String::as_str));
+            }
+        }
+    }
+    by_config
+        .into_iter()
+        .map(|(config, (possible, note))| {
+            let used = used.get(config.as_str()).cloned().unwrap_or_default();
+            let (dispatched, never) = possible
+                .iter()
+                .cloned()
+                .partition(|p| used.contains(p.as_str()));
+            let outside = used
+                .iter()
+                .filter(|u| !possible.contains(**u))
+                .map(|u| u.to_string())
+                .collect();
+            Covered {
+                possible: possible.len(),
+                config,
+                dispatched,
+                never,
+                outside,
+                note,
+            }
+        })
+        .collect()
+}
+
+/// The run summary's coverage lines: per configuration the count, percentage and the first
+/// few never-dispatched modules (the full list is in `coverage.txt`).
+pub fn coverage_summary(covered: &[Covered]) -> String {
+    const FIRST: usize = 5;
+    let mut s = String::new();
+    for c in covered {
+        let _ = writeln!(s, "pipelines {}: {}", c.config, c.line());
+        if let Some(n) = &c.note {
+            let _ = writeln!(s, "  ({n})");
+        }
+        if !c.never.is_empty() {
+            let more = c.never.len().saturating_sub(FIRST);
+            let _ = writeln!(
+                s,
+                "  never dispatched: {}{}",
+                c.never[..c.never.len().min(FIRST)].join(", "),
+                if more > 0 {
+                    format!(" and {more} more (coverage.txt)")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    s
+}
+
+/// `coverage.txt`: every configuration's dispatched, never-dispatched and outside modules.
+pub fn coverage_text(covered: &[Covered]) -> String {
+    let mut s = String::new();
+    for c in covered {
+        let _ = writeln!(
+            s,
+            "# {}
+# {}",
+            c.config,
+            c.line()
+        );
+        if let Some(n) = &c.note {
+            let _ = writeln!(s, "# {n}");
+        }
+        for (label, names) in [
+            ("dispatched", &c.dispatched),
+            ("never", &c.never),
+            ("outside", &c.outside),
+        ] {
+            for n in names {
+                let _ = writeln!(s, "{label} {n}");
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn coverage_html(covered: &[Covered]) -> String {
+    if covered.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("<h2>Pipeline coverage</h2><table><tr><th class=\"l\">config</th><th>possible</th><th>dispatched</th><th>%</th><th class=\"l\">never dispatched</th></tr>");
+    for c in covered {
+        let _ = write!(
+            s,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td class=\"l\"><details><summary>{} modules</summary>{}</details>{}</td></tr>",
+            esc(&c.config),
+            c.possible,
+            c.dispatched.len(),
+            c.percent(),
+            c.never.len(),
+            esc(&c.never.join(", ")),
+            c.note.as_deref().map(|n| format!("<br>{}", esc(n))).unwrap_or_default()
+        );
+    }
+    s.push_str("</table>");
+    s
 }
 
 /// The streaming writer.
@@ -294,6 +472,7 @@ pub fn html(lines: &[Line]) -> String {
                 }
             }
             Line::Variant(v) => variants.push(v.as_ref()),
+            Line::Coverage(_) => {}
             Line::Findings { distinct, stale } => found = Some((distinct.clone(), stale.clone())),
         }
     }
@@ -341,6 +520,7 @@ pub fn html(lines: &[Line]) -> String {
         );
     }
     s.push_str("</table>");
+    s.push_str(&coverage_html(&coverage(lines)));
     s.push_str(&variant_sections(&variants));
     s.push_str("</body></html>\n");
     s
@@ -1018,6 +1198,49 @@ pub fn junit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coverage_counts_the_modules_judged_cases_dispatched() {
+        let config = "ggml T config scalar-fp32";
+        let case = |outcome: &str, pipelines: &[&str], config: &str| {
+            let mut c: CaseRecord = serde_json::from_value(serde_json::json!({
+                "kernel": "mul_mat_vec", "variant": "v", "config": config, "case": "c",
+                "outcome": outcome, "ratio": null, "gpu_ns": null, "detail": null,
+            }))
+            .unwrap();
+            c.pipelines = pipelines.iter().map(|p| p.to_string()).collect();
+            Line::Case(c)
+        };
+        let lines = vec![
+            Line::Coverage(Box::new(Coverage {
+                config: config.into(),
+                possible: vec!["a".into(), "b".into(), "c".into(), "d".into()],
+                ..Default::default()
+            })),
+            case("pass", &["a", "cpy"], config),
+            case("fail", &["b"], config),
+            // Not judged, or another configuration: not counted.
+            case("crash", &["c"], config),
+            case("pass", &["d"], "ggml T config scalar-fp16"),
+        ];
+        let covered = coverage(&lines);
+        assert_eq!(covered.len(), 1);
+        let c = &covered[0];
+        assert_eq!(
+            (c.possible, c.dispatched.clone()),
+            (4, vec!["a".to_string(), "b".into()])
+        );
+        assert_eq!(c.never, ["c", "d"]);
+        assert_eq!(c.outside, ["cpy"]);
+        assert_eq!(
+            c.line(),
+            "2 of 4 pipelines dispatched by judged cases (50.0%)"
+        );
+        let summary = coverage_summary(&covered);
+        assert!(summary.contains("never dispatched: c, d\n"), "{summary}");
+        assert!(coverage_text(&covered).contains("outside cpy\n"));
+        assert!(html(&lines).contains("Pipeline coverage"));
+    }
 
     #[test]
     fn xml_escape_leaves_nothing_a_parser_would_reject_or_change() {

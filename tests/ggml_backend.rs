@@ -78,6 +78,28 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
     for l in &lines {
         match l {
             Line::Case(c) => {
+                // vkdiff's layer recorded the modules each judged case dispatched, by ggml's
+                // names (the ELF reader found them), and nothing was overridden.
+                if matches!(c.outcome.as_str(), "pass" | "fail") {
+                    // (ggml's host may route a shape to the other family of the same op.)
+                    let own: &[&str] = match c.kernel.as_str() {
+                        "wkv7" => &["rwkv_wkv7_f32"],
+                        "mul_mat_vec_id" => &["mul_mat_vec_id_q8_0_f32_f32", "matmul_id_"],
+                        "mul_mat_vec" => &["mul_mat_vec_q8_0_f32_f32", "matmul_q8_0_f32"],
+                        "flash_attn" => &["flash_attn_f32_f16"],
+                        _ => &["matmul_f32_f32", "mul_mat_vec_f32_f32_f32"],
+                    };
+                    assert!(
+                        c.pipelines
+                            .iter()
+                            .any(|p| own.iter().any(|o| p.starts_with(o))),
+                        "{} {}: dispatched {:?}",
+                        c.variant,
+                        c.case,
+                        c.pipelines
+                    );
+                    assert!(c.overridden.is_empty(), "{c:?}");
+                }
                 assert!(c.config.starts_with("ggml "), "unlabelled result {c:?}");
                 // ggml's own host chose how to run it: reachable, unless the inputs are ones no
                 // real graph produces (a token repeating an expert, CaseModel::unreal_inputs).
@@ -119,6 +141,22 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
             _ => {}
         }
     }
+    // Pipeline coverage per configuration, in the summary and in full in coverage.txt.
+    let covered = vkdiff::report::coverage(&lines);
+    // (A configuration whose worker cannot start, cm2 on lavapipe, has no denominator.)
+    assert!(!covered.is_empty(), "no coverage in the report:\n{text}");
+    for c in &covered {
+        assert!(
+            c.possible > 100 && !c.dispatched.is_empty() && c.note.is_none(),
+            "{} {}",
+            c.config,
+            c.line()
+        );
+        assert!(text.contains(&c.line()), "{}", c.line());
+    }
+    let listed = std::fs::read_to_string(dir.join("coverage.txt")).unwrap();
+    assert!(listed.contains("dispatched rwkv_wkv7_f32"), "{listed}");
+    assert!(text.contains("int dot: 0"), "{text}");
     for op in [
         "wkv7",
         "mul_mat_vec",
@@ -219,6 +257,74 @@ fn a_fault_of_the_fused_graph_alone_is_a_fused_only_finding() {
     assert_eq!(code, 1, "an injected error passed:\n{text}");
     assert!(!text.contains("fused only"), "{text}");
     assert!(text.contains("fails too"), "{text}");
+}
+
+/// The `intdot` configuration: vkdiff's layer makes lavapipe report integer-dot acceleration, so
+/// ggml reports `int dot: 1` and takes its integer-dot paths (B quantized to q8_1): MMVQ for the
+/// mat-vec, MMQ for the matrix-matrix product. Each case line records the override and the
+/// modules it dispatched, and the q8_1 error models judge the results: they pass, while a wrong
+/// element still fails (the injected control).
+#[test]
+fn the_intdot_configuration_judges_ggmls_integer_dot_paths() {
+    let tree = recent_tree();
+    let out = common::scratch("ggml-intdot");
+    let run = |dir: &str, env: &[(&str, &str)]| {
+        let dir = out.join(dir);
+        let (code, text) = vkdiff(
+            &[
+                "run",
+                "--ggml",
+                tree.to_str().unwrap(),
+                "--variant",
+                "mul_mat_vec_q4_0_f32_f32$,matmul_q4_0_f32$",
+                "--cases",
+                "3",
+                "--config",
+                "intdot",
+                "--shrink-budget",
+                "0",
+                "--out",
+                dir.to_str().unwrap(),
+            ],
+            env,
+        );
+        (code, text, vkdiff::report::read(&dir.join("report.jsonl")).unwrap())
+    };
+    let (code, text, lines) = run("clean", &[]);
+    assert!(
+        text.contains("int dot: 1") && !text.contains("int dot: 0"),
+        "{text}"
+    );
+    assert_eq!(code, 0, "{text}");
+    let cases: Vec<_> = lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::Case(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cases.len(), 6, "{text}");
+    let dispatched = |variant: &str, prefix: &str| {
+        cases.iter().any(|c| {
+            c.variant == variant
+                && c.outcome == "pass"
+                && c.pipelines.iter().any(|p| p.starts_with(prefix))
+        })
+    };
+    assert!(
+        dispatched("mul_mat_vec_q4_0_f32_f32", "mul_mat_vec_q4_0_q8_1_f32")
+            && dispatched("mul_mat_vec_q4_0_f32_f32", "quantize_q8_1")
+            && dispatched("matmul_q4_0_f32", "matmul_q4_0_q8_1"),
+        "{cases:#?}"
+    );
+    for c in &cases {
+        assert_eq!(
+            c.overridden,
+            ["integerDotProduct4x8BitPackedSignedAccelerated"]
+        );
+    }
+    let (code, text, _) = run("inject", &[("VKDIFF_GGML_INJECT", "MUL_MAT")]);
+    assert_eq!(code, 1, "an injected error passed:\n{text}");
 }
 
 #[test]

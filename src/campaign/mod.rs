@@ -68,10 +68,25 @@ pub struct CaseRecord {
     /// ([`crate::compare::Verdict::fits`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fits: Option<String>,
+    /// Backend mode: the SPIR-V modules (ggml's names) of the compute pipelines the case bound,
+    /// as vkdiff's Vulkan layer recorded them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipelines: Vec<String>,
+    /// Device properties vkdiff's layer overrode while the case ran (a result only such a
+    /// device reaches).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overridden: Vec<String>,
 }
 
 impl CaseRecord {
-    fn new(kernel: &str, variant: &str, case: &Case, outcome: &Outcome, reach: Reach) -> Self {
+    fn new(
+        kernel: &str,
+        variant: &str,
+        case: &Case,
+        outcome: &Outcome,
+        reach: Reach,
+        dispatched: Option<&crate::exec::ggml::Dispatched>,
+    ) -> Self {
         let (kind, ratio, gpu_ns, detail) = match outcome {
             Outcome::Pass { verdict, gpu_ns } => (
                 "pass",
@@ -104,8 +119,36 @@ impl CaseRecord {
                 }
                 _ => None,
             },
+            pipelines: dispatched.map(|d| d.pipelines.clone()).unwrap_or_default(),
+            overridden: dispatched.map(|d| d.overridden.clone()).unwrap_or_default(),
         }
     }
+}
+
+/// How a finding's explanation names the modules its case dispatched.
+const PIPELINES_DISPATCHED: &str = "pipelines dispatched:";
+/// How a finding's explanation names the properties vkdiff's layer overrode for it.
+const OVERRIDDEN: &str = "ran with device properties overridden by vkdiff's layer:";
+
+/// A finding's explanation with the pipelines its case dispatched (backend mode), so it says
+/// whether the pipeline one changed ran.
+fn explained(outcome: &Outcome, dispatched: Option<&crate::exec::ggml::Dispatched>) -> String {
+    let mut s = outcome.explain();
+    if let Some(d) = dispatched {
+        if !s.is_empty() && !s.ends_with('\n') {
+            s.push('\n');
+        }
+        let names = if d.pipelines.is_empty() {
+            "none recorded".to_string()
+        } else {
+            d.pipelines.join(", ")
+        };
+        s.push_str(&format!("{PIPELINES_DISPATCHED} {names}\n"));
+        if !d.overridden.is_empty() {
+            s.push_str(&format!("{OVERRIDDEN} {}\n", d.overridden.join(", ")));
+        }
+    }
+    s
 }
 
 impl Default for Settings {
@@ -281,6 +324,7 @@ pub fn run_variant_observed(
         let case = tree_value.current();
         report.cases += 1;
         let outcome = eval.evaluate(&case);
+        let dispatched = eval.take_dispatched();
         let reach = eval.reach(&case);
         if matches!(outcome, Outcome::Pass { .. }) || outcome.is_failure() {
             let path = findings::path_of(&case);
@@ -294,6 +338,7 @@ pub fn run_variant_observed(
             &case,
             &outcome,
             reach.clone(),
+            dispatched.as_ref(),
         ));
         match outcome {
             Outcome::Pass { verdict, .. } => {
@@ -313,7 +358,7 @@ pub fn run_variant_observed(
                     // variants and configurations still get theirs.
                     let deadline = settings.time_budget.map(|b| start + b);
                     report.findings.push(shrink(
-                        eval, tree_value, case, outcome, reach, key, settings, deadline,
+                        eval, tree_value, case, outcome, reach, dispatched, key, settings, deadline,
                     ));
                 } else {
                     *report.unshrunk.entry(key).or_default() += 1;
@@ -383,12 +428,13 @@ fn shrink(
     original: Case,
     outcome: Outcome,
     reach: Reach,
+    dispatched: Option<crate::exec::ggml::Dispatched>,
     key: String,
     settings: &Settings,
     deadline: Option<Instant>,
 ) -> Finding {
     let start_reach = reach.clone();
-    let mut best = (original.clone(), outcome, reach);
+    let mut best = (original.clone(), outcome, reach, dispatched);
     let mut steps = 0;
     let mut cut = false;
     // A crash that needed earlier cases in its worker does not come from this case's sizes:
@@ -402,6 +448,7 @@ fn shrink(
             steps += 1;
             let candidate = value.current();
             let outcome = eval.evaluate(&candidate);
+            let dispatched = eval.take_dispatched();
             let reach = eval.reach(&candidate);
             let next = if outcome.is_failure()
                 && findings::keeps_group(
@@ -410,7 +457,7 @@ fn shrink(
                     &findings::group_key(&candidate, &outcome, &reach),
                     &reach,
                 ) {
-                best = (candidate, outcome, reach);
+                best = (candidate, outcome, reach, dispatched);
                 value.simplify()
             } else {
                 value.complicate()
@@ -420,12 +467,12 @@ fn shrink(
             }
         }
     }
-    let (case, outcome, reach) = best;
+    let (case, outcome, reach, dispatched) = best;
     Finding {
         signature: findings::signature(&case, &outcome, &reach),
         group: key,
         cases: 1,
-        explanation: outcome.explain(),
+        explanation: explained(&outcome, dispatched.as_ref()),
         case,
         original,
         shrink_steps: steps,
@@ -617,7 +664,14 @@ pub fn findings_summary(distinct: &[findings::Distinct], stale: &[&findings::Kno
             f.case,
             f.signature
         );
-        let first: Vec<&str> = f.explanation.lines().take(3).collect();
+        let mut first: Vec<&str> = f.explanation.lines().take(3).collect();
+        // Backend mode: what ran ("did the pipeline I changed run?"), and under which override.
+        first.extend(
+            f.explanation
+                .lines()
+                .skip(3)
+                .filter(|l| l.starts_with(PIPELINES_DISPATCHED) || l.starts_with(OVERRIDDEN)),
+        );
         s.push_str(&indent(&first.join("\n")));
         for m in d.other_kinds() {
             let _ = writeln!(

@@ -75,7 +75,15 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
             setup.label()
         );
         println!("case: {}", repro.case);
-        w.evaluate(&repro.case)
+        let outcome = w.evaluate(&repro.case);
+        if let Some(d) = w.take_dispatched() {
+            // "Did the pipeline I changed run?"
+            println!("pipelines dispatched: {}", d.pipelines.join(", "));
+            if !d.overridden.is_empty() {
+                println!("overridden by vkdiff's layer: {}", d.overridden.join(", "));
+            }
+        }
+        outcome
     } else if config.is_some() {
         return Err("--config needs --ggml (or a backend-mode reproducer)".into());
     } else {

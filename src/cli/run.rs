@@ -204,6 +204,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
         .unwrap_or_else(|p| p.into_inner())
         .is_some()
     {
+        print_coverage(&json_path, &out.join("coverage.txt"));
         write_html(&json_path, &out.join("report.html"));
     }
     if let Some(path) = &junit {
@@ -418,6 +419,12 @@ impl RunPlan {
             }
             (Err(e), None) => return Err(format!("device {}: {e}", device.unwrap_or("default"))),
         };
+        if let Some(g) = &setup.ggml {
+            record(
+                shared.json,
+                &Line::Coverage(Box::new(coverage_of(g, first.caps(), label))),
+            );
+        }
         let jobs = self.jobs_for(first.caps());
         let finish = |mut w: Worker, announce: bool| {
             self.drain(&mut w, settings, label, shared, announce);
@@ -577,6 +584,48 @@ fn record(json: &Mutex<Option<JsonReport>>, line: &Line) {
             eprintln!("vkdiff: report not written any more: {e}");
             *json = None;
         }
+    }
+}
+
+/// The coverage denominator of a ggml configuration, from its library and the device as the
+/// configuration leaves it (`caps`, a worker's).
+fn coverage_of(
+    g: &crate::ggml::GgmlSetup,
+    caps: &vkdiff_gpu::DeviceCaps,
+    label: &str,
+) -> report::Coverage {
+    use crate::ggml::modules;
+    match modules::Modules::read(&g.lib_dir) {
+        Ok(m) => {
+            let (possible, excluded) = modules::possible(&m.names, &modules::Facts::of(caps));
+            report::Coverage {
+                config: label.to_string(),
+                possible,
+                excluded,
+                note: None,
+            }
+        }
+        Err(e) => report::Coverage {
+            config: label.to_string(),
+            note: Some(format!("no pipeline names: {e}")),
+            ..Default::default()
+        },
+    }
+}
+
+/// Backend mode: prints each configuration's pipeline coverage and writes the full lists to
+/// `txt` (nothing for a run without coverage lines).
+fn print_coverage(json: &std::path::Path, txt: &std::path::Path) {
+    let Ok(lines) = report::read(json) else {
+        return;
+    };
+    let covered = report::coverage(&lines);
+    if covered.is_empty() {
+        return;
+    }
+    print!("{}", report::coverage_summary(&covered));
+    if let Err(e) = std::fs::write(txt, report::coverage_text(&covered)) {
+        eprintln!("vkdiff: {}: {e}", txt.display());
     }
 }
 

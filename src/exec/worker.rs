@@ -44,6 +44,11 @@ pub trait Evaluator {
     fn variant_skip(&self, _variant: &crate::model::kernels::Variant) -> Option<String> {
         None
     }
+    /// Backend mode: what the last evaluated case dispatched, as vkdiff's layer recorded it
+    /// (None: not recorded).
+    fn take_dispatched(&mut self) -> Option<crate::exec::ggml::Dispatched> {
+        None
+    }
 }
 
 /// Evaluation on a device owned by the caller.
@@ -120,6 +125,8 @@ pub enum Response {
     Failed(String),
     /// The outcome of the last request.
     Outcome(Outcome),
+    /// Backend mode, sent just before the outcome: what the case dispatched.
+    Dispatched(crate::exec::ggml::Dispatched),
 }
 
 pub(crate) fn write_frame(w: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
@@ -293,6 +300,14 @@ impl Served {
             Served::Ggml { driver, .. } => case.evaluate(&mut Ctx { driver, repeat }),
         }
     }
+
+    /// What the case just evaluated dispatched (ggml workers with vkdiff's layer loaded).
+    fn take_dispatched(&mut self) -> Option<crate::exec::ggml::Dispatched> {
+        match self {
+            Served::Own { .. } => None,
+            Served::Ggml { driver, .. } => driver.take_dispatched(),
+        }
+    }
 }
 
 /// The worker's side: opens the target's driver, then answers requests until stdin closes.
@@ -332,6 +347,9 @@ pub fn serve(
             Err(e) => Outcome::Error(format!("worker could not read the case: {e}")),
         };
         let lost = matches!(outcome, Outcome::DeviceLost(_));
+        if let Some(d) = served.take_dispatched() {
+            write_frame(&mut output, &Response::Dispatched(d))?;
+        }
         write_frame(&mut output, &Response::Outcome(outcome))?;
         if lost {
             // The device is unusable: exit, and the parent starts a worker with a new one.
@@ -393,6 +411,11 @@ fn keep_last_words(stderr: std::process::ChildStderr) -> Arc<Mutex<VecDeque<Stri
             .lines()
             .map_while(Result::ok)
         {
+            // The Vulkan loader announces every layer enabled through the environment, so each
+            // ggml worker's instances would say vkdiff's own layer is on: known, not news.
+            if line.contains("[Loader Message]") && line.contains(crate::exec::ggml::layer::NAME) {
+                continue;
+            }
             eprintln!("{line}");
             let mut k = keep.lock().unwrap_or_else(|p| p.into_inner());
             // An abort's own message (ggml's GGML_ASSERT, a Rust panic) stays even when the
@@ -469,6 +492,8 @@ pub struct Worker {
     history: (VecDeque<String>, usize),
     /// How many workers were started (1 + restarts).
     pub starts: u32,
+    /// What the last case dispatched (backend mode).
+    dispatched: Option<crate::exec::ggml::Dispatched>,
 }
 
 /// Why a worker gave no outcome.
@@ -498,6 +523,7 @@ impl Worker {
             timeout: None,
             history: (VecDeque::new(), 0),
             starts: 0,
+            dispatched: None,
         };
         w.start()?;
         Ok(w)
@@ -563,16 +589,20 @@ impl Worker {
         let r = self.running.as_mut().expect("started");
         let json = serde_json::to_string(case).map_err(|_| NoAnswer::Died)?;
         write_frame(&mut r.stdin, &Request::Evaluate(json)).map_err(|_| NoAnswer::Died)?;
-        let frame = match self.timeout {
-            Some(t) => r.responses.recv_timeout(t).map_err(|e| match e {
-                RecvTimeoutError::Timeout => NoAnswer::TimedOut(t),
-                RecvTimeoutError::Disconnected => NoAnswer::Died,
-            })?,
-            None => r.responses.recv().map_err(|_| NoAnswer::Died)?,
-        };
-        match frame {
-            Ok(Response::Outcome(o)) => Ok(o),
-            _ => Err(NoAnswer::Died),
+        self.dispatched = None;
+        loop {
+            let frame = match self.timeout {
+                Some(t) => r.responses.recv_timeout(t).map_err(|e| match e {
+                    RecvTimeoutError::Timeout => NoAnswer::TimedOut(t),
+                    RecvTimeoutError::Disconnected => NoAnswer::Died,
+                })?,
+                None => r.responses.recv().map_err(|_| NoAnswer::Died)?,
+            };
+            match frame {
+                Ok(Response::Dispatched(d)) => self.dispatched = Some(d),
+                Ok(Response::Outcome(o)) => return Ok(o),
+                _ => return Err(NoAnswer::Died),
+            }
         }
     }
 }
@@ -735,6 +765,10 @@ impl Evaluator for Worker {
 
     fn ggml(&self) -> Option<crate::exec::ggml::GgmlTarget> {
         self.setup.ggml.as_ref().map(|g| g.target())
+    }
+
+    fn take_dispatched(&mut self) -> Option<crate::exec::ggml::Dispatched> {
+        self.dispatched.take()
     }
 
     /// Backend mode runs real graphs (ggml's own host chose the path), so only the inputs can

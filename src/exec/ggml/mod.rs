@@ -10,6 +10,8 @@
 pub mod build;
 pub mod ffi;
 pub mod identity;
+pub mod layer;
+pub mod modules;
 
 use std::path::{Path, PathBuf};
 
@@ -144,6 +146,23 @@ pub struct GgmlDriver {
     mask_pad: Option<usize>,
     /// `vkdiff bench --ggml`: time graph_compute (the reported time is its median).
     pub timing: Option<ffi::Timing>,
+    /// The library's modules by hash (Err: why names are unknown, e.g. a stripped library).
+    modules: Result<modules::Modules, String>,
+    /// Whether vkdiff's layer is loaded (Err: why not; nothing is recorded then).
+    layer: Result<(), String>,
+    /// The properties vkdiff's layer changed for ggml (the integer-dot override).
+    overridden: Vec<String>,
+}
+
+/// What one case dispatched in backend mode, as vkdiff's layer saw it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dispatched {
+    /// The SPIR-V modules of the compute pipelines bound, by ggml's name (`spirv:<hash>` for
+    /// one the library does not hold by name), sorted.
+    pub pipelines: Vec<String>,
+    /// Device properties vkdiff's layer overrode for the run
+    /// ([`layer::INTDOT_PROPERTY`]).
+    pub overridden: Vec<String>,
 }
 
 impl GgmlDriver {
@@ -155,6 +174,39 @@ impl GgmlDriver {
     /// ggml's description of its device.
     pub fn description(&self) -> &str {
         &self.ggml.description
+    }
+
+    /// The modules bound since the last call (the case just run), by name; None when vkdiff's
+    /// layer is not loaded.
+    pub fn take_dispatched(&self) -> Option<Dispatched> {
+        self.layer.as_ref().ok()?;
+        let bound = match layer::take_bound() {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("vkdiff worker: {e}");
+                return None;
+            }
+        };
+        let mut pipelines: Vec<String> = bound
+            .iter()
+            .flat_map(|b| match &self.modules {
+                Ok(m) => {
+                    let names = m.names_of(b.raw, b.norm);
+                    if names.is_empty() {
+                        vec![modules::unknown_name(b.raw)]
+                    } else {
+                        names
+                    }
+                }
+                Err(_) => vec![modules::unknown_name(b.raw)],
+            })
+            .collect();
+        pipelines.sort();
+        pipelines.dedup();
+        Some(Dispatched {
+            pipelines,
+            overridden: self.overridden.clone(),
+        })
     }
 }
 
@@ -358,6 +410,12 @@ pub fn open(
 ) -> Result<(Gpu, GgmlDriver), String> {
     // ggml lists CPU devices (lavapipe) only when named: name the one vkdiff selected, by its
     // raw enumeration index, which becomes ggml's Vulkan0.
+    // vkdiff's layer first: it must be in place before any Vulkan instance exists.
+    let intdot = config.overrides_integer_dot();
+    let layer = layer::enable(layer::LayerOptions { intdot }).map(|_| ());
+    if let Err(e) = &layer {
+        eprintln!("vkdiff worker: no pipeline recording: {e}");
+    }
     let index = Instance::new()
         .and_then(|i| i.select(device))
         .map_err(|e| e.to_string())?
@@ -376,8 +434,20 @@ pub fn open(
     if let Some(reason) = unavailable(config, &line, tree.as_deref()) {
         return Err(format!("config {}: {reason}", config.name()));
     }
-    let caps = config.caps(gpu.caps(), line.family());
+    let overridden = if intdot && layer::intdot_applied() {
+        vec![layer::INTDOT_PROPERTY.to_string()]
+    } else {
+        Vec::new()
+    };
+    let mut caps = config.caps(gpu.caps(), line.family());
+    // vkdiff's own device already sees the layer's property; this keeps the error models'
+    // integer-dot candidates in step with ggml's view even if it did not.
+    caps.integer_dot |= !overridden.is_empty();
     gpu.set_caps(caps.clone());
+    let modules = modules::Modules::read(lib_dir);
+    if let (Ok(()), Err(e)) = (&layer, &modules) {
+        eprintln!("vkdiff worker: dispatched modules are named by hash only: {e}");
+    }
     let mask_pad = kq_mask_pad(&[tree.as_deref().unwrap_or(lib_dir), lib_dir]);
     Ok((
         gpu,
@@ -387,6 +457,9 @@ pub fn open(
             caps,
             mask_pad,
             timing: None,
+            modules,
+            layer,
+            overridden,
         },
     ))
 }
