@@ -567,6 +567,7 @@ fn the_mat_vec_case_judges_an_emulated_mmvq_host() {
                 a_blocks: Blocks::Quantized(Dist::Normal),
                 b_dist: Dist::Normal,
                 seed,
+                epilogue: Default::default(),
             };
             let judge = |fault, integer_dot| {
                 let caps = vkdiff_gpu::DeviceCaps {
@@ -622,6 +623,7 @@ fn the_mat_vec_id_case_judges_an_emulated_mmvq_host() {
                 a_blocks: Blocks::Quantized(Dist::Normal),
                 b_dist: Dist::Normal,
                 seed,
+                epilogue: Default::default(),
             };
             let judge = |fault| {
                 let caps = vkdiff_gpu::DeviceCaps {
