@@ -29,7 +29,7 @@ const OP_PARAMS_OFFSET: usize = 84;
 const PREC_F32: c_int = 10;
 
 /// ggml's type number for a vkdiff type (stable across revisions).
-fn type_id(t: DType) -> c_int {
+pub(crate) fn type_id(t: DType) -> c_int {
     match t {
         DType::F32 => 0,
         DType::F16 => 1,
@@ -52,6 +52,7 @@ fn type_id(t: DType) -> c_int {
         DType::Iq3S => 21,
         DType::Iq2S => 22,
         DType::Iq4Xs => 23,
+        DType::Mxfp4 => 39,
         DType::Iq1M => 29,
         DType::I32 => 26,
         DType::Bf16 => 30,

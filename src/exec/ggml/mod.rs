@@ -91,6 +91,9 @@ pub struct GgmlDriver {
     /// The tree's GGML_KQ_MASK_PAD where its ggml.h asserts one (0.1.109: 64; later trees
     /// dropped it), read by [`kq_mask_pad`].
     mask_pad: Option<usize>,
+    /// The tree's GGML_TYPE_COUNT where its ggml.h says it, read by [`ggml_type_count`]: a type
+    /// of a later tree (mxfp4 in 0.1.109) is refused by [`type_refusal`].
+    type_count: Option<usize>,
     /// `vkdiff bench --ggml`: time graph_compute (the reported time is its median).
     pub timing: Option<ffi::Timing>,
 }
@@ -120,6 +123,9 @@ impl Driver for GgmlDriver {
     /// ggml builds the op from `op` itself: vkdiff's runner is not used.
     fn run_once(&mut self, op: &GraphOp, _own: &mut OwnRun<'_>) -> Result<KernelRun, Outcome> {
         if let Some(reason) = mask_pad_refusal(op, self.mask_pad) {
+            return Err(Outcome::Skip(reason));
+        }
+        if let Some(reason) = type_refusal(op, self.type_count) {
             return Err(Outcome::Skip(reason));
         }
         let _span = vkdiff_gpu::profile::enabled()
@@ -184,6 +190,42 @@ pub fn kq_mask_pad(dirs: &[&Path]) -> Option<usize> {
                     .flatten()
             })
         })
+}
+
+/// GGML_TYPE_COUNT as the tree's `ggml.h` declares it (`GGML_TYPE_COUNT = 39,` in its
+/// `ggml_type` enum), looked for as [`kq_mask_pad`] looks; None when no header is found.
+pub fn ggml_type_count(dirs: &[&Path]) -> Option<usize> {
+    dirs.iter()
+        .flat_map(|d| [d.join("include/ggml.h"), d.join("ggml.h")])
+        .find_map(|h| std::fs::read_to_string(h).ok())
+        .and_then(|text| {
+            text.lines().find_map(|l| {
+                let (name, value) = l.split_once('=')?;
+                (name.trim() == "GGML_TYPE_COUNT")
+                    .then(|| value.trim().trim_end_matches(',').trim().parse().ok())
+                    .flatten()
+            })
+        })
+}
+
+/// Why a graph is not run: a tensor of a type this tree's ggml does not have (its id is not
+/// below the tree's GGML_TYPE_COUNT; ggml would abort on it).
+fn type_refusal(op: &GraphOp, count: Option<usize>) -> Option<String> {
+    let count = count?;
+    let tensors: Vec<&Tensor> = match op {
+        GraphOp::MulMat { a, b, .. } => vec![a, b],
+        GraphOp::MulMatId { a, b, ids, .. } => vec![a, b, ids],
+        GraphOp::FlashAttn { q, k, v, mask, .. } => {
+            [Some(*q), Some(*k), Some(*v), *mask].into_iter().flatten().collect()
+        }
+        GraphOp::Wkv7(t) => t.to_vec(),
+    };
+    tensors.iter().map(|t| t.dtype()).find_map(|t| {
+        let id = ffi::type_id(t);
+        (id as usize >= count).then(|| {
+            format!("ggml: this tree has no {t} (type {id}; its ggml.h has GGML_TYPE_COUNT = {count}): a later ggml's type")
+        })
+    })
 }
 
 /// Why a FLASH_ATTN_EXT graph is not run: a mask with fewer rows than the tree asserts.
@@ -299,6 +341,7 @@ pub fn open(
     gpu.set_caps(caps.clone());
     let tree = vkdiff_gpu::env::env().ggml_tree.clone();
     let mask_pad = kq_mask_pad(&[tree.as_deref().unwrap_or(lib_dir), lib_dir]);
+    let type_count = ggml_type_count(&[tree.as_deref().unwrap_or(lib_dir), lib_dir]);
     Ok((
         gpu,
         GgmlDriver {
@@ -306,6 +349,7 @@ pub fn open(
             config,
             caps,
             mask_pad,
+            type_count,
             timing: None,
         },
     ))
@@ -364,5 +408,32 @@ mod tests {
         assert!(mask_pad_refusal(&op(&short), pad).is_some_and(|r| r.contains("64 rows")));
         assert!(mask_pad_refusal(&op(&padded), pad).is_none());
         assert!(mask_pad_refusal(&op(&short), None).is_none());
+    }
+
+    #[test]
+    fn a_type_the_tree_lacks_is_refused() {
+        let dir = std::env::temp_dir().join(format!("vkdiff-typecount-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("include")).unwrap();
+        // As 0.1.109's enum ends (before MXFP4, type 39, existed).
+        std::fs::write(
+            dir.join("include/ggml.h"),
+            "    enum ggml_type {\n        GGML_TYPE_F32     = 0,\n        GGML_TYPE_COUNT   = 39,\n    };\n",
+        )
+        .unwrap();
+        let count = ggml_type_count(&[&dir]);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(count, Some(39));
+        let b = Tensor::from_f32(DType::F32, [32, 1, 1, 1], &[0.5; 32]).unwrap();
+        let a = Tensor::from_bytes(DType::Mxfp4, [32, 1, 1, 1], vec![127; 17]).unwrap();
+        let q = Tensor::from_bytes(DType::Q4_0, [32, 1, 1, 1], vec![0; 18]).unwrap();
+        let op = |a| GraphOp::MulMat {
+            a,
+            b: &b,
+            prec_f32: false,
+        };
+        assert!(type_refusal(&op(&a), count).is_some_and(|r| r.contains("no mxfp4")));
+        assert!(type_refusal(&op(&q), count).is_none());
+        assert!(type_refusal(&op(&a), Some(40)).is_none());
+        assert!(type_refusal(&op(&a), None).is_none());
     }
 }
