@@ -8,6 +8,7 @@
 
 pub mod data;
 pub mod model_devices;
+pub mod mxfp4;
 
 use std::fmt;
 

@@ -46,6 +46,7 @@ pub const A_TYPES: &[DType] = &[
     DType::Iq3S,
     DType::Iq4Nl,
     DType::Iq4Xs,
+    DType::Mxfp4,
 ];
 
 /// One MUL_MAT through the mat-vec kernel: dst (M, N, ne02·r2, ne03) = A (K, M, ne02, ne03) × B.
@@ -101,8 +102,8 @@ impl KernelDef for MulMatVec {
     type Params = (DType, DType);
     const NAME: &'static str = "mul_mat_vec";
     const SHADER: &'static str = "mul_mat_vec.comp";
-    const SUMMARY: &'static str = "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs, B f32/f16";
-    const ERROR_MODEL: &'static str = "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min] (src/model/cases/mul_mat_vec/bounds.rs)";
+    const SUMMARY: &'static str = "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs/mxfp4, B f32/f16";
+    const ERROR_MODEL: &'static str = "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min]; mxfp4 also its flushed scales and a floor scaled by its block scales (src/model/cases/mul_mat_vec/bounds.rs, src/model/cases/mxfp4.rs)";
 
     fn variants() -> Vec<(String, (DType, DType))> {
         let mut v = Vec::new();
@@ -316,6 +317,11 @@ impl CaseModel for MulMatVecCase {
             Err(e) => return Outcome::Error(e.to_string()),
         };
         let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
+        if let Err(e) =
+            super::mxfp4::add_mat_vec_terms(&mut bounds, &a, &b_rows, self.k, self.m, &columns)
+        {
+            return Outcome::Error(e);
+        }
         let fmt = |t: DType| match t {
             DType::F16 => Fp::F16,
             DType::Bf16 => Fp::Bf16,

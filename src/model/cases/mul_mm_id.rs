@@ -451,6 +451,19 @@ impl CaseModel for MulMmIdCase {
                     crate::model::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
                 }
             };
+            let mut bounds = bounds;
+            // MXFP4's flushable scales (f16 accumulators' unit: the larger).
+            if let Err(e) = super::mxfp4::add_mat_mat_terms(
+                &mut bounds.bounds,
+                &a,
+                &b_rows,
+                self.k,
+                self.m,
+                &columns,
+                crate::model::tolerance::Fp::F16.unit(),
+            ) {
+                return Err(Box::new(Outcome::Error(e)));
+            }
             Ok((want, bounds))
         });
         let (want, bounds) = match judged {
