@@ -292,6 +292,9 @@ impl CaseModel for MulMatVecIdCase {
     }
 
     fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        if let Some(skip) = super::mxfp4::pinned_host_skip(ctx, self.a_type) {
+            return skip;
+        }
         let (a, b, ids) = match self.inputs() {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),

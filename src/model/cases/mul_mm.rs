@@ -148,8 +148,11 @@ impl KernelDef for MulMm {
     }
 
     fn strategy(p: &Family) -> BoxedStrategy<Self::Case> {
-        strategy(p.a, p.b, p.acc16, p.mode)
-            .boxed()
+        prop_oneof![
+            LARGE_ODDS => strategy(p.a, p.b, p.acc16, p.mode),
+            1 => large_strategy(p.a, p.b, p.acc16, p.mode),
+        ]
+        .boxed()
     }
 
     fn requires(p: &Family, caps: &DeviceCaps) -> Option<String> {
@@ -455,6 +458,86 @@ pub fn cm2_n_strategy() -> BoxedStrategy<usize> {
     .boxed()
 }
 
+/// One case in this many (plus one) of a mul_mm or mul_mm_id row is drawn by the large
+/// strategy ([`large_strategy`], `mul_mm_id::large_strategy`): about one per row in the
+/// differential suite's 200 cases.
+pub const LARGE_ODDS: u32 = 150;
+
+/// Large matmuls, where the host's choices for big shapes start (§8.2, and later upstream's
+/// `ggml_vk_guess_matmul_pipeline` tile selectors and `ggml_vk_guess_split_k`, 0.1.161):
+/// M and N past 64 on both sides (the large 128 × 128 tile on scalar and cm1 devices), N past
+/// 128 (cm2's large tile, BN 256), several large tiles in M (129–136: a ragged second one;
+/// 250–260: two), N ≥ 128 = the large tile's width, which a host with shader cores needs before
+/// it splits K, and K from 2048 (its split-k threshold; then up to 8 splits of k_split rounded
+/// to 256, which a ragged K past a multiple of 256 makes uneven). One matrix, no batches;
+/// forced splits as in [`strategy`]. Up to 260·136·2304 ≈ 2²⁶ products: lavapipe takes a few
+/// seconds a case, the reference and bound well under that (vkdiff bench --host-only).
+pub fn large_strategy(
+    a: DType,
+    b: DType,
+    acc16: bool,
+    mode: Mode,
+) -> impl Strategy<Value = MulMmCase> {
+    let (cm1, cm2) = (mode == Mode::Cm1, mode == Mode::Cm2);
+    let typed = proptest::sample::select(inputs_for(a, b, false, cm2)).prop_flat_map(
+        |(a_in, b_in, pad)| {
+            let block = a_in.block_len();
+            // K ≥ 2048 in whole blocks: 2048 itself, just past it (ragged against 256 for the
+            // 32-element blocks and floats), or 2304 (nine 256s).
+            let k = prop_oneof![
+                2 => Just(2048usize),
+                2 => (1usize..=40).prop_map(move |j| 2048 + j * block.min(32)),
+                1 => Just(2304usize),
+            ]
+            .prop_map(move |k| k.div_ceil(block) * block);
+            (Just(a_in), Just(b_in), pad_strategy(pad), k)
+        },
+    );
+    let m = prop_oneof![2 => 129usize..=136, 1 => 250usize..=260];
+    let n = 128usize..=136;
+    let split = prop_oneof![4 => Just(None), 1 => (2u32..=4).prop_map(Some)];
+    (
+        Blocks::ieee_strategy(),
+        Dist::ieee_strategy(),
+        typed,
+        (m, n, split),
+        prec_strategy(a, acc16),
+        any::<u64>(),
+    )
+        .prop_map(
+            move |(a_blocks, b_dist, (a_type, b_type, b_row_pad, k), (m, n, split), prec, seed)| {
+                // cm2 halves a forced split until each split is a whole number of 256s (§8.3):
+                // keep K a multiple of 256 · split there.
+                let k = match (cm2, split) {
+                    (true, Some(s)) => {
+                        let s = if s.min(4) == 3 { 2 } else { s.min(4) as usize };
+                        k.div_ceil(256 * s) * 256 * s
+                    }
+                    _ => k,
+                };
+                MulMmCase {
+                    a_type,
+                    b_type,
+                    k,
+                    m,
+                    n,
+                    ne02: 1,
+                    r2: 1,
+                    ne03: 1,
+                    b_row_pad,
+                    prec,
+                    force_split_k: split,
+                    a_blocks,
+                    b_dist,
+                    seed,
+                    cm2,
+                    cm1,
+                    scale_log2: 0,
+                }
+            },
+        )
+}
+
 /// Cases for the family (a, b, acc16) on the path `mode` (cm1 cases are drawn as the scalar
 /// ones: same host logic, same tile edges). The shape is drawn before the data and by
 /// `prop_flat_map`, each size's range set by those drawn before it (nothing is rewritten
@@ -717,6 +800,9 @@ impl CaseModel for MulMmCase {
     }
 
     fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        if let Some(skip) = super::mxfp4::pinned_host_skip(ctx, self.a_type) {
+            return skip;
+        }
         let (a, b) = match self.inputs() {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
