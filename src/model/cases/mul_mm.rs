@@ -60,6 +60,26 @@ use crate::model::cases::mul_mm::bounds::MulMmArith;
 /// The quantized A types with a direct mul_mm pipeline (§6.1), in table order.
 pub const QUANT_TYPES: &[DType] = DType::WEIGHT_QUANTS;
 
+/// The A types with an integer-dot matmul (MMQ: B quantized to q8_1, `matmul_<t>_q8_1`) in
+/// later upstream (0.1.161, scalar and cm1 paths), which its host may take for these types
+/// when the device accelerates integer dot products (`caps.integer_dot`). mxfp4 among them. For the
+/// q8_1 error models keyed on `caps.integer_dot`.
+pub const Q8_1_MATMUL_TYPES: &[DType] = &[
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Mxfp4,
+    DType::Q2_K,
+    DType::Q3_K,
+    DType::Q4_K,
+    DType::Q5_K,
+    DType::Q6_K,
+    DType::Iq3S,
+    DType::Iq4Xs,
+];
+
 /// Products a·b a case may compute (M·N·K·batches): lavapipe runs the f16 arithmetic at tens
 /// of millions of fmas a second, and the error model walks every product once.
 pub const PRODUCTS: usize = 1 << 22;
@@ -467,8 +487,8 @@ pub const LARGE_ODDS: u32 = 150;
 /// `ggml_vk_guess_matmul_pipeline` tile selectors and `ggml_vk_guess_split_k`, 0.1.161):
 /// M and N past 64 on both sides (the large 128 × 128 tile on scalar and cm1 devices), N past
 /// 128 (cm2's large tile, BN 256), several large tiles in M (129–136: a ragged second one;
-/// 250–260: two), N ≥ 128 = the large tile's width, which a host with shader cores needs before
-/// it splits K, and K from 2048 (its split-k threshold; then up to 8 splits of k_split rounded
+/// 250–260: two), N of 129–136 (past the large tile's width of 128, which a host with shader
+/// cores needs before it splits K, and past cm2's medium BN), and K from 2048 (its split-k threshold; then up to 8 splits of k_split rounded
 /// to 256, which a ragged K past a multiple of 256 makes uneven). One matrix, no batches;
 /// forced splits as in [`strategy`]. Up to 260·136·2304 ≈ 2²⁶ products: lavapipe takes a few
 /// seconds a case, the reference and bound well under that (vkdiff bench --host-only).
@@ -494,7 +514,7 @@ pub fn large_strategy(
         },
     );
     let m = prop_oneof![2 => 129usize..=136, 1 => 250usize..=260];
-    let n = 128usize..=136;
+    let n = 129usize..=136;
     let split = prop_oneof![4 => Just(None), 1 => (2u32..=4).prop_map(Some)];
     (
         Blocks::ieee_strategy(),
@@ -1351,6 +1371,30 @@ pub(crate) mod tests {
         assert_eq!(cm2[at], tolerance::Special::Undefined);
         let changed = exact.iter().zip(&cm2).filter(|(x, y)| x != y).count();
         assert!(changed >= 1 && changed < exact.len() / 100, "{changed} elements changed class");
+    }
+
+    #[test]
+    fn large_cases_run_their_row_on_the_large_tile_past_the_split_threshold() {
+        use runners::mul_mm::Tile;
+        for (a, b, acc16, mode) in all_families(false) {
+            let mut runner = TestRunner::deterministic();
+            let name = family_name(a, b, acc16, false, mode);
+            for _ in 0..4 {
+                let c = large_strategy(a, b, acc16, mode)
+                    .new_tree(&mut runner)
+                    .unwrap()
+                    .current();
+                assert_eq!(c.validate(), Ok(()), "{c}");
+                assert_eq!(c.variant(), name, "{c}");
+                assert!(c.k >= 2048 && c.n > 128 && c.m > 128, "{c}");
+                assert!(c.m * c.n * c.k <= 3 << 25, "{c}");
+                let (ta, tb) = c.inputs().unwrap();
+                let p = runners::mul_mm::plan(&h100(), mode, &ta, &tb, c.prec, c.force_split_k)
+                    .unwrap_or_else(|e| panic!("{c}: {e}"));
+                assert_eq!(p.staging.selection.name(false), name, "{c}");
+                assert_eq!(p.dispatch.tile, Tile::L, "{c}");
+            }
+        }
     }
 
     #[test]

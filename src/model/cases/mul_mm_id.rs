@@ -699,8 +699,9 @@ mod tests {
     #[test]
     fn every_case_of_a_row_runs_that_row_and_chunks_happen() {
         let caps = crate::model::cases::model_devices::lavapipe();
-        let mut runner = TestRunner::deterministic();
         for (a, b, acc16, mode) in all_families(true) {
+            // A stream per family: adding a family (mxfp4) shifts no other's cases.
+            let mut runner = TestRunner::deterministic();
             let caps = if mode == Mode::Fp16 {
                 caps.clone()
             } else {
@@ -737,6 +738,31 @@ mod tests {
                 overfull >= 1,
                 "{name}: no expert has more matches than columns"
             );
+        }
+    }
+
+    #[test]
+    fn large_cases_run_their_row_on_the_large_tile() {
+        use runners::mul_mm::Tile;
+        let mut runner = TestRunner::deterministic();
+        for (a, b, acc16, mode) in all_families(true) {
+            let name = family_name(a, b, acc16, true, mode);
+            for _ in 0..4 {
+                let c = large_strategy(a, b, acc16, mode)
+                    .new_tree(&mut runner)
+                    .unwrap()
+                    .current();
+                assert_eq!(c.validate(), Ok(()), "{c}");
+                assert_eq!(c.variant(), name, "{c}");
+                let (ta, tb, ti) = c.inputs().unwrap();
+                let caps = crate::model::cases::model_devices::h100();
+                let p = runners::mul_mm::plan_id(&caps, mode, &ta, &tb, &ti, c.prec)
+                    .unwrap_or_else(|e| panic!("{c}: {e}"));
+                assert_eq!(p.staging.selection.name(false), name, "{c}");
+                if mode != Mode::Cm2 {
+                    assert!(p.chunks.iter().all(|ch| ch.dispatch.tile == Tile::L), "{c}");
+                }
+            }
         }
     }
 
