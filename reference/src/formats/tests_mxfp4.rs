@@ -30,7 +30,11 @@ fn e2m1_table_from_the_spec() {
     let want = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
     for code in 0..16u8 {
         assert_eq!(spec(code).abs(), want[usize::from(code & 7)]);
-        assert_eq!(f64::from(e2m1_doubled(code)) * 0.5, spec(code), "code {code:#06b}");
+        assert_eq!(
+            f64::from(e2m1_doubled(code)) * 0.5,
+            spec(code),
+            "code {code:#06b}"
+        );
     }
 }
 
@@ -77,7 +81,10 @@ fn ggml_f32_decode_equals_the_exact_values_in_range() {
             if x.abs() <= f64::from(f32::MAX) {
                 assert_eq!(f64::from(*y), *x, "e {e}");
             } else {
-                assert!(y.is_infinite() && (*y > 0.0) == (*x > 0.0), "e {e}: {x} → {y}");
+                assert!(
+                    y.is_infinite() && (*y > 0.0) == (*x > 0.0),
+                    "e {e}: {x} → {y}"
+                );
             }
         }
     }
@@ -115,7 +122,9 @@ fn nearest_code_with_ties_to_even_and_saturation() {
 fn encoder_follows_the_spec_conversion() {
     // amax 6 → ⌊log₂ 6⌋ − 2 = 0 → e = 127, every value on the grid kept.
     let grid = [0.0f32, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
-    let v: Vec<f32> = (0..32).map(|i| grid[i % 8] * if i >= 16 { -1.0 } else { 1.0 }).collect();
+    let v: Vec<f32> = (0..32)
+        .map(|i| grid[i % 8] * if i >= 16 { -1.0 } else { 1.0 })
+        .collect();
     let b = encode_block(&v);
     assert_eq!(b.e, 127);
     let mut out = [0.0f64; 32];
@@ -138,10 +147,13 @@ fn encoder_follows_the_spec_conversion() {
     assert_eq!(encode_block(&w).e, 0);
     w[5] = f32::MAX;
     assert_eq!(encode_block(&w).e, 252); // ⌊log₂⌋ = 127 → 125 + 127
-    // All zero (or non-finite only): scale 2⁰, zero codes.
+                                         // All zero (or non-finite only): scale 2⁰, zero codes.
     let z = encode(&[0.0; QK_MXFP4 * 2]);
     assert_eq!(z.len(), 34);
-    assert!(z.iter().enumerate().all(|(i, &x)| x == if i % 17 == 0 { 127 } else { 0 }));
+    assert!(z
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x == if i % 17 == 0 { 127 } else { 0 }));
 }
 
 #[test]

@@ -208,12 +208,18 @@ mod tests {
     #[test]
     fn scale_modes_reach_both_ends_and_nan_only_with_any_bits() {
         let mut r = rng(3, 0);
-        let draw = |mode, r: &mut ChaCha8Rng| (0..2000).map(|_| scale_byte(mode, r).0).collect::<Vec<u8>>();
+        let draw = |mode, r: &mut ChaCha8Rng| {
+            (0..2000)
+                .map(|_| scale_byte(mode, r).0)
+                .collect::<Vec<u8>>()
+        };
         let ext = draw(Scales::Extreme, &mut r);
         assert!(ext.contains(&0) && ext.contains(&254) && !ext.contains(&255));
         let mixed = draw(Scales::Mixed, &mut r);
         assert!(mixed.contains(&0) && mixed.contains(&254) && !mixed.contains(&255));
-        assert!(draw(Scales::Random, &mut r).iter().all(|e| (116..127).contains(e)));
+        assert!(draw(Scales::Random, &mut r)
+            .iter()
+            .all(|e| (116..127).contains(e)));
         assert!(draw(Scales::AnyBits, &mut r).contains(&255));
     }
 
@@ -232,7 +238,13 @@ mod tests {
         assert_eq!(t.flushed, [2.0 * 2.0 * 6.0 * 2f64.powi(-127)]);
         assert_eq!(t.max_scale, [8.0]);
         // A generated tensor of Subnormal scales has flushable terms.
-        let a = tensor(DType::Mxfp4, [k, 3, 1, 1], Blocks::Raw(Scales::Subnormal), 5, 0);
+        let a = tensor(
+            DType::Mxfp4,
+            [k, 3, 1, 1],
+            Blocks::Raw(Scales::Subnormal),
+            5,
+            0,
+        );
         let t = terms(&a, &vec![1.0; k], k, 3, &[(0, 0)]).unwrap();
         assert!(t.flushed.iter().any(|&f| f > 0.0));
     }
