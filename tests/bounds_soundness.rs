@@ -1169,7 +1169,10 @@ fn fused_epilogue_bound_needs_the_add_s_rounding() {
     let exact = 2f64.powi(-30);
     let mv = vkdiff::cases::mul_mat_vec::bounds::mul_mat_vec_bounds(&[exact], 1, 1, false)[0];
     let err = (got as f64 - (exact + 1.0)).abs();
-    assert!(err > mv, "the mat-vec bound alone covers |err| = {err:e} ({mv:e})");
+    assert!(
+        err > mv,
+        "the mat-vec bound alone covers |err| = {err:e} ({mv:e})"
+    );
     let (want, bound) = epilogue_bound(exact, mv, &nodes);
     assert_eq!(want, exact + 1.0);
     assert!(err <= bound, "|err| = {err:e} > composed bound {bound:e}");

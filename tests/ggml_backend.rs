@@ -288,7 +288,11 @@ fn the_intdot_configuration_judges_ggmls_integer_dot_paths() {
             ],
             env,
         );
-        (code, text, vkdiff::report::read(&dir.join("report.jsonl")).unwrap())
+        (
+            code,
+            text,
+            vkdiff::report::read(&dir.join("report.jsonl")).unwrap(),
+        )
     };
     let (code, text, lines) = run("clean", &[]);
     assert!(
@@ -398,7 +402,10 @@ fn bench_against_ggml_cpu_runs_on_small_shapes() {
         // | kernel | row | GFLOP | ref s | ggml s | ratio | … | diff |
         assert!(cells.len() >= 10, "no timing: {cells:?}\n{text}");
         let num = |i: usize| cells[i].parse::<f64>().unwrap_or(f64::NAN);
-        assert!(num(4) > 0.0 && num(5) > 0.0 && num(6).is_finite(), "{cells:?}");
+        assert!(
+            num(4) > 0.0 && num(5) > 0.0 && num(6).is_finite(),
+            "{cells:?}"
+        );
         // f16 A, f32 B and wkv7 in f32: ggml-cpu rounds B to f16 at most.
         assert!(num(cells.len() - 2) < 1e-2, "results differ: {cells:?}");
     }

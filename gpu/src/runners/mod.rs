@@ -3,6 +3,8 @@
 //! push constants, dispatch size, host-side staging copies), so the same code drives our shaders
 //! and a user's upstream tree.
 
+use vkdiff_reference::DType;
+
 pub mod flash_attn;
 pub mod mul_mat_vec;
 pub mod mul_mat_vec_id;
@@ -22,6 +24,23 @@ pub struct KernelRun {
     pub variant: String,
     /// Validation-layer messages raised while it ran.
     pub validation: Vec<String>,
+}
+
+/// The A types vkdiff's own shader tree (`shaders/`) has no decoder for: their cases run in
+/// backend mode only (`vkdiff run --ggml`). MXFP4 (ggml's type 39, added upstream after the
+/// July 2025 interface the tree follows) would need its own 17-byte block path: the tree's
+/// legacy-block decoders read 16-bit words, which a 17-byte stride does not align.
+pub const NOT_IN_OWN_TREE: &[DType] = &[DType::Mxfp4];
+
+/// Ok when the own shader tree decodes A type `a`; else the reason, as
+/// [`GpuError::Unsupported`](crate::GpuError::Unsupported) (a visible skip).
+pub fn own_tree_decodes(a: DType) -> crate::Result<()> {
+    if NOT_IN_OWN_TREE.contains(&a) {
+        return Err(crate::GpuError::Unsupported(format!(
+            "vkdiff's own shader tree has no {a} decoder (a later upstream type than its July 2025 interface); run it in backend mode (--ggml)"
+        )));
+    }
+    Ok(())
 }
 
 /// The host's `elements`/`wg_denoms` rule (interface.md §1.3): workgroups = ⌈elements / denoms⌉ per

@@ -76,7 +76,8 @@ pub fn spec_constants(caps: &DeviceCaps, a: DType, num_cols: u32) -> [u32; 3] {
         | DType::Iq3Xxs
         | DType::Iq3S
         | DType::Iq4Nl
-        | DType::Iq4Xs => (sg16, rm_iq),
+        | DType::Iq4Xs
+        | DType::Mxfp4 => (sg16, rm_iq),
         // q8_1 and i32 are no mat-vec A types (the cases reject them before a pipeline is
         // made); a type added to the mat-vec list later must get its row above.
         _ => (sg, 1),
@@ -123,6 +124,7 @@ pub fn precondition(a: &Tensor, b: &Tensor) -> std::result::Result<(), String> {
 /// Runs dst = mul_mat(a, b) through the mat-vec kernel. B is made contiguous first, as
 /// upstream's host does with a copy shader.
 pub fn run(gpu: &mut Gpu, tree: &mut ShaderTree, a: &Tensor, b: &Tensor) -> Result<KernelRun> {
+    super::own_tree_decodes(a.dtype())?;
     let ne = mul_mat::check(a, b).map_err(|e| GpuError::Unsupported(e.to_string()))?;
     precondition(a, b).map_err(GpuError::Unsupported)?;
     let b = b.to_contiguous();

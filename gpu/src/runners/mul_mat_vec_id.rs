@@ -87,6 +87,7 @@ pub fn run(
     b: &Tensor,
     ids: &Tensor,
 ) -> Result<KernelRun> {
+    super::own_tree_decodes(a.dtype())?;
     let ne = mul_mat_id::check(a, b, ids).map_err(|e| GpuError::Unsupported(e.to_string()))?;
     precondition(a, b, ids).map_err(GpuError::Unsupported)?;
     let b = b.to_contiguous();

@@ -463,7 +463,7 @@ fn lut_bytes(a: DType) -> u32 {
         DType::Iq2Xxs | DType::Iq3S => 2048,
         DType::Iq2S => 8192,
         DType::Iq3Xxs => 1024,
-        DType::Iq4Nl | DType::Iq4Xs => 64,
+        DType::Iq4Nl | DType::Iq4Xs | DType::Mxfp4 => 64,
         _ => 0,
     }
 }
@@ -1076,6 +1076,7 @@ pub struct MulMmRun<'a> {
 /// Runs MUL_MAT through the matrix-matrix kernel; dst (M, N, ne12, ne13) f32 comes back in
 /// ggml order.
 pub fn run(gpu: &mut Gpu, tree: &mut ShaderTree, r: &MulMmRun) -> Result<KernelRun> {
+    super::own_tree_decodes(r.a.dtype())?;
     let plan = plan(gpu.caps(), r.mode, r.a, r.b, r.prec, r.force_split_k)
         .map_err(GpuError::Unsupported)?;
     let (a, b) = staged(r.a, r.b, &plan.staging)?;
@@ -1169,6 +1170,7 @@ pub struct MulMmIdRun<'a> {
 /// Runs MUL_MAT_ID through the matrix-matrix ID kernel, one job per token chunk; dst
 /// (M, n_used, n_tokens, 1) f32 comes back in ggml order.
 pub fn run_id(gpu: &mut Gpu, tree: &mut ShaderTree, r: &MulMmIdRun) -> Result<KernelRun> {
+    super::own_tree_decodes(r.a.dtype())?;
     let plan =
         plan_id(gpu.caps(), r.mode, r.a, r.b, r.ids, r.prec).map_err(GpuError::Unsupported)?;
     let (a, b) = staged(r.a, r.b, &plan.staging)?;

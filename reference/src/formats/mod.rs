@@ -1,6 +1,7 @@
 //! ggml element types and block formats, bit-exact with ggml (sections 2.1–2.5 and 2.7 of the
 //! interface spec; the K-quants live in `kquants.rs`, iq4_nl/iq4_xs in `iq4.rs`, the lattice
-//! i-quants iq1_s … iq3_s in `iq_grid.rs` with their tables in `iq_tables.rs`).
+//! i-quants iq1_s … iq3_s in `iq_grid.rs` with their tables in `iq_tables.rs`, MXFP4 in
+//! `mxfp4.rs`).
 //!
 //! * [`dequantize`] / [`dequantize_into`] give the exact element values (as f64: every format
 //!   here decodes exactly into f64).
@@ -17,12 +18,15 @@ pub mod iq_grid;
 pub mod iq_tables;
 mod kquants;
 mod legacy;
+pub mod mxfp4;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_iq;
 #[cfg(test)]
 mod tests_kquants;
+#[cfg(test)]
+mod tests_mxfp4;
 
 pub use iq4::{BlockIq4Nl, BlockIq4Xs, KVALUES_IQ4NL};
 pub use iq_grid::{
@@ -31,6 +35,7 @@ pub use iq_grid::{
 pub use iq_tables::{iq_grids, IqGrids};
 pub use kquants::{scale_min_k4, BlockQ2_K, BlockQ3_K, BlockQ4_K, BlockQ5_K, BlockQ6_K, QK_K};
 pub use legacy::{Block, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
+pub use mxfp4::BlockMxfp4;
 
 use crate::{Error, Result};
 
@@ -96,6 +101,8 @@ pub enum DType {
     Iq4Nl,
     /// 256-element super-blocks of 4-bit non-linear indices with 6-bit scales (136 bytes).
     Iq4Xs,
+    /// OCP MX: 32-element blocks of E2M1 codes with a shared E8M0 scale (17 bytes).
+    Mxfp4,
     /// Little-endian 32-bit signed integers.
     I32,
 }
@@ -126,6 +133,7 @@ impl DType {
         DType::Iq3S,
         DType::Iq4Nl,
         DType::Iq4Xs,
+        DType::Mxfp4,
         DType::I32,
     ];
 
@@ -151,6 +159,7 @@ impl DType {
         DType::Iq3S,
         DType::Iq4Nl,
         DType::Iq4Xs,
+        DType::Mxfp4,
     ];
 
     /// The lattice i-quants (iq1_s … iq3_s: grid tables, [`iq_grid`]).
@@ -172,6 +181,7 @@ impl DType {
                 legacy::QK
             }
             DType::Iq4Nl => iq4::QK4_NL,
+            DType::Mxfp4 => mxfp4::QK_MXFP4,
             DType::Q2_K
             | DType::Q3_K
             | DType::Q4_K
@@ -213,6 +223,7 @@ impl DType {
             DType::Iq3S => 110,
             DType::Iq4Nl => 18,
             DType::Iq4Xs => 136,
+            DType::Mxfp4 => 17,
         }
     }
 
@@ -242,6 +253,7 @@ impl DType {
             DType::Iq3S => "iq3_s",
             DType::Iq4Nl => "iq4_nl",
             DType::Iq4Xs => "iq4_xs",
+            DType::Mxfp4 => "mxfp4",
             DType::I32 => "i32",
         }
     }
@@ -261,12 +273,13 @@ impl DType {
 
     /// Byte offsets, within one block, of its f16 scale fields (d, then m or dmin). Every other
     /// bit of a block is a free code bit, so a generator can write any scale it wants here and
-    /// random bytes elsewhere. Empty for the scalar types, and for iq1_m, whose f16 scale is
-    /// spread over four nibbles: read and write scales through [`f16_scale`](Self::f16_scale)
-    /// and [`set_f16_scale`](Self::set_f16_scale), which cover every format.
+    /// random bytes elsewhere. Empty for the scalar types, for iq1_m, whose f16 scale is
+    /// spread over four nibbles (read and write scales through [`f16_scale`](Self::f16_scale)
+    /// and [`set_f16_scale`](Self::set_f16_scale), which cover every format), and for mxfp4,
+    /// whose scale is an E8M0 byte at offset 0 ([`mxfp4`]).
     pub const fn f16_fields(self) -> &'static [usize] {
         match self {
-            DType::F32 | DType::F16 | DType::Bf16 | DType::I32 | DType::Iq1M => &[],
+            DType::F32 | DType::F16 | DType::Bf16 | DType::I32 | DType::Iq1M | DType::Mxfp4 => &[],
             DType::Q4_0
             | DType::Q5_0
             | DType::Q8_0
@@ -323,8 +336,9 @@ impl DType {
 
     /// Whether [`quantize`] can produce this type: false for the formats whose ggml reference
     /// quantizer vkdiff does not reproduce (docs/interface.md §2.7: the K-quants and
-    /// iq4_nl/iq4_xs, whose quantizers search over candidate scales, and the lattice i-quants);
-    /// generate raw blocks for those instead.
+    /// iq4_nl/iq4_xs, whose quantizers search over candidate scales, the lattice i-quants, and
+    /// mxfp4, whose shared exponent depends on the C library's log2f: [`mxfp4::encode`] is the
+    /// MX specification's conversion instead); generate raw blocks for those instead.
     pub const fn has_quantizer(self) -> bool {
         !matches!(
             self,
@@ -342,6 +356,7 @@ impl DType {
                 | DType::Q6_K
                 | DType::Iq4Nl
                 | DType::Iq4Xs
+                | DType::Mxfp4
         )
     }
 
@@ -421,7 +436,8 @@ fn encode_blocks<B: Block>(src: &[f32], out: &mut [u8]) {
 /// `dtype.row_bytes(n)` long.
 ///
 /// Every format here decodes exactly into f64 (d·q + m has few enough bits), so these are the
-/// mathematical values, not rounded ones. i32 decodes to its integer value.
+/// mathematical values, not rounded ones. i32 decodes to its integer value; an mxfp4 block
+/// whose E8M0 scale is the NaN code 0xFF decodes to NaN (the MX specification).
 pub fn dequantize(dtype: DType, bytes: &[u8], n: usize) -> Result<Vec<f64>> {
     check_bytes(dtype, bytes.len(), n)?;
     let mut out = vec![0.0; n];
@@ -459,6 +475,7 @@ pub fn dequantize_into(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()
         DType::Iq3S => decode_blocks::<BlockIq3S>(bytes, out),
         DType::Iq4Nl => decode_blocks::<BlockIq4Nl>(bytes, out),
         DType::Iq4Xs => decode_blocks::<BlockIq4Xs>(bytes, out),
+        DType::Mxfp4 => decode_blocks::<BlockMxfp4>(bytes, out),
     }
     Ok(())
 }
@@ -545,6 +562,7 @@ pub fn dequantize_f32_into(dtype: DType, bytes: &[u8], out: &mut [f32]) -> Resul
         DType::Iq3S => decode_blocks_f32::<BlockIq3S>(bytes, out),
         DType::Iq4Nl => decode_blocks_f32::<BlockIq4Nl>(bytes, out),
         DType::Iq4Xs => decode_blocks_f32::<BlockIq4Xs>(bytes, out),
+        DType::Mxfp4 => decode_blocks_f32::<BlockMxfp4>(bytes, out),
     }
     Ok(())
 }
@@ -594,7 +612,8 @@ pub fn quantize_into(dtype: DType, src: &[f32], out: &mut [u8]) -> Result<()> {
         | DType::Iq3Xxs
         | DType::Iq3S
         | DType::Iq4Nl
-        | DType::Iq4Xs => unreachable!("has_quantizer is false"),
+        | DType::Iq4Xs
+        | DType::Mxfp4 => unreachable!("has_quantizer is false"),
     }
     Ok(())
 }

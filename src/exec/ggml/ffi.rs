@@ -31,7 +31,7 @@ const OP_PARAMS_OFFSET: usize = 84;
 const PREC_F32: c_int = 10;
 
 /// ggml's type number for a vkdiff type (stable across revisions).
-fn type_id(t: DType) -> c_int {
+pub(crate) fn type_id(t: DType) -> c_int {
     match t {
         DType::F32 => 0,
         DType::F16 => 1,
@@ -54,6 +54,7 @@ fn type_id(t: DType) -> c_int {
         DType::Iq3S => 21,
         DType::Iq2S => 22,
         DType::Iq4Xs => 23,
+        DType::Mxfp4 => 39,
         DType::Iq1M => 29,
         DType::I32 => 26,
         DType::Bf16 => 30,
@@ -611,7 +612,9 @@ impl<'t> Builder<'_, 't> {
         let flat = (a.ggml_new_tensor_1d)(self.ctx, ty, elems as i64);
         self.uploads.push((flat, t.data()));
         let nb = t.nb();
-        (a.ggml_view_4d)(self.ctx, flat, ne[0], ne[1], ne[2], ne[3], nb[1], nb[2], nb[3], 0)
+        (a.ggml_view_4d)(
+            self.ctx, flat, ne[0], ne[1], ne[2], ne[3], nb[1], nb[2], nb[3], 0,
+        )
     }
 }
 

@@ -144,6 +144,9 @@ pub struct GgmlDriver {
     /// The tree's GGML_KQ_MASK_PAD where its ggml.h asserts one (0.1.109: 64; later trees
     /// dropped it), read by [`kq_mask_pad`].
     mask_pad: Option<usize>,
+    /// The tree's GGML_TYPE_COUNT where its ggml.h says it, read by [`ggml_type_count`]: a type
+    /// of a later tree (mxfp4 in 0.1.109) is refused by [`type_refusal`].
+    type_count: Option<usize>,
     /// `vkdiff bench --ggml`: time graph_compute (the reported time is its median).
     pub timing: Option<ffi::Timing>,
     /// The library's modules by hash (Err: why names are unknown, e.g. a stripped library).
@@ -225,6 +228,9 @@ impl Driver for GgmlDriver {
         if let Some(reason) = mask_pad_refusal(op, self.mask_pad) {
             return Err(Outcome::Skip(reason));
         }
+        if let Some(reason) = type_refusal(op, self.type_count) {
+            return Err(Outcome::Skip(reason));
+        }
         let _span = vkdiff_gpu::profile::enabled()
             .then(|| vkdiff_gpu::profile::graph(graph_label(op, self.config)));
         let start = std::time::Instant::now();
@@ -269,10 +275,22 @@ fn injected(op: &GraphOp, name: Option<&str>) -> bool {
 /// A graph's profile label: op, configuration, then each source's type and shape (the choice
 /// of pipeline follows types and shapes).
 fn graph_label(op: &GraphOp, config: Config) -> String {
-    if let GraphOp::Fused { head, tail, unfused } = op {
+    if let GraphOp::Fused {
+        head,
+        tail,
+        unfused,
+    } = op
+    {
         let tail: Vec<String> = tail
             .iter()
-            .map(|t| format!("{} {:?}{:?}", t.name(), t.tensor().dtype(), Tensor::ne(t.tensor())))
+            .map(|t| {
+                format!(
+                    "{} {:?}{:?}",
+                    t.name(),
+                    t.tensor().dtype(),
+                    Tensor::ne(t.tensor())
+                )
+            })
             .collect();
         return format!(
             "{}{} = {} + {}",
@@ -315,6 +333,45 @@ pub fn kq_mask_pad(dirs: &[&Path]) -> Option<usize> {
                     .flatten()
             })
         })
+}
+
+/// GGML_TYPE_COUNT as the tree's `ggml.h` declares it (`GGML_TYPE_COUNT = 39,` in its
+/// `ggml_type` enum), looked for as [`kq_mask_pad`] looks; None when no header is found.
+pub fn ggml_type_count(dirs: &[&Path]) -> Option<usize> {
+    dirs.iter()
+        .flat_map(|d| [d.join("include/ggml.h"), d.join("ggml.h")])
+        .find_map(|h| std::fs::read_to_string(h).ok())
+        .and_then(|text| {
+            text.lines().find_map(|l| {
+                let (name, value) = l.split_once('=')?;
+                (name.trim() == "GGML_TYPE_COUNT")
+                    .then(|| value.trim().trim_end_matches(',').trim().parse().ok())
+                    .flatten()
+            })
+        })
+}
+
+/// Why a graph is not run: a tensor of a type this tree's ggml does not have (its id is not
+/// below the tree's GGML_TYPE_COUNT; ggml would abort on it).
+fn type_refusal(op: &GraphOp, count: Option<usize>) -> Option<String> {
+    let count = count?;
+    let tensors: Vec<&Tensor> = match op {
+        GraphOp::MulMat { a, b, .. } => vec![a, b],
+        GraphOp::MulMatId { a, b, ids, .. } => vec![a, b, ids],
+        GraphOp::FlashAttn { q, k, v, mask, .. } => [Some(*q), Some(*k), Some(*v), *mask]
+            .into_iter()
+            .flatten()
+            .collect(),
+        GraphOp::Wkv7(t) => t.to_vec(),
+        // The nodes after the head take f32 tensors.
+        GraphOp::Fused { head, .. } => return type_refusal(head, Some(count)),
+    };
+    tensors.iter().map(|t| t.dtype()).find_map(|t| {
+        let id = ffi::type_id(t);
+        (id as usize >= count).then(|| {
+            format!("ggml: this tree has no {t} (type {id}; its ggml.h has GGML_TYPE_COUNT = {count}): a later ggml's type")
+        })
+    })
 }
 
 /// Why a FLASH_ATTN_EXT graph is not run: a mask with fewer rows than the tree asserts.
@@ -449,6 +506,7 @@ pub fn open(
         eprintln!("vkdiff worker: dispatched modules are named by hash only: {e}");
     }
     let mask_pad = kq_mask_pad(&[tree.as_deref().unwrap_or(lib_dir), lib_dir]);
+    let type_count = ggml_type_count(&[tree.as_deref().unwrap_or(lib_dir), lib_dir]);
     Ok((
         gpu,
         GgmlDriver {
@@ -456,6 +514,7 @@ pub fn open(
             config,
             caps,
             mask_pad,
+            type_count,
             timing: None,
             modules,
             layer,
@@ -529,5 +588,32 @@ mod tests {
         assert!(mask_pad_refusal(&op(&short), pad).is_some_and(|r| r.contains("64 rows")));
         assert!(mask_pad_refusal(&op(&padded), pad).is_none());
         assert!(mask_pad_refusal(&op(&short), None).is_none());
+    }
+
+    #[test]
+    fn a_type_the_tree_lacks_is_refused() {
+        let dir = std::env::temp_dir().join(format!("vkdiff-typecount-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("include")).unwrap();
+        // As 0.1.109's enum ends (before MXFP4, type 39, existed).
+        std::fs::write(
+            dir.join("include/ggml.h"),
+            "    enum ggml_type {\n        GGML_TYPE_F32     = 0,\n        GGML_TYPE_COUNT   = 39,\n    };\n",
+        )
+        .unwrap();
+        let count = ggml_type_count(&[&dir]);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(count, Some(39));
+        let b = Tensor::from_f32(DType::F32, [32, 1, 1, 1], &[0.5; 32]).unwrap();
+        let a = Tensor::from_bytes(DType::Mxfp4, [32, 1, 1, 1], vec![127; 17]).unwrap();
+        let q = Tensor::from_bytes(DType::Q4_0, [32, 1, 1, 1], vec![0; 18]).unwrap();
+        let op = |a| GraphOp::MulMat {
+            a,
+            b: &b,
+            prec_f32: false,
+        };
+        assert!(type_refusal(&op(&a), count).is_some_and(|r| r.contains("no mxfp4")));
+        assert!(type_refusal(&op(&q), count).is_none());
+        assert!(type_refusal(&op(&a), Some(40)).is_none());
+        assert!(type_refusal(&op(&a), None).is_none());
     }
 }

@@ -149,8 +149,9 @@ pub enum Scales {
 pub enum Blocks {
     /// Float values from a distribution, quantized with ggml's reference quantizer.
     Quantized(Dist),
-    /// Every bit random except the f16 scale fields, which follow [`Scales`]: blocks no
-    /// quantizer would produce, e.g. all 4-bit codes used with a subnormal scale.
+    /// Every bit random except the f16 scale fields (MXFP4: its E8M0 scale byte), which follow
+    /// [`Scales`]: blocks no quantizer would produce, e.g. all 4-bit codes used with a
+    /// subnormal scale.
     Raw(Scales),
 }
 
@@ -319,12 +320,20 @@ pub fn tensor(dtype: DType, ne: [usize; 4], blocks: Blocks, seed: u64, stream: u
 fn generate(dtype: DType, ne: [usize; 4], blocks: Blocks, seed: u64, stream: u64) -> Tensor {
     let n: usize = ne.iter().product();
     let blocks = match blocks {
-        Blocks::Quantized(_) if dtype.is_quantized() && !dtype.has_quantizer() => {
+        Blocks::Quantized(_)
+            if dtype.is_quantized() && !dtype.has_quantizer() && dtype != DType::Mxfp4 =>
+        {
             Blocks::Raw(Scales::Random)
         }
         b => b,
     };
     match (blocks, dtype.is_quantized()) {
+        // MXFP4 values go through the MX specification's conversion (ggml's quantizer is not
+        // reproduced: `DType::has_quantizer`).
+        (Blocks::Quantized(dist), true) if dtype == DType::Mxfp4 => {
+            let bytes = vkdiff_reference::formats::mxfp4::encode(&values(dist, seed, stream, n));
+            Tensor::from_bytes(dtype, ne, bytes).expect("whole blocks")
+        }
         (Blocks::Raw(mode), true) => {
             let mut r = rng(seed, stream);
             let nblocks = n / dtype.block_len();
@@ -334,9 +343,20 @@ fn generate(dtype: DType, ne: [usize; 4], blocks: Blocks, seed: u64, stream: u64
                 for i in 0..dtype.f16_scales() {
                     dtype.set_f16_scale(block, i, scale(mode, &mut r));
                 }
+                if dtype == DType::Mxfp4 {
+                    let (e, zero) = super::mxfp4::scale_byte(mode, &mut r);
+                    block[0] = e;
+                    if zero {
+                        block[1..].fill(0);
+                    }
+                }
             }
             if bytes.iter().all(|&b| b == 0) {
-                dtype.set_f16_scale(&mut bytes[..dtype.block_bytes()], 0, f16::ONE);
+                if dtype == DType::Mxfp4 {
+                    bytes[0] = 127;
+                } else {
+                    dtype.set_f16_scale(&mut bytes[..dtype.block_bytes()], 0, f16::ONE);
+                }
                 bytes[dtype.block_bytes() - 1] = 0x11;
             }
             Tensor::from_bytes(dtype, ne, bytes).expect("whole blocks")

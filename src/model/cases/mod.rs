@@ -9,6 +9,7 @@
 pub mod data;
 pub mod intdot;
 pub mod model_devices;
+pub mod mxfp4;
 
 use std::fmt;
 

@@ -47,6 +47,29 @@ pub const A_TYPES: &[DType] = &[
     DType::Iq3S,
     DType::Iq4Nl,
     DType::Iq4Xs,
+    DType::Mxfp4,
+];
+
+/// The A types with an integer-dot mat-vec (MMVQ: B quantized to q8_1 on the fly, 4×8-bit
+/// dot products) in later upstream (0.1.161 `ggml_vk_get_dequantize_mul_mat_vec` with a q8_1
+/// B), when the device accelerates integer dot products (`caps.integer_dot`) and the host
+/// picks it. mxfp4 among them: its kvalues (doubled E2M1) are the int8 codes, the halved
+/// E8M0 scale the block's d. For the q8_1 error models keyed on `caps.integer_dot`.
+pub const Q8_1_MAT_VEC_TYPES: &[DType] = &[
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Mxfp4,
+    DType::Q2_K,
+    DType::Q3_K,
+    DType::Q4_K,
+    DType::Q5_K,
+    DType::Q6_K,
+    DType::Iq1S,
+    DType::Iq1M,
+    DType::Iq4Xs,
 ];
 
 /// One MUL_MAT through the mat-vec kernel: dst (M, N, ne02·r2, ne03) = A (K, M, ne02, ne03) × B.
@@ -140,8 +163,8 @@ impl KernelDef for MulMatVec {
     type Params = (DType, DType, Epilogue);
     const NAME: &'static str = "mul_mat_vec";
     const SHADER: &'static str = "mul_mat_vec.comp";
-    const SUMMARY: &'static str = "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs, B f32/f16";
-    const ERROR_MODEL: &'static str = "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min] (src/model/cases/mul_mat_vec/bounds.rs); +add: one f32 rounding per node (src/model/cases/mul_mat_vec/epilogue.rs)";
+    const SUMMARY: &'static str = "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs/mxfp4, B f32/f16";
+    const ERROR_MODEL: &'static str = "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min]; mxfp4 also its flushed scales and a floor scaled by its block scales (src/model/cases/mul_mat_vec/bounds.rs, src/model/cases/mxfp4.rs); +add: one f32 rounding per node (src/model/cases/mul_mat_vec/epilogue.rs); with integer dot, B quantized to q8_1 (src/model/cases/intdot.rs)";
 
     fn variants() -> Vec<(String, Self::Params)> {
         let mut v = Vec::new();
@@ -346,6 +369,9 @@ impl CaseModel for MulMatVecCase {
         if let Some(reason) = ctx.driver.fused_skip().filter(|_| !self.epilogue.is_none()) {
             return Outcome::Skip(reason);
         }
+        if let Some(skip) = super::mxfp4::pinned_host_skip(ctx, self.a_type) {
+            return skip;
+        }
         let (a, b) = match self.inputs() {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
@@ -372,6 +398,11 @@ impl CaseModel for MulMatVecCase {
             Err(e) => return Outcome::Error(e.to_string()),
         };
         let columns = super::batched_columns(self.n, self.ne02, self.r2, self.ne03, self.m);
+        if let Err(e) =
+            super::mxfp4::add_mat_vec_terms(&mut bounds, &a, &b_rows, self.k, self.m, &columns)
+        {
+            return Outcome::Error(e);
+        }
         let fmt = |t: DType| match t {
             DType::F16 => Fp::F16,
             DType::Bf16 => Fp::Bf16,

@@ -348,6 +348,9 @@ impl CaseModel for MulMatVecIdCase {
         if let Some(reason) = ctx.driver.fused_skip().filter(|_| !self.epilogue.is_none()) {
             return Outcome::Skip(reason);
         }
+        if let Some(skip) = super::mxfp4::pinned_host_skip(ctx, self.a_type) {
+            return skip;
+        }
         let (a, b, ids) = match self.inputs() {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
@@ -367,8 +370,38 @@ impl CaseModel for MulMatVecIdCase {
         let block_size = runners::mul_mat_vec_id::spec_constants(ctx.caps(), self.a_type)[0];
         let mut bounds =
             crate::model::cases::mul_mat_vec::bounds::mul_mat_vec_id_bounds(&magnitude.values, self.k, block_size, self.a_type);
+        // dst column (slot e) multiplies expert ids[e] by B row e mod ne11.
+        let columns: Vec<(usize, usize)> = self
+            .ids()
+            .iter()
+            .enumerate()
+            .map(|(e, &x)| (x as usize * self.m, e % self.ne11))
+            .collect();
+        if self.a_type == DType::Mxfp4 {
+            let b_rows = match b.rows() {
+                Ok(r) => r,
+                Err(e) => return Outcome::Error(e.to_string()),
+            };
+            if let Err(e) = super::mxfp4::add_mat_vec_terms(
+                &mut bounds, &a, &b_rows, self.k, self.m, &columns,
+            ) {
+                return Outcome::Error(e);
+            }
+        }
         // Block scales of any bits (NaN, ±∞) reach dst by kernel-dependent factoring.
         crate::model::compare::undefined_where_non_finite(&want.values, &mut bounds);
+        // The f32 sums may overflow in some order where Σ|a·b|, grown by the roundings of its
+        // depth, reaches f32's range (MXFP4's scales reach 2¹²⁷): ±∞ there is legitimate.
+        let depth = crate::model::cases::mul_mat_vec::bounds::mul_mat_vec_depth_of(
+            self.a_type,
+            self.k,
+            block_size,
+        );
+        for (b, m) in bounds.iter_mut().zip(&magnitude.values) {
+            if m * (1.0 + crate::model::tolerance::gamma(depth)) >= f32::MAX as f64 {
+                *b = f64::NAN;
+            }
+        }
         let mut expected = want.values.clone();
         // ggml's integer-dot mat-vec (MMVQ), where the host may take it: B quantized to q8_1.
         if let Some(plan) = self.int_dot_plan(ctx) {

@@ -60,6 +60,26 @@ use crate::model::cases::mul_mm::bounds::MulMmArith;
 /// The quantized A types with a direct mul_mm pipeline (§6.1), in table order.
 pub const QUANT_TYPES: &[DType] = DType::WEIGHT_QUANTS;
 
+/// The A types with an integer-dot matmul (MMQ: B quantized to q8_1, `matmul_<t>_q8_1`) in
+/// later upstream (0.1.161, scalar and cm1 paths), which its host may take for these types
+/// when the device accelerates integer dot products (`caps.integer_dot`). mxfp4 among them. For the
+/// q8_1 error models keyed on `caps.integer_dot`.
+pub const Q8_1_MATMUL_TYPES: &[DType] = &[
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Mxfp4,
+    DType::Q2_K,
+    DType::Q3_K,
+    DType::Q4_K,
+    DType::Q5_K,
+    DType::Q6_K,
+    DType::Iq3S,
+    DType::Iq4Xs,
+];
+
 /// Products a·b a case may compute (M·N·K·batches): lavapipe runs the f16 arithmetic at tens
 /// of millions of fmas a second, and the error model walks every product once.
 pub const PRODUCTS: usize = 1 << 22;
@@ -134,7 +154,7 @@ impl KernelDef for MulMm {
     type Params = Family;
     const NAME: &'static str = "mul_mm";
     const SHADER: &'static str = "mul_mm.comp";
-    const SUMMARY: &'static str = "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path (mul_mm.comp), KHR coopmat path (`_cm1` rows, mul_mm.comp with COOPMAT) and NV coopmat2 path (`_cm2` rows, mul_mm_cm2.comp): A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq1_s..iq3_s/iq4_nl/iq4_xs, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)";
+    const SUMMARY: &'static str = "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path (mul_mm.comp), KHR coopmat path (`_cm1` rows, mul_mm.comp with COOPMAT) and NV coopmat2 path (`_cm2` rows, mul_mm_cm2.comp): A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq1_s..iq3_s/iq4_nl/iq4_xs/mxfp4, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)";
     const ERROR_MODEL: &'static str = "scalar: running error bound along the exact partial sums (operands rounded to f16, products and adds in ACC_TYPE); cm1: the scalar operand roundings, then the cm2 step model over TK = 16; cm2: decoder roundings per type, then a running bound over BK-deep coopMatMulAdd steps whose inner order is free (γ over BK with directed-rounding units); flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (src/model/cases/mul_mm/bounds.rs, bounds_cm2.rs)";
 
     fn variants() -> Vec<(String, Family)> {
@@ -148,8 +168,11 @@ impl KernelDef for MulMm {
     }
 
     fn strategy(p: &Family) -> BoxedStrategy<Self::Case> {
-        strategy(p.a, p.b, p.acc16, p.mode)
-            .boxed()
+        prop_oneof![
+            LARGE_ODDS => strategy(p.a, p.b, p.acc16, p.mode),
+            1 => large_strategy(p.a, p.b, p.acc16, p.mode),
+        ]
+        .boxed()
     }
 
     fn requires(p: &Family, caps: &DeviceCaps) -> Option<String> {
@@ -457,6 +480,86 @@ pub fn cm2_n_strategy() -> BoxedStrategy<usize> {
     .boxed()
 }
 
+/// One case in this many (plus one) of a mul_mm or mul_mm_id row is drawn by the large
+/// strategy ([`large_strategy`], `mul_mm_id::large_strategy`): about one per row in the
+/// differential suite's 200 cases.
+pub const LARGE_ODDS: u32 = 150;
+
+/// Large matmuls, where the host's choices for big shapes start (§8.2, and later upstream's
+/// `ggml_vk_guess_matmul_pipeline` tile selectors and `ggml_vk_guess_split_k`, 0.1.161):
+/// M and N past 64 on both sides (the large 128 × 128 tile on scalar and cm1 devices), N past
+/// 128 (cm2's large tile, BN 256), several large tiles in M (129–136: a ragged second one;
+/// 250–260: two), N of 129–136 (past the large tile's width of 128, which a host with shader
+/// cores needs before it splits K, and past cm2's medium BN), and K from 2048 (its split-k threshold; then up to 8 splits of k_split rounded
+/// to 256, which a ragged K past a multiple of 256 makes uneven). One matrix, no batches;
+/// forced splits as in [`strategy`]. Up to 260·136·2304 ≈ 2²⁶ products: lavapipe takes a few
+/// seconds a case, the reference and bound well under that (vkdiff bench --host-only).
+pub fn large_strategy(
+    a: DType,
+    b: DType,
+    acc16: bool,
+    mode: Mode,
+) -> impl Strategy<Value = MulMmCase> {
+    let (cm1, cm2) = (mode == Mode::Cm1, mode == Mode::Cm2);
+    let typed = proptest::sample::select(inputs_for(a, b, false, cm2)).prop_flat_map(
+        |(a_in, b_in, pad)| {
+            let block = a_in.block_len();
+            // K ≥ 2048 in whole blocks: 2048 itself, just past it (ragged against 256 for the
+            // 32-element blocks and floats), or 2304 (nine 256s).
+            let k = prop_oneof![
+                2 => Just(2048usize),
+                2 => (1usize..=40).prop_map(move |j| 2048 + j * block.min(32)),
+                1 => Just(2304usize),
+            ]
+            .prop_map(move |k| k.div_ceil(block) * block);
+            (Just(a_in), Just(b_in), pad_strategy(pad), k)
+        },
+    );
+    let m = prop_oneof![2 => 129usize..=136, 1 => 250usize..=260];
+    let n = 129usize..=136;
+    let split = prop_oneof![4 => Just(None), 1 => (2u32..=4).prop_map(Some)];
+    (
+        Blocks::ieee_strategy(),
+        Dist::ieee_strategy(),
+        typed,
+        (m, n, split),
+        prec_strategy(a, acc16),
+        any::<u64>(),
+    )
+        .prop_map(
+            move |(a_blocks, b_dist, (a_type, b_type, b_row_pad, k), (m, n, split), prec, seed)| {
+                // cm2 halves a forced split until each split is a whole number of 256s (§8.3):
+                // keep K a multiple of 256 · split there.
+                let k = match (cm2, split) {
+                    (true, Some(s)) => {
+                        let s = if s.min(4) == 3 { 2 } else { s.min(4) as usize };
+                        k.div_ceil(256 * s) * 256 * s
+                    }
+                    _ => k,
+                };
+                MulMmCase {
+                    a_type,
+                    b_type,
+                    k,
+                    m,
+                    n,
+                    ne02: 1,
+                    r2: 1,
+                    ne03: 1,
+                    b_row_pad,
+                    prec,
+                    force_split_k: split,
+                    a_blocks,
+                    b_dist,
+                    seed,
+                    cm2,
+                    cm1,
+                    scale_log2: 0,
+                }
+            },
+        )
+}
+
 /// Cases for the family (a, b, acc16) on the path `mode` (cm1 cases are drawn as the scalar
 /// ones: same host logic, same tile edges). The shape is drawn before the data and by
 /// `prop_flat_map`, each size's range set by those drawn before it (nothing is rewritten
@@ -719,6 +822,9 @@ impl CaseModel for MulMmCase {
     }
 
     fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        if let Some(skip) = super::mxfp4::pinned_host_skip(ctx, self.a_type) {
+            return skip;
+        }
         let (a, b) = match self.inputs() {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
@@ -798,7 +904,13 @@ impl CaseModel for MulMmCase {
                     }
                 });
             }
-            let bounds = crate::model::cases::mul_mm::bounds::loosest_mm(candidates);
+            let mut bounds = crate::model::cases::mul_mm::bounds::loosest_mm(candidates);
+            // MXFP4's flushable scales (f16 accumulators' unit: the larger).
+            if let Err(e) = super::mxfp4::add_mat_mat_terms(
+                &mut bounds.bounds, &a, &b_rows, self.k, self.m, &columns, Fp::F16.unit(),
+            ) {
+                return Err(Box::new(Outcome::Error(e)));
+            }
             // NaN and ±∞: IEEE propagation through the operands as staged (block formats: see
             // `dot_special`).
             let arith = arith_of(&plan.staging, self.a_type, plan.split_k, plan.k_split);
@@ -1331,6 +1443,30 @@ pub(crate) mod tests {
         assert_eq!(cm2[at], tolerance::Special::Undefined);
         let changed = exact.iter().zip(&cm2).filter(|(x, y)| x != y).count();
         assert!(changed >= 1 && changed < exact.len() / 100, "{changed} elements changed class");
+    }
+
+    #[test]
+    fn large_cases_run_their_row_on_the_large_tile_past_the_split_threshold() {
+        use runners::mul_mm::Tile;
+        for (a, b, acc16, mode) in all_families(false) {
+            let mut runner = TestRunner::deterministic();
+            let name = family_name(a, b, acc16, false, mode);
+            for _ in 0..4 {
+                let c = large_strategy(a, b, acc16, mode)
+                    .new_tree(&mut runner)
+                    .unwrap()
+                    .current();
+                assert_eq!(c.validate(), Ok(()), "{c}");
+                assert_eq!(c.variant(), name, "{c}");
+                assert!(c.k >= 2048 && c.n > 128 && c.m > 128, "{c}");
+                assert!(c.m * c.n * c.k <= 3 << 25, "{c}");
+                let (ta, tb) = c.inputs().unwrap();
+                let p = runners::mul_mm::plan(&h100(), mode, &ta, &tb, c.prec, c.force_split_k)
+                    .unwrap_or_else(|e| panic!("{c}: {e}"));
+                assert_eq!(p.staging.selection.name(false), name, "{c}");
+                assert_eq!(p.dispatch.tile, Tile::L, "{c}");
+            }
+        }
     }
 
     #[test]

@@ -117,8 +117,11 @@ impl KernelDef for MulMmId {
     }
 
     fn strategy(p: &Family) -> BoxedStrategy<Self::Case> {
-        strategy(p.a, p.b, p.acc16, p.mode)
-            .boxed()
+        prop_oneof![
+            super::mul_mm::LARGE_ODDS => strategy(p.a, p.b, p.acc16, p.mode),
+            1 => large_strategy(p.a, p.b, p.acc16, p.mode),
+        ]
+        .boxed()
     }
 
     fn requires(p: &Family, caps: &DeviceCaps) -> Option<String> {
@@ -270,6 +273,70 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
         )
 }
 
+/// Large MUL_MAT_ID products, where the host picks its large tile (§8.2; later upstream's ID
+/// tile selector, 0.1.161): experts of M = 129–136 or 250–260 rows (past 64, several 128-row
+/// tiles) and 129–140 tokens (past 64, and past cm2's 64/128-wide ID tiles), one or two slots
+/// on up to four experts, K of 256–512 (no split-k on MUL_MAT_ID): up to 260·140·2·512 ≈ 2²⁵
+/// products.
+pub fn large_strategy(
+    a: DType,
+    b: DType,
+    acc16: bool,
+    mode: Mode,
+) -> impl Strategy<Value = MulMmIdCase> {
+    let (cm1, cm2) = (mode == Mode::Cm1, mode == Mode::Cm2);
+    let typed = proptest::sample::select(inputs_for(a, b, true, cm2)).prop_flat_map(
+        |(a_in, b_in, pad)| {
+            let block = a_in.block_len();
+            let k = (256usize..=512).prop_map(move |k| k.div_ceil(block) * block);
+            (Just(a_in), Just(b_in), pad_strategy(pad), k)
+        },
+    );
+    let prec = if a.is_quantized() {
+        prop_oneof![Just(Prec::Default), Just(Prec::F32)].boxed()
+    } else {
+        super::mul_mm::prec_strategy(a, acc16)
+    };
+    let m = prop_oneof![2 => 129usize..=136, 1 => 250usize..=260];
+    (
+        Routing::strategy(),
+        Blocks::strategy(),
+        Dist::strategy(),
+        typed,
+        (m, 1usize..=4, 1usize..=2, 129usize..=140, any::<bool>()),
+        prec,
+        any::<u64>(),
+    )
+        .prop_map(
+            move |(
+                routing,
+                a_blocks,
+                b_dist,
+                (a_type, b_type, b_row_pad, k),
+                (m, n_as, n_used, n_tokens, shared_row),
+                prec,
+                seed,
+            )| MulMmIdCase {
+                a_type,
+                b_type,
+                k,
+                m,
+                n_as,
+                n_used,
+                ne11: if shared_row { 1 } else { n_used },
+                n_tokens,
+                routing,
+                b_row_pad,
+                prec,
+                a_blocks,
+                b_dist,
+                seed,
+                cm2,
+                cm1,
+            },
+        )
+}
+
 impl fmt::Display for MulMmIdCase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -375,6 +442,9 @@ impl CaseModel for MulMmIdCase {
     }
 
     fn evaluate(&self, ctx: &mut Ctx) -> Outcome {
+        if let Some(skip) = super::mxfp4::pinned_host_skip(ctx, self.a_type) {
+            return skip;
+        }
         let (a, b, ids) = match self.inputs() {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
@@ -454,6 +524,19 @@ impl CaseModel for MulMmIdCase {
                     crate::model::cases::mul_mm::bounds::mul_mm_bounds(&arith, self.k, self.m, &a_rows, &b_rows, &columns)
                 }
             };
+            let mut bounds = bounds;
+            // MXFP4's flushable scales (f16 accumulators' unit: the larger).
+            if let Err(e) = super::mxfp4::add_mat_mat_terms(
+                &mut bounds.bounds,
+                &a,
+                &b_rows,
+                self.k,
+                self.m,
+                &columns,
+                crate::model::tolerance::Fp::F16.unit(),
+            ) {
+                return Err(Box::new(Outcome::Error(e)));
+            }
             // ggml's integer-dot MUL_MAT_ID (MMQ), where the host may take it.
             let int_dot = match int_dot_plan {
                 Some(p) => match super::intdot::mat_candidate(&a, &b_rows, &columns, p) {
@@ -642,8 +725,9 @@ mod tests {
     #[test]
     fn every_case_of_a_row_runs_that_row_and_chunks_happen() {
         let caps = crate::model::cases::model_devices::lavapipe();
-        let mut runner = TestRunner::deterministic();
         for (a, b, acc16, mode) in all_families(true) {
+            // A stream per family: adding a family (mxfp4) shifts no other's cases.
+            let mut runner = TestRunner::deterministic();
             let caps = if mode == Mode::Fp16 {
                 caps.clone()
             } else {
@@ -680,6 +764,31 @@ mod tests {
                 overfull >= 1,
                 "{name}: no expert has more matches than columns"
             );
+        }
+    }
+
+    #[test]
+    fn large_cases_run_their_row_on_the_large_tile() {
+        use runners::mul_mm::Tile;
+        let mut runner = TestRunner::deterministic();
+        for (a, b, acc16, mode) in all_families(true) {
+            let name = family_name(a, b, acc16, true, mode);
+            for _ in 0..4 {
+                let c = large_strategy(a, b, acc16, mode)
+                    .new_tree(&mut runner)
+                    .unwrap()
+                    .current();
+                assert_eq!(c.validate(), Ok(()), "{c}");
+                assert_eq!(c.variant(), name, "{c}");
+                let (ta, tb, ti) = c.inputs().unwrap();
+                let caps = crate::model::cases::model_devices::h100();
+                let p = runners::mul_mm::plan_id(&caps, mode, &ta, &tb, &ti, c.prec)
+                    .unwrap_or_else(|e| panic!("{c}: {e}"));
+                assert_eq!(p.staging.selection.name(false), name, "{c}");
+                if mode != Mode::Cm2 {
+                    assert!(p.chunks.iter().all(|ch| ch.dispatch.tile == Tile::L), "{c}");
+                }
+            }
         }
     }
 

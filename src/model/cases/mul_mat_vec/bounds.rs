@@ -40,7 +40,7 @@ pub fn mul_mat_vec_bounds(
 /// describes only float A exactly:
 ///
 /// * **float A** (f32, f16, bf16): one element per step, [`mul_mat_vec_depth`] unchanged.
-/// * **generic body, block A** (q4_0 … q8_0, iq4_nl, iq4_xs): an invocation takes 8-element
+/// * **generic body, block A** (q4_0 … q8_0, iq4_nl, iq4_xs, mxfp4): an invocation takes 8-element
 ///   chunks tid, tid + BLOCK_SIZE, …, so it folds up to c = ⌈⌈K/8⌉/BLOCK_SIZE⌉ chunks of 8
 ///   terms into its sum: at most 8c roundings per term (8 sequential fmas per chunk would
 ///   reach it; our body, like ggml's, forms two 4-term dot products of q and b per chunk (4
@@ -51,7 +51,8 @@ pub fn mul_mat_vec_bounds(
 ///   instead (tid, tid + BLOCK_SIZE, …: at most 2c of them), each a 4-term dot product
 ///   folded with d in one fma: 4 + 1 + (2c − 1) = 2c + 4 ≤ 8c roundings, inside the same
 ///   count. d·q is exact in f32 for every block format of this body (at most 23 significant
-///   bits: 11 of d, 12 of iq4_xs's kvalue·(ls − 32)); with a min, d·q + m
+///   bits: 11 of d, 12 of iq4_xs's kvalue·(ls − 32); mxfp4's kvalue/2 and power-of-two
+///   scale are exact inside f32's normal range, its ends are `cases/mxfp4.rs`'s); with a min, d·q + m
 ///   rounds once more (our body: before the dot products, c + 6 ≤ 8c + 1). Then the
 ///   ⌈log₂ BLOCK_SIZE⌉ tree.
 /// * **K-quant bodies** (q2_K … q6_K, `mul_mat_vec_q*_k.comp`): 16 invocations per 256-element
@@ -96,7 +97,8 @@ pub fn mul_mat_vec_depth_of(a: vkdiff_reference::DType, k: usize, block_size: u3
 /// loses < 2⁻¹²⁶ before it is multiplied by d·sc or dmin·m (|·| ≤ 65504·128 < 2²³), over at most
 /// 3K flushable operations (a product-sum and a b-sum per element, and the folds). The generic
 /// body's floor is scaled by 2¹⁶ for the same reason: a chunk's q·b sum is multiplied by d
-/// (|d| ≤ 65504 < 2¹⁶) after it is formed, as in ggml's body.
+/// (|d| ≤ 65504 < 2¹⁶) after it is formed, as in ggml's body. MXFP4's E8M0 scales reach 2¹²⁷:
+/// its floor is scaled per row by `cases::mxfp4::add_mat_vec_terms`, on top of this one.
 pub fn mul_mat_vec_bounds_of(
     magnitudes: &[f64],
     k: usize,

@@ -188,6 +188,19 @@ pub fn cm2_decode_terms(dtype: vkdiff_reference::DType, bytes: &[u8]) -> Option<
                         huge: (d * sc).abs(),
                     }
                 }
+                // (kv·2^(e − 127))·0.5 in f32, then to f16: the f32 steps are exact unless the
+                // scale is an f32 subnormal (`tiny`: flushable, charged in full) or the
+                // product passes f32's range (x ≥ 2¹²⁷, far past f16's: ±∞ either way).
+                T::Mxfp4 => {
+                    let x = vkdiff_reference::formats::mxfp4::e8m0_to_f64(b[0]);
+                    let q = f64::from(vkdiff_reference::formats::mxfp4::e2m1_doubled(nib(1))) * 0.5;
+                    DecodeTerms {
+                        p: x * q,
+                        m: 0.0,
+                        tiny: if x < f64::from(f32::MIN_POSITIVE) { 0.0 } else { f64::INFINITY },
+                        huge: 0.0,
+                    }
+                }
                 t if T::LATTICE_IQUANTS.contains(&t) => {
                     let parts = vkdiff_reference::formats::iq_grid::parts(t, b, e);
                     DecodeTerms {
@@ -427,6 +440,9 @@ mod cm2_tests {
                 for i in 0..dt.f16_scales() {
                     let v = half::f16::from_f32(r.gen_range(-1.0..1.0));
                     dt.set_f16_scale(blk, i, v);
+                }
+                if dt == DType::Mxfp4 {
+                    blk[0] = r.gen_range(100..150);
                 }
             }
             let want =
