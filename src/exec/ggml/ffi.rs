@@ -136,6 +136,9 @@ api! {
 /// A loaded ggml build with a Vulkan backend on one device.
 pub struct Ggml {
     api: Api,
+    /// `ggml_flash_attn_ext_add_sinks(a, sinks)`, where the build has it (ggml added sinks after
+    /// the pinned July 2025 revision).
+    add_sinks: Option<Symbol<unsafe extern "C" fn(P, P)>>,
     backend: P,
     /// ggml's description of the device.
     pub description: String,
@@ -209,6 +212,7 @@ impl Ggml {
                 .map_err(|e| format!("cannot load {}: {e}", path.display()))?,
         );
         let api = Api::load(&libs)?;
+        let add_sinks = find(&libs, "ggml_flash_attn_ext_add_sinks").ok();
         unsafe { (api.ggml_log_set)(log_callback, std::ptr::null_mut()) };
         let n = unsafe { (api.ggml_backend_vk_get_device_count)() };
         if n < 1 {
@@ -232,6 +236,7 @@ impl Ggml {
         }
         Ok(Ggml {
             api,
+            add_sinks,
             backend,
             description,
             _libs: libs,
@@ -318,16 +323,30 @@ impl Ggml {
                 k,
                 v,
                 mask,
+                sinks,
                 scale,
                 max_bias,
                 softcap,
                 prec_f32,
             } => {
+                // Before building anything: a build without sinks refuses such an op.
+                let add_sinks = match (sinks, &self.add_sinks) {
+                    (Some(_), None) => {
+                        return Err(Refusal::Unsupported(
+                            "attention sinks: this ggml build has no ggml_flash_attn_ext_add_sinks (added after the July 2025 revision)".into(),
+                        ))
+                    }
+                    (Some(s), Some(f)) => Some((s, f)),
+                    (None, _) => None,
+                };
                 let (q, k, v) = (tensor(q), tensor(k), tensor(v));
                 let m = mask.map_or(std::ptr::null_mut(), &mut tensor);
                 let d = (a.ggml_flash_attn_ext)(ctx, q, k, v, m, *scale, *max_bias, *softcap);
                 if *prec_f32 {
                     (a.ggml_flash_attn_ext_set_prec)(d, PREC_F32);
+                }
+                if let Some((s, f)) = add_sinks {
+                    f(d, tensor(s));
                 }
                 d
             }
