@@ -32,6 +32,7 @@ use half::f16;
 use proptest::prelude::*;
 use proptest::sample::select;
 use rand::Rng;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use vkdiff_gpu::runners;
 use vkdiff_gpu::runners::flash_attn::{FlashAttnRun, Path, HEAD_SIZES};
@@ -1620,28 +1621,44 @@ impl FlashAttnCase {
         let s_abs = (self.params().dot_scale() as f64).abs();
         let units = bounds::f16_decode_units(self.kv_type) * tolerance::U16;
         let v_units = bounds::f16_decode_units(self.v_type()) * tolerance::U16;
+        // Σ|k| and max|k| of each key depend on its K head only: once per head, not per row
+        // (at N = 128 and 1,000 keys the per-row loop took seconds on one thread). The rows'
+        // own term, K's decode error against |q|, is a D-term sum per (row, key): rows in
+        // parallel. The same sums in the same order as one row at a time (tests: the plain
+        // loop, bit for bit).
+        let per_head: Vec<(Vec<f64>, Vec<f64>)> = (0..self.kv_heads)
+            .into_par_iter()
+            .map(|ik| {
+                (0..kv)
+                    .map(|j| {
+                        let kr = &kv_vals[(ik * kv + j) * d..][..d];
+                        let abs: f64 = kr.iter().map(|k| k.abs()).sum();
+                        (abs, kr.iter().fold(0.0, |m: f64, k| m.max(k.abs())))
+                    })
+                    .unzip()
+            })
+            .collect();
         let rows = want
             .rows
-            .iter()
+            .par_iter()
             .map(|row| {
                 let qr = &qv[((row.i3 * h + row.h) * n + row.q) * d..][..d];
                 let ik = row.h / self.gqa;
-                let mut x = FaRowData {
+                let (k_abs, k_max) = &per_head[ik];
+                FaRowData {
                     s_abs,
                     q_abs: s_abs * qr.iter().map(|q| q.abs()).sum::<f64>(),
                     q_max: qr.iter().fold(0.0, |m: f64, q| m.max(q.abs())),
-                    ..Default::default()
-                };
-                for j in 0..kv {
-                    let at = (ik * kv + j) * d;
-                    let (kr, mr) = (&kv_vals[at..at + d], &kmag[at..at + d]);
-                    x.k_abs.push(kr.iter().map(|k| k.abs()).sum());
-                    x.k_max
-                        .push(kr.iter().fold(0.0, |m: f64, k| m.max(k.abs())));
-                    let qm: f64 = qr.iter().zip(mr).map(|(q, m)| q.abs() * m).sum();
-                    x.k_err.push(units * s_abs * qm);
+                    k_abs: k_abs.clone(),
+                    k_max: k_max.clone(),
+                    k_err: (0..kv)
+                        .map(|j| {
+                            let mr = &kmag[(ik * kv + j) * d..][..d];
+                            let qm: f64 = qr.iter().zip(mr).map(|(q, m)| q.abs() * m).sum();
+                            units * s_abs * qm
+                        })
+                        .collect(),
                 }
-                x
             })
             .collect();
         let v_decoded = plan.path == Path::Cm2
@@ -2110,6 +2127,77 @@ mod tests {
                 "{b} for {x}"
             );
         }
+    }
+
+    /// `coopmat_terms`' rows as first written: every key's sums once per row, one row at a
+    /// time.
+    fn coopmat_rows_plain(c: &FlashAttnCase, q: &Tensor, k: &Tensor, want: &FlashAttnOut) -> Vec<FaRowData> {
+        let (qv, kv_vals, kmag) = (q.rows().unwrap(), k.rows().unwrap(), k.magnitudes().unwrap());
+        let (d, n, h, kv) = (c.d, c.n, c.heads(), c.kv);
+        let s_abs = (c.params().dot_scale() as f64).abs();
+        let units = bounds::f16_decode_units(c.kv_type) * tolerance::U16;
+        want.rows
+            .iter()
+            .map(|row| {
+                let qr = &qv[((row.i3 * h + row.h) * n + row.q) * d..][..d];
+                let ik = row.h / c.gqa;
+                let mut x = FaRowData {
+                    s_abs,
+                    q_abs: s_abs * qr.iter().map(|q| q.abs()).sum::<f64>(),
+                    q_max: qr.iter().fold(0.0, |m: f64, q| m.max(q.abs())),
+                    ..Default::default()
+                };
+                for j in 0..kv {
+                    let at = (ik * kv + j) * d;
+                    let (kr, mr) = (&kv_vals[at..at + d], &kmag[at..at + d]);
+                    x.k_abs.push(kr.iter().map(|k| k.abs()).sum());
+                    x.k_max.push(kr.iter().fold(0.0, |m: f64, k| m.max(k.abs())));
+                    let qm: f64 = qr.iter().zip(mr).map(|(q, m)| q.abs() * m).sum();
+                    x.k_err.push(units * s_abs * qm);
+                }
+                x
+            })
+            .collect()
+    }
+
+    #[test]
+    fn coopmat_terms_equal_the_plain_loop_bit_for_bit() {
+        let mut runner = TestRunner::deterministic();
+        let caps = coopmat_caps();
+        let mut rows = 0;
+        for (path, k, v, long) in [
+            (Path::Cm2, DType::Q4_1, DType::Q4_1, false),
+            (Path::Cm1, DType::Q8_0, DType::F16, false),
+            (Path::Scalar, DType::F16, DType::F16, true),
+            (Path::Cm2, DType::Q8_0, DType::Q8_0, true),
+        ] {
+            let s = if long {
+                long_strategy(path, k, v).boxed()
+            } else {
+                strategy_kv(path, k, v).boxed()
+            };
+            for _ in 0..3 {
+                let c = s.new_tree(&mut runner).unwrap().current();
+                let (q, kt, vt, m) = c.inputs().unwrap();
+                let p = FlashAttnInputs { q: &q, k: &kt, v: &vt, mask: m.as_ref(), sinks: None, params: c.params() };
+                let Ok(want) = flash_attn_ext(&p) else { continue };
+                let plan = runners::flash_attn::plan(c.path, &caps, c.prec_f32, &p, None);
+                let (fast, _) = c.coopmat_terms(&plan, true, &q, &kt, &vt, &want).unwrap().unwrap();
+                let plain = coopmat_rows_plain(&c, &q, &kt, &want);
+                let bits = |x: &[f64]| x.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                for (a, b) in fast.iter().zip(&plain) {
+                    assert_eq!(
+                        [a.s_abs, a.q_abs, a.q_max].map(f64::to_bits),
+                        [b.s_abs, b.q_abs, b.q_max].map(f64::to_bits)
+                    );
+                    assert_eq!(bits(&a.k_abs), bits(&b.k_abs), "{c}");
+                    assert_eq!(bits(&a.k_max), bits(&b.k_max), "{c}");
+                    assert_eq!(bits(&a.k_err), bits(&b.k_err), "{c}");
+                }
+                rows += fast.len();
+            }
+        }
+        assert!(rows > 1000, "{rows} rows compared");
     }
 
     #[test]
