@@ -1011,10 +1011,18 @@ impl CaseModel for FlashAttnCase {
         // get_fa_tuning_params) runs a one-row dispatch (N = 1, GQA not folded into rows) on that
         // scalar path whatever the coopmat configuration. Through ggml's host such a case is
         // judged with the loosest of the pinned model and an f16 candidate (FaArith::ScalarF16).
-        let f16_scalar_possible = lat.later_host
+        let f16_arith_possible = lat.later_host
             && !self.prec_f32
             && ctx.caps().fp16
             && (self.path == Path::Scalar || (self.n == 1 && !(2..=16).contains(&self.gqa)));
+        // Recent ggml (0.1.161) also dequantizes q8_0 K and V once into an f16 scratch for
+        // N ≥ 64 on a dense cache (`dequant_q8_0_transpose`, any accumulator), whatever the
+        // device's fp16: K and V then carry an f16 rounding the f32 model does not count. The
+        // f16 scalar candidate counts it (and f16 arithmetic the host does not do there: a
+        // looser bound than a model of f32 arithmetic on f16 K/V would give, which vkdiff does
+        // not have yet).
+        let dequant_once = lat.later_host && self.dequantized_once();
+        let f16_scalar_possible = f16_arith_possible || dequant_once;
         if lat.later_host
             && self.path == Path::Cm1
             && self.n == 1
@@ -1187,6 +1195,11 @@ impl CaseModel for FlashAttnCase {
                 "; judged with the loosest of the pinned host's model and recent ggml's f16 scalar path (f16 Q, K, V, P and O; f32 softmax)",
             );
         }
+        if dequant_once {
+            verdict.pipeline.push_str(
+                "; recent ggml dequantizes q8_0 K and V once to f16 here (N ≥ 64, dense cache): judged with the f16 scalar candidate too",
+            );
+        }
         if f16_range > 0 {
             verdict.pipeline.push_str(&format!(
                 "; {f16_range} elements unjudged: f16 intermediates may overflow, an f16 accumulation is too long for its worst case to bound anything (depth·2⁻¹¹ ≥ 1), or (cm2) a V element beyond f16 range or NaN, masked key or not"
@@ -1337,6 +1350,18 @@ impl FlashAttnCase {
     /// V's head size DV.
     pub fn dv(&self) -> usize {
         self.dv.unwrap_or(self.d)
+    }
+
+    /// Whether recent ggml's host (0.1.161) dequantizes K and V once into an f16 scratch:
+    /// both q8_0 (the one type with a `dequant_*_transpose` pipeline there), N ≥ 64, not cm2,
+    /// and both a dense cache (a row per key holding every head: nb2 = row(D), nb1 = nb2·H).
+    pub fn dequantized_once(&self) -> bool {
+        self.kv_type == DType::Q8_0
+            && self.v_type() == DType::Q8_0
+            && self.n >= 64
+            && self.path != Path::Cm2
+            && self.v_heads == VHeads::SameAsK
+            && matches!(self.kv_layout, KvLayout::Cache { .. })
     }
 
     /// V's type.
