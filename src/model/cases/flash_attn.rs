@@ -1,5 +1,9 @@
 //! FLASH_ATTN_EXT cases on the three paths: scalar and cm1 (K/V f16, q4_0, q8_0) and cm2 (also
-//! q4_1, q5_0, q5_1, iq4_nl); one table variant per (path, K/V type). A coopmat case also
+//! q4_1, q5_0, q5_1, iq4_nl); one table variant per (path, K/V type). Rows beyond the July
+//! 2025 interface, which recent ggml's host runs (our shaders skip them by name): the other
+//! K/V types it accepts (f32, bf16, ...), K and V of different types ([`MIXED_KV`]), sinks in
+//! some cases of every row, and long-context prefill ([`long_strategy`], `_long`); see
+//! docs/flash-attn-coverage.md for the pipelines they reach. A coopmat case also
 //! draws the op's precision (GGML_PREC_DEFAULT → f16 accumulators, GGML_PREC_F32 → f32), and
 //! its strategy mostly draws shapes that reach the coopmat pipeline (N > 1, or one query in
 //! GQA mode); the others take upstream's fallback to the scalar pipeline, and every result
@@ -298,7 +302,7 @@ impl KernelDef for FlashAttn {
     type Params = Row;
     const NAME: &'static str = "flash_attn";
     const SHADER: &'static str = "flash_attn.comp";
-    const SUMMARY: &'static str = "GGML_OP_FLASH_ATTN_EXT on the scalar, cm1 (KHR coopmat) and cm2 (NV coopmat2) paths: q f32, K/V f16/q4_0/q8_0 (+ q4_1/q5_0/q5_1/iq4_nl on cm2), f16 or f32 accumulators, mask, ALiBi, softcap, GQA, split-k";
+    const SUMMARY: &'static str = "GGML_OP_FLASH_ATTN_EXT on the scalar, cm1 (KHR coopmat) and cm2 (NV coopmat2) paths: q f32, K/V f16/q4_0/q8_0 (+ q4_1/q5_0/q5_1/iq4_nl on cm2; through recent ggml every type it accepts, K ≠ V, sinks, long-context prefill), f16 or f32 accumulators, mask, ALiBi, softcap, GQA, split-k";
     const ERROR_MODEL: &'static str = "logit errors (f32: γ(D/D_split + log₂ D_split + 5); coopmat: f16 Q/K roundings and γ_ACC(D + 1)) ·Σ|s'·q·k| (+ tanh, ALiBi pow) and exp's ULPs as exact weight perturbations, plus P's f16 rounding, the sums in ACC_TYPE, f16 P·V on cm2 (src/model/cases/flash_attn/bounds.rs); f16-accumulator range overflows unjudged and counted";
 
     /// Per path: the pinned interface's K/V types, then the other types recent ggml accepts
