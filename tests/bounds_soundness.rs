@@ -484,7 +484,7 @@ proptest! {
         use vkdiff_reference::ops::flash_attn::{flash_attn_ext, FlashAttnInputs};
         use vkdiff::cases::flash_attn::bounds::{flash_attn_bounds, FaArith, FlashAttnShape};
         let (q, k, v, m) = c.inputs().unwrap();
-        let p = FlashAttnInputs { q: &q, k: &k, v: &v, mask: m.as_ref(), params: c.params() };
+        let p = FlashAttnInputs { q: &q, k: &k, v: &v, mask: m.as_ref(), sinks: None, params: c.params() };
         let want = flash_attn_ext(&p).unwrap();
         let shape = FlashAttnShape {
             d: c.d,
@@ -497,6 +497,8 @@ proptest! {
             softcap: c.softcap,
             alibi: vkdiff_reference::ops::flash_attn::Alibi::new(c.max_bias, c.heads()),
             arith: FaArith::Scalar,
+            sinks: false,
+            decode_roundings: [0, 0],
         };
         let (qr, kr, vr) = (q.rows().unwrap(), k.rows().unwrap(), v.rows().unwrap());
         let mr = m.as_ref().map(|m| m.rows().unwrap());
@@ -657,7 +659,7 @@ proptest! {
             ..Default::default()
         };
         let (q, k, v, m) = c.inputs().unwrap();
-        let p = FlashAttnInputs { q: &q, k: &k, v: &v, mask: m.as_ref(), params: c.params() };
+        let p = FlashAttnInputs { q: &q, k: &k, v: &v, mask: m.as_ref(), sinks: None, params: c.params() };
         prop_assume!(fa::precondition(c.path, &p).is_ok());
         let plan = fa::plan(c.path, &caps, c.prec_f32, &p, c.split_k);
         prop_assume!(plan.path == Path::Cm1);

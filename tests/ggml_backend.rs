@@ -44,7 +44,7 @@ fn recent_tree() -> PathBuf {
 /// MUL_MAT (mat-vec and matrix-matrix), MUL_MAT_ID (mat-vec), FLASH_ATTN_EXT (q8_0 K/V) and
 /// RWKV_WKV7, f32 accumulators (recent trees clamp f16 accumulators, docs/ggml-backend.md).
 const VARIANTS: &str =
-    "rwkv_wkv7,mul_mat_vec_q8_0_f32_f32$,mul_mat_vec_id_q8_0_f32$,flash_attn_f32_f16_q8_0,matmul_f32_f32";
+    "rwkv_wkv7,mul_mat_vec_q8_0_f32_f32$,mul_mat_vec_id_q8_0_f32$,flash_attn_f32_f16_q8_0$,flash_attn_f32_f16_q8_0_cm1$,flash_attn_f32_f16_q8_0_cm2$,matmul_f32_f32$";
 
 #[test]
 fn recent_tree_runs_all_four_ops_and_can_fail() {

@@ -111,6 +111,7 @@ fn benches(cut: usize) -> Vec<Bench> {
                     k: &k,
                     v: &v,
                     mask: None,
+                    sinks: None,
                     params: FlashAttnParams {
                         scale: 1.0 / (d as f32).sqrt(),
                         max_bias: 0.0,

@@ -208,11 +208,13 @@ pub fn time_row(
         }
         Case::FlashAttn(c) => {
             let (q, k, v, mask) = c.inputs()?;
+            let sinks = c.sinks.then(|| c.sinks_tensor());
             let inputs = FlashAttnInputs {
                 q: &q,
                 k: &k,
                 v: &v,
                 mask: mask.as_ref(),
+                sinks: sinks.as_ref(),
                 params: c.params(),
             };
             let op = GraphOp::FlashAttn {
@@ -220,6 +222,7 @@ pub fn time_row(
                 k: &k,
                 v: &v,
                 mask: mask.as_ref(),
+                sinks: sinks.as_ref(),
                 scale: inputs.params.scale,
                 max_bias: inputs.params.max_bias,
                 softcap: inputs.params.logit_softcap,

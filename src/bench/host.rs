@@ -274,6 +274,7 @@ pub fn time_case(case: &Case, caps: &DeviceCaps) -> Result<HostTiming, String> {
                 k: &k,
                 v: &v,
                 mask: mask.as_ref(),
+                sinks: None,
                 params: c.params(),
             };
             let (s, cpu) = (Instant::now(), cpu_seconds());

@@ -108,6 +108,9 @@ pub enum GraphOp<'a> {
         v: &'a Tensor,
         /// F16 mask.
         mask: Option<&'a Tensor>,
+        /// F32 sinks, one logit per query head (`ggml_flash_attn_ext_add_sinks`; ggml builds
+        /// without it refuse the op).
+        sinks: Option<&'a Tensor>,
         /// Scale.
         scale: f32,
         /// ALiBi max bias.

@@ -261,20 +261,44 @@ pub fn path_requires(path: Path, caps: &DeviceCaps) -> Option<String> {
 /// Upstream's preconditions for running FLASH_ATTN_EXT on `path`: `supports_op`, the host's
 /// asserts, and what the interface assumes without checking. A case that breaks one is not run.
 pub fn precondition(path: Path, inputs: &FlashAttnInputs) -> std::result::Result<(), String> {
-    let FlashAttnInputs { q, k, v, mask, .. } = *inputs;
-    check(inputs).map_err(|e| format!("ggml rejects the op: {e}"))?;
-    if q.dtype() != DType::F32 {
-        return Err(format!("q must be f32, not {}", q.dtype()));
+    precondition_types(path, inputs)?;
+    precondition_shapes(inputs)
+}
+
+/// The pinned interface's rules on the K and V types and on sinks: one type for both, one with
+/// a pipeline on `path`, no sinks (the July 2025 interface has no sinks binding).
+pub fn precondition_types(path: Path, inputs: &FlashAttnInputs) -> std::result::Result<(), String> {
+    let FlashAttnInputs { k, v, sinks, .. } = *inputs;
+    if sinks.is_some() {
+        return Err(
+            "attention sinks: the July 2025 interface has no sinks binding (later ggml adds one)"
+                .into(),
+        );
     }
     if k.dtype() != v.dtype() {
         return Err(format!(
-            "K ({}) and V ({}) must have the same type",
+            "K ({}) and V ({}) of different types: the July 2025 interface has one K/V type per pipeline",
             k.dtype(),
             v.dtype()
         ));
     }
     if !path.kv_types().contains(&k.dtype()) {
-        return Err(format!("K/V type {} has no {path:?} pipeline", k.dtype()));
+        return Err(format!(
+            "K/V type {} has no {path:?} pipeline in the July 2025 interface",
+            k.dtype()
+        ));
+    }
+    Ok(())
+}
+
+/// [`precondition`] but for the K/V types and sinks ([`precondition_types`]): ggml's own
+/// checks, the pinned host's shape rules (head sizes, batches, contiguous rows, the mask's
+/// layout).
+pub fn precondition_shapes(inputs: &FlashAttnInputs) -> std::result::Result<(), String> {
+    let FlashAttnInputs { q, k, v, mask, .. } = *inputs;
+    check(inputs).map_err(|e| format!("ggml rejects the op: {e}"))?;
+    if q.dtype() != DType::F32 {
+        return Err(format!("q must be f32, not {}", q.dtype()));
     }
     let d = q.ne()[0];
     if !HEAD_SIZES.contains(&d) || v.ne()[0] != d {
@@ -438,6 +462,7 @@ pub fn push_constants(inputs: &FlashAttnInputs, plan: &Plan) -> [u32; 32] {
         v,
         mask,
         params,
+        ..
     } = *inputs;
     let (nq, nk, nv) = (q.ne(), k.ne(), v.ne());
     let (qb, kb, vb) = (q.nb(), k.nb(), v.nb());
@@ -599,6 +624,7 @@ mod tests {
             k,
             v,
             mask: None,
+            sinks: None,
             params: FlashAttnParams {
                 scale: 1.0,
                 max_bias: 0.0,

@@ -7,6 +7,7 @@
 //! | k | (DK, KV, H_k, ne3), any type (f16, q4_0, q8_0, q4_1, q5_0, q5_1, iq4_nl, ...) |
 //! | v | (DV, KV, H_v, ne3), not transposed |
 //! | mask (optional) | (≥ KV, N_pad ≥ N, ne32, ne33), f16 |
+//! | sinks (optional, `ggml_flash_attn_ext_add_sinks`) | (H), f32 |
 //! | dst | (DV, H, N, ne3), permuted: element (d, h, q, i3) at ((i3·N + q)·H + h)·DV + d |
 //!
 //! For query row q of head h in batch i3, with K/V head ⌊h/(H/H_k)⌋ (resp. H_v) and mask plane
@@ -20,6 +21,15 @@
 //!   §12 item 7) and m0 = 2^(−max_bias/n_head_log2), m1 = 2^(−max_bias/2/n_head_log2) computed
 //!   in f32 with `powf` as ggml's host does; the reference then takes m0^(h+1) exactly (f64);
 //! * O = Σ_j softmax(S)_j · v_j, over the keys whose mask term is not −∞.
+//!
+//! K and V are decoded independently: they may be of different types (recent ggml accepts any
+//! pair of its flash-attention types but bf16 with another).
+//!
+//! **Sinks** (later ggml): one f32 logit σ_h per head joins the softmax's maximum and
+//! denominator as a key without a value: O = Σ_j e^(S_j − M)·v_j / (Σ_j e^(S_j − M) + e^(σ_h − M))
+//! with M = max(max_j S_j, σ_h). It is not scaled, capped, masked nor biased. A row whose keys
+//! are all masked then has the sink alone in its denominator and is exactly 0 (ggml's CPU path:
+//! its accumulator 0 scaled by 1/1), not NaN.
 //!
 //! The CPU backend rounds q to K's vec-dot type (f16, or q8_0 for quantized K) and accumulates
 //! V·P in f16 for f16 V; those are the CPU's own roundings, not the op: the reference keeps every
@@ -141,6 +151,8 @@ pub struct FlashAttnInputs<'a, T: ?Sized = Tensor> {
     pub v: &'a T,
     /// Optional f16 mask (≥ KV, ≥ N, ne32, ne33).
     pub mask: Option<&'a T>,
+    /// Optional f32 sinks (H): one logit per query head (see the module notes).
+    pub sinks: Option<&'a T>,
     /// scale, max_bias, logit_softcap.
     pub params: FlashAttnParams,
 }
@@ -159,6 +171,7 @@ struct Views<'a> {
     k: TensorView<'a>,
     v: TensorView<'a>,
     mask: Option<TensorView<'a>>,
+    sinks: Option<TensorView<'a>>,
     params: FlashAttnParams,
 }
 
@@ -169,6 +182,7 @@ impl<'a, T: AsTensorView + ?Sized> FlashAttnInputs<'a, T> {
             k: self.k.view(),
             v: self.v.view(),
             mask: self.mask.map(|m| m.view()),
+            sinks: self.sinks.map(|s| s.view()),
             params: self.params,
         }
     }
@@ -198,7 +212,13 @@ pub struct RowTerms {
     pub weights: Vec<f64>,
     /// The head's ALiBi slope (1 without ALiBi).
     pub slope: f64,
-    /// Every key masked: the output row is NaN (see the module notes).
+    /// The head's sink logit σ_h, if the op has sinks.
+    pub sink: Option<f64>,
+    /// The sink's softmax weight e^(σ_h − M)/(Σ_j e^(S_j − M) + e^(σ_h − M)) (0 without a sink;
+    /// 1 in a fully masked row with a sink).
+    pub sink_weight: f64,
+    /// Every key masked: the output row is NaN, or exactly 0 with a sink (see the module
+    /// notes).
     pub fully_masked: bool,
     /// An unmasked key has a NaN or infinite logit (from NaN or ±∞ in its K row): the row has
     /// no defined value and is NaN.
@@ -234,7 +254,14 @@ pub fn check<T: AsTensorView + ?Sized>(inputs: &FlashAttnInputs<'_, T>) -> Resul
 }
 
 fn check_views(inputs: &Views) -> Result<[usize; 4]> {
-    let Views { q, k, v, mask, .. } = inputs;
+    let Views {
+        q,
+        k,
+        v,
+        mask,
+        sinks,
+        ..
+    } = inputs;
     let (nq, nk, nv) = (q.ne(), k.ne(), v.ne());
     for (what, t) in [("q", q), ("k", k), ("v", v)] {
         if t.dtype() == DType::I32 || t.dtype() == DType::Q8_1 {
@@ -300,6 +327,22 @@ fn check_views(inputs: &Views) -> Result<[usize; 4]> {
     } else if inputs.params.max_bias > 0.0 {
         return Err(shape("ALiBi (max_bias > 0) needs a mask".into()));
     }
+    if let Some(s) = sinks {
+        if s.dtype() != DType::F32 {
+            return Err(Error::Type {
+                op: OP,
+                what: "sinks",
+                dtype: s.dtype(),
+            });
+        }
+        if s.ne() != [nq[2], 1, 1, 1] || !s.is_contiguous() {
+            return Err(shape(format!(
+                "sinks {:?} must be a dense vector of one logit per query head ({})",
+                s.ne(),
+                nq[2]
+            )));
+        }
+    }
     Ok([nv[0], nq[2], nq[1], nq[3]])
 }
 
@@ -326,7 +369,7 @@ pub fn flash_attn_ext<T: AsTensorView + ?Sized>(
 /// let k = Tensor::from_f32(DType::F16, [1, 2, 1, 1], &[1.0, 2.0])?;
 /// let v = Tensor::from_f32(DType::F16, [1, 2, 1, 1], &[3.0, 5.0])?;
 /// let params = FlashAttnParams { scale: 1.0, max_bias: 0.0, logit_softcap: 0.0 };
-/// let out = flash_attn(&FlashAttnInputs { q: &q, k: &k, v: &v, mask: None, params })?;
+/// let out = flash_attn(&FlashAttnInputs { q: &q, k: &k, v: &v, mask: None, sinks: None, params })?;
 /// assert_eq!(out.ne, [1, 1, 1, 1]);
 /// let e = std::f64::consts::E;
 /// assert!((out.values[0] - (3.0 + 5.0 * e) / (1.0 + e)).abs() < 1e-15);
@@ -464,9 +507,14 @@ fn softmax_row_body(
     }
     t.fully_masked = !live;
     t.non_finite = bad;
+    t.sink_weight = 0.0;
     let weights = &mut t.weights[..kv];
     if t.fully_masked || t.non_finite {
         weights.fill(0.0);
+        // The sink alone: its weight is 1 and O = 0.
+        if t.fully_masked && !t.non_finite && t.sink.is_some() {
+            t.sink_weight = 1.0;
+        }
         return;
     }
     // The largest logit. f64::max is associative and commutative over these values (finite or
@@ -483,6 +531,10 @@ fn softmax_row_body(
     for &x in chunks.remainder().iter().chain(&lanes) {
         max = max.max(x);
     }
+    // The sink joins the maximum and (below) the denominator, after the keys.
+    if let Some(s) = t.sink {
+        max = max.max(s);
+    }
     // exp(−∞ − max) = +0 exactly: no need to call exp for a masked key.
     for (w, &s) in weights.iter_mut().zip(logits.iter()) {
         *w = if s == f64::NEG_INFINITY {
@@ -491,10 +543,13 @@ fn softmax_row_body(
             (s - max).exp()
         };
     }
-    let sum: f64 = weights.iter().sum();
+    let sink = t.sink.map_or(0.0, |s| (s - max).exp());
+    // Without a sink, + 0.0 leaves the (positive) key sum's bits as they were.
+    let sum: f64 = weights.iter().sum::<f64>() + sink;
     for w in weights.iter_mut() {
         *w /= sum;
     }
+    t.sink_weight = sink / sum;
 }
 
 /// O = Σ_j w_j·v_j over the unmasked keys in j order, one row at a time, for a V holding NaN or
@@ -615,6 +670,7 @@ fn heads(
     ne: [usize; 4],
     (i3, first, end): (usize, usize, usize),
     ms: Option<&[f64]>,
+    sinks: Option<&[f64]>,
     keep: bool,
     kvh: &KvHead,
 ) -> Result<Vec<(Vec<f64>, Option<RowTerms>)>> {
@@ -693,10 +749,13 @@ fn heads(
                     logits: vec![f64::NEG_INFINITY; kv],
                     weights: vec![0.0; kv],
                     slope,
+                    sink: None,
+                    sink_weight: 0.0,
                     fully_masked: true,
                     non_finite: false,
                 });
-                (t.q, t.h, t.slope) = (iq, ih, slope);
+                // The scratch row may come from another head: its sink too.
+                (t.q, t.h, t.slope, t.sink) = (iq, ih, slope, sinks.map(|s| s[ih]));
                 let at = r * panels * LANES;
                 let mask_row = ms.map(|ms| {
                     let row = ((i3 % mne[3]) * mne[2] + ih % mne[2]) * mne[1] + iq;
@@ -711,7 +770,8 @@ fn heads(
                     &mut t,
                 );
                 weights[r * kv..(r + 1) * kv].copy_from_slice(&t.weights);
-                computed[r] = !t.fully_masked && !t.non_finite;
+                // A fully masked row with a sink is computed: exactly 0.
+                computed[r] = !t.non_finite && (!t.fully_masked || t.sink.is_some());
                 let mut out = vec![f64::NAN; dv];
                 if !v_finite && computed[r] {
                     pv_row_checked(&t, vd, dvp, &mut out);
@@ -758,6 +818,13 @@ fn run(inputs: &Views, keep: bool) -> Result<(Output, Vec<RowTerms>)> {
     if let (Some(ms), Some(m)) = (&ms, inputs.mask) {
         check_mask(ms, m.ne(), ne, kv)?;
     }
+    let sinks = inputs.sinks.map(|s| s.rows()).transpose()?;
+    if let Some(bad) = sinks.iter().flatten().find(|s| !s.is_finite()) {
+        return Err(Error::Value {
+            op: OP,
+            reason: format!("sink logit {bad}: only finite sinks have a defined result"),
+        });
+    }
     let n_out = dv
         .checked_mul(h)
         .and_then(|x| x.checked_mul(n))
@@ -771,7 +838,8 @@ fn run(inputs: &Views, keep: bool) -> Result<(Output, Vec<RowTerms>)> {
         .map(|(i3, first, end)| {
             let kv_index = (i3, first / (h / k_heads), first / (h / v_heads));
             let kvh = kv_head(inputs, dv, kv_index)?;
-            let rows = heads(inputs, ne, (i3, first, end), ms.as_deref(), keep, &kvh)?;
+            let (ms, sinks) = (ms.as_deref(), sinks.as_deref());
+            let rows = heads(inputs, ne, (i3, first, end), ms, sinks, keep, &kvh)?;
             // Back to one list of rows per head.
             let mut rows = rows.into_iter();
             Ok((first..end)
@@ -831,6 +899,7 @@ mod tests {
             k,
             v,
             mask: m,
+            sinks: None,
             params: p,
         })
         .unwrap()
@@ -1045,6 +1114,132 @@ mod tests {
         assert!(out.rows[0].non_finite && out.out.values.iter().all(|x| x.is_nan()));
     }
 
+    fn with_sinks(
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        m: Option<&Tensor>,
+        sinks: &Tensor,
+        p: FlashAttnParams,
+    ) -> FlashAttn {
+        flash_attn_ext(&FlashAttnInputs {
+            q,
+            k,
+            v,
+            mask: m,
+            sinks: Some(sinks),
+            params: p,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_sink_joins_the_denominator_as_a_key_without_value() {
+        // q = 1, k = (1, 2), v = (3, 5), sink σ = 1.5: O = (3e + 5e²)/(e + e² + e^1.5).
+        let (q, k, v) = (
+            f32t([1, 1, 1, 1], &[1.0]),
+            f16t([1, 2, 1, 1], &[1.0, 2.0]),
+            f16t([1, 2, 1, 1], &[3.0, 5.0]),
+        );
+        let out = with_sinks(&q, &k, &v, None, &f32t([1, 1, 1, 1], &[1.5]), params(1.0));
+        let e = std::f64::consts::E;
+        let den = e + e * e + 1.5f64.exp();
+        close(out.out.values[0], (3.0 * e + 5.0 * e * e) / den);
+        close(out.rows[0].sink_weight, 1.5f64.exp() / den);
+        close(
+            out.rows[0].weights.iter().sum::<f64>() + out.rows[0].sink_weight,
+            1.0,
+        );
+        // A sink far above every logit takes the whole softmax (and sets the maximum).
+        let out = with_sinks(
+            &q,
+            &k,
+            &v,
+            None,
+            &f32t([1, 1, 1, 1], &[1000.0]),
+            params(1.0),
+        );
+        assert_eq!(out.out.values[0], 0.0);
+        // Without sinks, the bits are those of the op without the field.
+        let plain = run(&q, &k, &v, None, params(1.0));
+        assert_eq!(plain.rows[0].sink_weight, 0.0);
+        close(plain.out.values[0], (3.0 + 5.0 * e) / (1.0 + e));
+    }
+
+    #[test]
+    fn sinks_are_per_head_and_a_fully_masked_row_with_a_sink_is_zero() {
+        // Two heads (sinks 0 and −∞-like −100), N = 2; row 1 masks both keys.
+        let ninf = f32::NEG_INFINITY;
+        let mut m = vec![0.0f32; 2 * 64];
+        m[2] = ninf;
+        m[3] = ninf;
+        let out = with_sinks(
+            &f32t([1, 2, 2, 1], &[1.0, 1.0, 1.0, 1.0]),
+            &f16t([1, 2, 1, 1], &[0.0, 0.0]),
+            &f16t([1, 2, 1, 1], &[2.0, 4.0]),
+            Some(&f16t([2, 64, 1, 1], &m)),
+            &f32t([2, 1, 1, 1], &[0.0, -100.0]),
+            params(1.0),
+        );
+        // dst (1, H = 2, N = 2): row (q 0, h 0) = (2 + 4)/3, (q 0, h 1) ≈ 3.
+        close(out.out.values[0], 2.0);
+        assert!((out.out.values[1] - 3.0).abs() < 1e-40 + 3.0 * (-100.0f64).exp());
+        assert_eq!(&out.out.values[2..], &[0.0, 0.0]);
+        assert!(out.rows[2].fully_masked && out.rows[2].sink_weight == 1.0);
+        // A sink must be finite and one per query head.
+        let bad = |s: &Tensor| {
+            flash_attn(&FlashAttnInputs {
+                q: &f32t([1, 1, 2, 1], &[1.0, 1.0]),
+                k: &f16t([1, 1, 1, 1], &[1.0]),
+                v: &f16t([1, 1, 1, 1], &[1.0]),
+                mask: None,
+                sinks: Some(s),
+                params: params(1.0),
+            })
+            .is_err()
+        };
+        assert!(bad(&f32t([2, 1, 1, 1], &[f32::NAN, 0.0])));
+        assert!(bad(&f32t([1, 1, 1, 1], &[0.0])));
+        assert!(bad(&f16t([2, 1, 1, 1], &[0.0, 0.0])));
+        assert!(!bad(&f32t([2, 1, 1, 1], &[0.0, 0.0])));
+    }
+
+    #[test]
+    fn k_and_v_of_different_types_decode_each_their_own() {
+        // The same values as q8_0 K (d = 0.5, q = 1 and 2) and f32 V, against f16 K and V.
+        let block = |d: f32, q: i8| -> Vec<u8> {
+            let mut b = half::f16::from_f32(d).to_le_bytes().to_vec();
+            b.extend([q as u8; 32]);
+            b
+        };
+        let k8 = Tensor::from_bytes(
+            DType::Q8_0,
+            [32, 2, 1, 1],
+            [block(0.5, 1), block(0.5, 2)].concat(),
+        )
+        .unwrap();
+        let kv: Vec<f32> = [0.5f32; 32].iter().chain(&[1.0f32; 32]).copied().collect();
+        let vv: Vec<f32> = (0..64).map(|i| (i as f32 * 0.7).sin()).collect();
+        let q = f32t([32, 1, 1, 1], &[1.0 / 32.0; 32]);
+        let mixed = run(&q, &k8, &f32t([32, 2, 1, 1], &vv), None, params(1.0));
+        let same = run(
+            &q,
+            &f16t([32, 2, 1, 1], &kv),
+            &f16t([32, 2, 1, 1], &vv),
+            None,
+            params(1.0),
+        );
+        // f16(v) differs from v: compare with the f32 V's own values.
+        let w = 0.5f64.exp() / (1.0 + 0.5f64.exp());
+        for d in 0..32 {
+            close(
+                mixed.out.values[d],
+                (1.0 - w) * vv[d] as f64 + w * vv[32 + d] as f64,
+            );
+        }
+        assert_eq!(mixed.rows[0].weights, same.rows[0].weights);
+    }
+
     #[test]
     fn rejects_what_ggml_rejects() {
         let q = f32t([2, 1, 3, 1], &[0.0; 6]);
@@ -1055,6 +1250,7 @@ mod tests {
             k: &k,
             v: &v,
             mask: None,
+            sinks: None,
             params: params(1.0),
         };
         assert!(check(&i).is_err(), "3 heads over 2 K heads");

@@ -366,6 +366,7 @@ fn flash_attn_is_the_definition_bit_for_bit() {
             k: &k,
             v: &v,
             mask: m.as_ref(),
+            sinks: None,
             params,
         };
         let what = format!(
@@ -399,6 +400,7 @@ fn flash_attn_is_the_definition_bit_for_bit() {
             k: &kv_,
             v: &vv,
             mask: mv.as_ref(),
+            sinks: None,
             params,
         };
         same_bits(

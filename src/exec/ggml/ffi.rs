@@ -141,6 +141,9 @@ pub struct Ggml {
     api: Api,
     /// `ggml_add_id` (gpt-oss's per-expert bias), which trees before August 2025 lack.
     add_id: Option<Symbol<unsafe extern "C" fn(P, P, P, P) -> P>>,
+    /// `ggml_flash_attn_ext_add_sinks(a, sinks)`, where the build has it (ggml added sinks after
+    /// the pinned July 2025 revision).
+    add_sinks: Option<Symbol<unsafe extern "C" fn(P, P)>>,
     backend: P,
     /// ggml's description of the device.
     pub description: String,
@@ -206,6 +209,7 @@ impl Ggml {
         )?;
         let init = find::<unsafe extern "C" fn(usize) -> P>(&libs, "ggml_backend_vk_init")?;
         let add_id = find(&libs, "ggml_add_id").ok();
+        let add_sinks = find(&libs, "ggml_flash_attn_ext_add_sinks").ok();
         unsafe { (api.ggml_log_set)(log_callback, std::ptr::null_mut()) };
         let n = unsafe { device_count() };
         if n < 1 {
@@ -230,6 +234,7 @@ impl Ggml {
         Ok(Ggml {
             api,
             add_id,
+            add_sinks,
             backend,
             description,
             _libs: libs,
@@ -255,9 +260,11 @@ impl Ggml {
         }
         unsafe { set_threads(backend, threads as c_int) };
         let add_id = find(&libs, "ggml_add_id").ok();
+        let add_sinks = find(&libs, "ggml_flash_attn_ext_add_sinks").ok();
         Ok(Ggml {
             api,
             add_id,
+            add_sinks,
             backend,
             description: format!("ggml CPU backend, {threads} threads"),
             _libs: libs,
@@ -411,16 +418,30 @@ impl Ggml {
                 k,
                 v,
                 mask,
+                sinks,
                 scale,
                 max_bias,
                 softcap,
                 prec_f32,
             } => {
+                // Before building anything: a build without sinks refuses such an op.
+                let add_sinks = match (sinks, &self.add_sinks) {
+                    (Some(_), None) => {
+                        return Err(Refusal::Unsupported(
+                            "attention sinks: this ggml build has no ggml_flash_attn_ext_add_sinks (added after the July 2025 revision)".into(),
+                        ))
+                    }
+                    (Some(s), Some(f)) => Some((s, f)),
+                    (None, _) => None,
+                };
                 let (q, k, v) = (build.tensor(q), build.tensor(k), build.tensor(v));
                 let m = mask.map_or(std::ptr::null_mut(), |m| build.tensor(m));
                 let d = (a.ggml_flash_attn_ext)(ctx, q, k, v, m, *scale, *max_bias, *softcap);
                 if *prec_f32 {
                     (a.ggml_flash_attn_ext_set_prec)(d, PREC_F32);
+                }
+                if let Some((s, f)) = add_sinks {
+                    f(d, build.tensor(s));
                 }
                 d
             }

@@ -303,7 +303,14 @@ fn graph_label(op: &GraphOp, config: Config) -> String {
     let srcs: Vec<&Tensor> = match op {
         GraphOp::MulMat { a, b, .. } => vec![a, b],
         GraphOp::MulMatId { a, b, ids, .. } => vec![a, b, ids],
-        GraphOp::FlashAttn { q, k, v, mask, .. } => [Some(*q), Some(*k), Some(*v), *mask]
+        GraphOp::FlashAttn {
+            q,
+            k,
+            v,
+            mask,
+            sinks,
+            ..
+        } => [Some(*q), Some(*k), Some(*v), *mask, *sinks]
             .into_iter()
             .flatten()
             .collect(),
@@ -578,6 +585,7 @@ mod tests {
             k: &k,
             v: &k,
             mask: Some(m),
+            sinks: None,
             scale: 1.0,
             max_bias: 0.0,
             softcap: 0.0,

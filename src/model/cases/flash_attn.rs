@@ -1,5 +1,9 @@
 //! FLASH_ATTN_EXT cases on the three paths: scalar and cm1 (K/V f16, q4_0, q8_0) and cm2 (also
-//! q4_1, q5_0, q5_1, iq4_nl); one table variant per (path, K/V type). A coopmat case also
+//! q4_1, q5_0, q5_1, iq4_nl); one table variant per (path, K/V type). Rows beyond the July
+//! 2025 interface, which recent ggml's host runs (our shaders skip them by name): the other
+//! K/V types it accepts (f32, bf16, ...), K and V of different types ([`MIXED_KV`]), sinks in
+//! some cases of every row, and long-context prefill ([`long_strategy`], `_long`); see
+//! docs/flash-attn-coverage.md for the pipelines they reach. A coopmat case also
 //! draws the op's precision (GGML_PREC_DEFAULT → f16 accumulators, GGML_PREC_F32 → f32), and
 //! its strategy mostly draws shapes that reach the coopmat pipeline (N > 1, or one query in
 //! GQA mode); the others take upstream's fallback to the scalar pipeline, and every result
@@ -32,6 +36,7 @@ use half::f16;
 use proptest::prelude::*;
 use proptest::sample::select;
 use rand::Rng;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use vkdiff_gpu::runners;
 use vkdiff_gpu::runners::flash_attn::{FlashAttnRun, Path, HEAD_SIZES};
@@ -167,8 +172,16 @@ pub struct FlashAttnCase {
     /// The op asks GGML_PREC_F32 (f32 accumulators on the coopmat paths; no effect on scalar).
     #[serde(default)]
     pub prec_f32: bool,
-    /// K and V's type.
+    /// K's type (and V's, unless `v_type` is set).
     pub kv_type: DType,
+    /// V's type where it differs from K's (recent ggml accepts any pair of its flash-attention
+    /// types but bf16 with another; the pinned interface one type for both).
+    #[serde(default)]
+    pub v_type: Option<DType>,
+    /// The op has sinks (`ggml_flash_attn_ext_add_sinks`): one f32 logit per query head,
+    /// generated from the seed ([`FlashAttnCase::sinks_tensor`]). Later ggml only.
+    #[serde(default)]
+    pub sinks: bool,
     /// Head size D (of q and K).
     pub d: usize,
     /// V's head size where it differs from D (ggml allows it; the pinned host does not).
@@ -214,14 +227,71 @@ pub struct FlashAttnCase {
     pub seed: u64,
 }
 
-/// A flash-attention row: the device path and K/V's type (the row covers both accumulator
-/// precisions, which each case draws, and the aligned/unaligned, small/large pipelines).
+/// A flash-attention row: the device path, K's and V's types and the shape family (the row
+/// covers both accumulator precisions, which each case draws, and the aligned/unaligned,
+/// small/large pipelines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
     /// The device path (scalar, cm1, cm2).
     pub path: Path,
-    /// K and V's type.
+    /// K's type.
     pub kv: DType,
+    /// V's type (K's in every row of the pinned interface).
+    pub v: DType,
+    /// Long-context prefill ([`long_strategy`]) instead of the general strategy.
+    pub long: bool,
+}
+
+/// K/V types recent ggml (0.1.161 `supports_op`) accepts for flash attention on every path.
+pub const RECENT_KV_TYPES: [DType; 9] = [
+    DType::F32,
+    DType::F16,
+    DType::Bf16,
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Iq4Nl,
+];
+
+/// (K, V) pairs of different types, each a row on every path: f16 caches with quantized
+/// partners both ways, two quantized types, f32 with f16, and bf16 with f16, which recent
+/// ggml rejects (a named precondition: its cases are drawn and reported as skipped).
+pub const MIXED_KV: [(DType, DType); 7] = [
+    (DType::Q8_0, DType::F16),
+    (DType::F16, DType::Q4_0),
+    (DType::Q8_0, DType::Q4_0),
+    (DType::Q5_1, DType::Iq4Nl),
+    (DType::F32, DType::F16),
+    (DType::Q4_1, DType::Q5_0),
+    (DType::Bf16, DType::F16),
+];
+
+/// (K, V) of the long-context rows: f16, q8_0 (the only type recent ggml dequantizes once,
+/// `dequant_q8_0_transpose`), q4_0 (quantized without it), q8_0 K with f16 V.
+pub const LONG_KV: [(DType, DType); 4] = [
+    (DType::F16, DType::F16),
+    (DType::Q8_0, DType::Q8_0),
+    (DType::Q4_0, DType::Q4_0),
+    (DType::Q8_0, DType::F16),
+];
+
+/// A row's variant name: upstream's SPIR-V name for one type
+/// (`flash_attn_f32_f16_<kv>[_cm1|_cm2]`); `flash_attn_f32_f16_k_<k>_v_<v>[_cm1|_cm2]` for K and
+/// V of different types (recent ggml has one pipeline for both, told apart by specialization
+/// constants); `_long` after either for the long-context rows.
+pub fn variant_name(path: Path, k: DType, v: DType, long: bool) -> String {
+    let base = if k == v {
+        runners::flash_attn::variant(path, k, false).name
+    } else {
+        format!("flash_attn_f32_f16_k_{}_v_{}{}", k.name(), v.name(), path.suffix())
+    };
+    if long {
+        format!("{base}_long")
+    } else {
+        base
+    }
 }
 
 /// The flash-attention kernel (registry line in `src/model/cases/mod.rs`).
@@ -232,25 +302,37 @@ impl KernelDef for FlashAttn {
     type Params = Row;
     const NAME: &'static str = "flash_attn";
     const SHADER: &'static str = "flash_attn.comp";
-    const SUMMARY: &'static str = "GGML_OP_FLASH_ATTN_EXT on the scalar, cm1 (KHR coopmat) and cm2 (NV coopmat2) paths: q f32, K/V f16/q4_0/q8_0 (+ q4_1/q5_0/q5_1/iq4_nl on cm2), f16 or f32 accumulators, mask, ALiBi, softcap, GQA, split-k";
+    const SUMMARY: &'static str = "GGML_OP_FLASH_ATTN_EXT on the scalar, cm1 (KHR coopmat) and cm2 (NV coopmat2) paths: q f32, K/V f16/q4_0/q8_0 (+ q4_1/q5_0/q5_1/iq4_nl on cm2; through recent ggml every type it accepts, K ≠ V, sinks, long-context prefill), f16 or f32 accumulators, mask, ALiBi, softcap, GQA, split-k";
     const ERROR_MODEL: &'static str = "logit errors (f32: γ(D/D_split + log₂ D_split + 5); coopmat: f16 Q/K roundings and γ_ACC(D + 1)) ·Σ|s'·q·k| (+ tanh, ALiBi pow) and exp's ULPs as exact weight perturbations, plus P's f16 rounding, the sums in ACC_TYPE, f16 P·V on cm2 (src/model/cases/flash_attn/bounds.rs); f16-accumulator range overflows unjudged and counted";
 
+    /// Per path: the pinned interface's K/V types, then the other types recent ggml accepts
+    /// (run through ggml's host; our shaders skip them), the mixed pairs ([`MIXED_KV`]) and the
+    /// long-context rows ([`LONG_KV`]).
     fn variants() -> Vec<(String, Row)> {
-        [Path::Scalar, Path::Cm1, Path::Cm2]
-            .into_iter()
-            .flat_map(|path| {
-                path.kv_types().iter().map(move |&kv| {
-                    (
-                        runners::flash_attn::variant(path, kv, false).name,
-                        Row { path, kv },
-                    )
-                })
-            })
+        let mut rows = Vec::new();
+        for path in [Path::Scalar, Path::Cm1, Path::Cm2] {
+            let row = |kv, v, long| Row { path, kv, v, long };
+            rows.extend(path.kv_types().iter().map(|&t| row(t, t, false)));
+            rows.extend(
+                RECENT_KV_TYPES
+                    .iter()
+                    .filter(|t| !path.kv_types().contains(t))
+                    .map(|&t| row(t, t, false)),
+            );
+            rows.extend(MIXED_KV.iter().map(|&(k, v)| row(k, v, false)));
+            rows.extend(LONG_KV.iter().map(|&(k, v)| row(k, v, true)));
+        }
+        rows.into_iter()
+            .map(|r| (variant_name(r.path, r.kv, r.v, r.long), r))
             .collect()
     }
 
     fn strategy(p: &Row) -> BoxedStrategy<Self::Case> {
-        strategy(p.path, p.kv).boxed()
+        if p.long {
+            long_strategy(p.path, p.kv, p.v).boxed()
+        } else {
+            strategy_kv(p.path, p.kv, p.v).boxed()
+        }
     }
 
     fn requires(p: &Row, caps: &DeviceCaps) -> Option<String> {
@@ -297,6 +379,8 @@ impl KernelDef for FlashAttn {
                     path,
                     prec_f32: false,
                     kv_type: DType::F16,
+                    v_type: None,
+                    sinks: false,
                     d,
                     dv: None,
                     n,
@@ -383,8 +467,25 @@ fn past_one_reduce_pass(split_k: Option<u32>) -> bool {
 /// a low weight and end as named preconditions ([`FlashAttnCase::evaluate`]).
 /// (Exception: a case past one reduce pass has its heads set to one after drawing.)
 pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCase> {
+    strategy_kv(path, kv_type, kv_type)
+}
+
+/// How often a case has sinks: 1 in 10 in the pinned interface's rows (whose cases our own
+/// shaders run, and which skip sinks there), 1 in 3 in the rows only recent ggml runs.
+fn sinks_strategy(path: Path, k: DType, v: DType) -> BoxedStrategy<bool> {
+    if k == v && path.kv_types().contains(&k) {
+        prop_oneof![9 => Just(false), 1 => Just(true)].boxed()
+    } else {
+        prop_oneof![2 => Just(false), 1 => Just(true)].boxed()
+    }
+}
+
+/// [`strategy`] with K of type `k` and V of type `v` (head sizes whole blocks of both), and
+/// sinks now and then ([`sinks_strategy`]).
+pub fn strategy_kv(path: Path, k: DType, v: DType) -> impl Strategy<Value = FlashAttnCase> {
+    let kv_type = k;
     let coopmat = path != Path::Scalar;
-    let block = kv_type.block_len();
+    let block = k.block_len().max(v.block_len());
     let sizes: Vec<usize> = HEAD_SIZES
         .iter()
         .copied()
@@ -584,6 +685,7 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
         prec,
         v_blocks,
         any::<u64>(),
+        sinks_strategy(path, k, v),
     )
         .prop_map(
             move |(
@@ -596,12 +698,15 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
                 prec_f32,
                 v_blocks,
                 seed,
+                sinks,
             )| {
                 let many_splits = past_one_reduce_pass(split_k);
                 FlashAttnCase {
                     path,
                     prec_f32,
                     kv_type,
+                    v_type: (v != k).then_some(v),
+                    sinks,
                     d,
                     dv: (dv != d).then_some(dv),
                     n,
@@ -630,6 +735,139 @@ pub fn strategy(path: Path, kv_type: DType) -> impl Strategy<Value = FlashAttnCa
         )
 }
 
+/// Fewest queries of a long-context case: recent ggml preprocesses the mask
+/// (`flash_attn_mask_opt.comp`) only for a mask of at least 32 rows.
+pub const LONG_MIN_N: usize = 32;
+/// Fewest keys of a long-context case: the mask optimisation needs KV ≥ 16·Bc (Bc = 32 on the
+/// scalar path for N > 1 at every listed head size) and more than 32,768 mask elements.
+pub const LONG_MIN_KV: usize = 513;
+
+/// Long-context prefill on `path` with K of type `k` and V of type `v`: what recent ggml's
+/// host (0.1.161) sends through its mask optimisation (a mask of ≥ 32 rows, more than 32,768
+/// elements, KV ≥ 16·Bc: `fa_mask_opt`, which marks each Br × Bc block of the mask all −∞ or
+/// all zero so the kernel skips or reads it) and, for quantized K and V at N ≥ 64 in a dense
+/// cache layout, its dequantize-once path (`dequant_<type>_transpose` into an f16 scratch,
+/// then the f16 kernel; q8_0 only at 0.1.161). N 32..=128 on both sides of 64, KV 513..=1100
+/// (2·that on the coopmat paths, whose Bc is 64) mostly off a tile edge, and masks with whole
+/// blocks −∞: causal (the last keys of the first rows), sliding windows (all keys older than
+/// the window), fully masked rows; all-zero masks too (the other block state). Heads 4..=8 so
+/// that a host without a core count (lavapipe: 16 assumed) splits KV in at most 4, as the
+/// backend-mode bound's candidates assume, and a case stays a few seconds of reference and
+/// bound on 2 cores. Sinks in 1 case of 3. Strides of llama.cpp: q head-major, K/V a cache
+/// view (what the dequantize-once path needs) or dense.
+pub fn long_strategy(path: Path, k: DType, v: DType) -> impl Strategy<Value = FlashAttnCase> {
+    let block = k.block_len().max(v.block_len());
+    let sizes: Vec<usize> = HEAD_SIZES
+        .iter()
+        .copied()
+        .filter(|d| d % block == 0)
+        .collect();
+    let d = prop_oneof![3 => Just(64usize), 2 => Just(128usize), 1 => select(sizes)];
+    let n = prop_oneof![1 => LONG_MIN_N..=63usize, 2 => 64usize..=128];
+    let top = if path == Path::Scalar { 1100 } else { 2200 };
+    let low = if path == Path::Scalar { LONG_MIN_KV } else { 2 * LONG_MIN_KV };
+    let kv = prop_oneof![
+        3 => low..=top,
+        1 => (low.div_ceil(64)..=top / 64).prop_map(|t| 64 * t)
+    ];
+    let heads = select(vec![(1usize, 4usize), (2, 2), (4, 1), (2, 4), (1, 8)]);
+    let layouts = (
+        prop_oneof![Just(QLayout::HeadMajor), Just(QLayout::Contiguous)],
+        prop_oneof![
+            3 => (0u8..=40).prop_map(|spare| KvLayout::Cache { spare }),
+            1 => Just(KvLayout::Contiguous)
+        ],
+    );
+    let mask = (
+        prop_oneof![
+            4 => Just(MaskKind::Window),
+            3 => Just(MaskKind::Causal),
+            1 => Just(MaskKind::Zeros),
+            1 => Just(MaskKind::RandomInf),
+            1 => Just(MaskKind::Positions),
+            1 => Just(MaskKind::FullyMaskedRows),
+        ],
+        prop_oneof![3 => Just(MaskPad::Ggml), 1 => (0u8..=5).prop_map(MaskPad::Rows)],
+    )
+        .prop_flat_map(|(mask, pad)| {
+            let max_bias = if mask == MaskKind::Positions {
+                prop_oneof![Just(0.0f32), 0.0f32..=8.0].boxed()
+            } else {
+                Just(0.0f32).boxed()
+            };
+            (Just(mask), Just(pad), max_bias)
+        });
+    let data = || {
+        prop_oneof![
+            3 => prop_oneof![Just(Dist::Normal), Just(Dist::Uniform), Just(Dist::SparseZeros)]
+                .prop_map(Blocks::Quantized),
+            1 => prop_oneof![Just(Scales::Random), Just(Scales::SomeZero)].prop_map(Blocks::Raw),
+        ]
+    };
+    // Positive V now and then: the average of hundreds of normal values is near 0, which a
+    // kernel that drops P·V could pass.
+    let v_blocks = prop_oneof![2 => data().boxed(), 1 => Just(Blocks::Quantized(Dist::Positive)).boxed()];
+    let logits = (
+        prop_oneof![3 => Just(0.0f32), 1 => 10.0f32..50.0],
+        prop_oneof![Just(Dist::Normal), Just(Dist::Uniform)],
+    )
+        .prop_flat_map(|(softcap, q_dist)| {
+            let top = if softcap != 0.0 { -3.0 } else { 1.0 };
+            (Just(softcap), Just(q_dist), prop_oneof![Just(0.125f32), continuous_scale(top)])
+        });
+    let prec = if path == Path::Scalar {
+        Just(false).boxed()
+    } else {
+        any::<bool>().boxed()
+    };
+    (
+        (d, n, kv, heads),
+        layouts,
+        mask,
+        logits,
+        (data(), v_blocks, prec),
+        any::<u64>(),
+        prop_oneof![2 => Just(false), 1 => Just(true)],
+    )
+        .prop_map(
+            move |(
+                (d, n, kv, (kv_heads, gqa)),
+                (q_layout, kv_layout),
+                (mask, mask_pad, max_bias),
+                (softcap, q_dist, scale),
+                (k_blocks, v_blocks, prec_f32),
+                seed,
+                sinks,
+            )| FlashAttnCase {
+                path,
+                prec_f32,
+                kv_type: k,
+                v_type: (v != k).then_some(v),
+                sinks,
+                d,
+                dv: None,
+                n,
+                kv,
+                kv_heads,
+                gqa,
+                v_heads: VHeads::SameAsK,
+                ne3: 1,
+                q_layout,
+                kv_layout,
+                mask,
+                mask_pad,
+                scale,
+                max_bias,
+                softcap,
+                split_k: None,
+                q_dist,
+                k_blocks,
+                v_blocks,
+                seed,
+            },
+        )
+}
+
 impl fmt::Display for FlashAttnCase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let layout = match self.kv_layout {
@@ -640,10 +878,15 @@ impl fmt::Display for FlashAttnCase {
         };
         write!(
             f,
-            "{:?}{} {} D={}{} N={} KV={} H={}×{}{} (V {:?}) q {:?} kv {} mask {:?} ({} rows) scale {} max_bias {} softcap {}{} Q {:?} K {:?} V {:?} seed {}",
+            "{:?}{} {}{} D={}{} N={} KV={} H={}×{}{} (V {:?}) q {:?} kv {} mask {:?} ({} rows) scale {} max_bias {} softcap {}{} Q {:?} K {:?} V {:?} seed {}",
             self.path,
             if self.prec_f32 { " prec_f32" } else { "" },
             self.kv_type,
+            match (self.v_type, self.sinks) {
+                (Some(v), s) => format!("/{v}{}", if s { " sinks" } else { "" }),
+                (None, true) => " sinks".to_string(),
+                (None, false) => String::new(),
+            },
             self.d,
             self.dv.map(|dv| format!(" DV={dv}")).unwrap_or_default(),
             self.n,
@@ -681,22 +924,19 @@ impl CaseModel for FlashAttnCase {
     }
 
     fn variant(&self) -> String {
-        runners::flash_attn::variant(self.path, self.kv_type, false).name
+        variant_name(self.path, self.kv_type, self.v_type(), self.is_long())
     }
 
     fn validate(&self) -> Result<(), String> {
-        for d in [self.d, self.dv()] {
-            if self.kv_type.is_quantized() && d % self.kv_type.block_len() != 0 {
+        for (what, t, d) in [("K", self.kv_type, self.d), ("V", self.v_type(), self.dv())] {
+            if t.is_quantized() && d % t.block_len() != 0 {
                 return Err(format!(
-                    "head size {d} is not a multiple of {}'s block size",
-                    self.kv_type
+                    "{what}'s head size {d} is not a multiple of {t}'s block size"
                 ));
             }
-        }
-        if !matches!(self.kv_type, DType::F16 | DType::F32 | DType::Bf16)
-            && !self.kv_type.is_quantized()
-        {
-            return Err(format!("K/V may not be {}", self.kv_type));
+            if !matches!(t, DType::F16 | DType::F32 | DType::Bf16) && !t.is_quantized() {
+                return Err(format!("{what} may not be {t}"));
+            }
         }
         for (name, x) in [
             ("scale", self.scale),
@@ -744,21 +984,23 @@ impl CaseModel for FlashAttnCase {
             Ok(x) => x,
             Err(e) => return Outcome::Skip(format!("invalid case: {e}")),
         };
+        let sinks = self.sinks.then(|| self.sinks_tensor());
         let inputs = FlashAttnInputs {
             q: &q,
             k: &k,
             v: &v,
             mask: mask.as_ref(),
+            sinks: sinks.as_ref(),
             params: self.params(),
         };
-        if let Err(reason) = self.named_precondition().map_or_else(
-            || runners::flash_attn::precondition(self.path, &inputs),
-            Err,
-        ) {
+        let lat = ctx.latitude();
+        if let Err(reason) = self
+            .named_precondition()
+            .map_or_else(|| host_precondition(self.path, &inputs, lat), Err)
+        {
             return Outcome::Skip(format!("precondition: {reason}"));
         }
         // The reference and (below) the bounds are kept across a bench row's evaluations.
-        let lat = ctx.latitude();
         let key = || format!("flash_attn {self} {lat:?}");
         let want = match crate::model::cases::data::kept(key, || {
             flash_attn_ext(&inputs).map_err(|e| e.to_string())
@@ -773,10 +1015,18 @@ impl CaseModel for FlashAttnCase {
         // get_fa_tuning_params) runs a one-row dispatch (N = 1, GQA not folded into rows) on that
         // scalar path whatever the coopmat configuration. Through ggml's host such a case is
         // judged with the loosest of the pinned model and an f16 candidate (FaArith::ScalarF16).
-        let f16_scalar_possible = lat.later_host
+        let f16_arith_possible = lat.later_host
             && !self.prec_f32
             && ctx.caps().fp16
             && (self.path == Path::Scalar || (self.n == 1 && !(2..=16).contains(&self.gqa)));
+        // Recent ggml (0.1.161) also dequantizes q8_0 K and V once into an f16 scratch for
+        // N ≥ 64 on a dense cache (`dequant_q8_0_transpose`, any accumulator), whatever the
+        // device's fp16: K and V then carry an f16 rounding the f32 model does not count. The
+        // f16 scalar candidate counts it (and f16 arithmetic the host does not do there: a
+        // looser bound than a model of f32 arithmetic on f16 K/V would give, which vkdiff does
+        // not have yet).
+        let dequant_once = lat.later_host && self.dequantized_once();
+        let f16_scalar_possible = f16_arith_possible || dequant_once;
         if lat.later_host
             && self.path == Path::Cm1
             && self.n == 1
@@ -805,6 +1055,7 @@ impl CaseModel for FlashAttnCase {
             k: &k,
             v: &v,
             mask: mask.as_ref(),
+            sinks: sinks.as_ref(),
             scale: inputs.params.scale,
             max_bias: inputs.params.max_bias,
             softcap: inputs.params.logit_softcap,
@@ -830,13 +1081,21 @@ impl CaseModel for FlashAttnCase {
             let mut plans = vec![plan.clone()];
             if lat.splits {
                 for s in 2..=4u32 {
-                    plans.push(runners::flash_attn::plan(
+                    let p = runners::flash_attn::plan(
                         self.path,
                         caps,
                         self.prec_f32,
                         &inputs,
                         Some(s),
-                    ));
+                    );
+                    // The pinned host splits one query only: for N > 1 every candidate is
+                    // the unsplit plan, whose bound is computed once. (Later hosts split
+                    // N > 1 too, 0.1.161 on a device without a core count; their split
+                    // candidates are not modelled: for KV well past 2·Bc a split's chains
+                    // are shorter than the unsplit ones by more than the reduce adds.)
+                    if !plans.contains(&p) {
+                        plans.push(p);
+                    }
                 }
             }
             // Every candidate with its coopmat data terms (None on the f32 scalar path).
@@ -918,10 +1177,11 @@ impl CaseModel for FlashAttnCase {
             &bounds,
             |i| want.out.index_of(i),
             |i| {
-                if want.row_of(i).fully_masked {
-                    FULLY_MASKED
-                } else {
-                    ""
+                let row = want.row_of(i);
+                match (row.fully_masked, row.sink.is_some()) {
+                    (true, false) => FULLY_MASKED,
+                    (true, true) => FULLY_MASKED_SINK,
+                    _ => "",
                 }
             },
         ) {
@@ -937,6 +1197,11 @@ impl CaseModel for FlashAttnCase {
         if f16_scalar_possible {
             verdict.pipeline.push_str(
                 "; judged with the loosest of the pinned host's model and recent ggml's f16 scalar path (f16 Q, K, V, P and O; f32 softmax)",
+            );
+        }
+        if dequant_once {
+            verdict.pipeline.push_str(
+                "; recent ggml dequantizes q8_0 K and V once to f16 here (N ≥ 64, dense cache): judged with the f16 scalar candidate too",
             );
         }
         if f16_range > 0 {
@@ -1091,6 +1356,48 @@ impl FlashAttnCase {
         self.dv.unwrap_or(self.d)
     }
 
+    /// Whether recent ggml's host (0.1.161) dequantizes K and V once into an f16 scratch:
+    /// both q8_0 (the one type with a `dequant_*_transpose` pipeline there), N ≥ 64, not cm2,
+    /// and both a dense cache (a row per key holding every head: nb2 = row(D), nb1 = nb2·H).
+    pub fn dequantized_once(&self) -> bool {
+        self.kv_type == DType::Q8_0
+            && self.v_type() == DType::Q8_0
+            && self.n >= 64
+            && self.path != Path::Cm2
+            && self.v_heads == VHeads::SameAsK
+            && matches!(self.kv_layout, KvLayout::Cache { .. })
+    }
+
+    /// V's type.
+    pub fn v_type(&self) -> DType {
+        self.v_type.unwrap_or(self.kv_type)
+    }
+
+    /// A long-context prefill case ([`long_strategy`]'s; no other strategy draws N ≥ 32 with
+    /// KV ≥ 513).
+    pub fn is_long(&self) -> bool {
+        self.n >= LONG_MIN_N && self.kv >= LONG_MIN_KV
+    }
+
+    /// The sinks (H), f32: per head a normal value times 3, or one in four a large one
+    /// (±10..±40) that dominates or vanishes against the logits.
+    pub fn sinks_tensor(&self) -> Tensor {
+        let h = self.heads();
+        let mut r = rng(self.seed, 6);
+        let base = values(Dist::Normal, self.seed, 7, h);
+        let vals: Vec<f32> = base
+            .iter()
+            .map(|&x| {
+                if r.gen_bool(0.25) {
+                    x.signum() * r.gen_range(10.0f32..40.0)
+                } else {
+                    3.0 * x
+                }
+            })
+            .collect();
+        Tensor::from_f32(DType::F32, [h, 1, 1, 1], &vals).expect("dense sinks")
+    }
+
     /// What ggml or the pinned host leaves outside its domain, named; the case is drawn but
     /// not run (see the strategy).
     pub fn named_precondition(&self) -> Option<String> {
@@ -1140,8 +1447,8 @@ impl FlashAttnCase {
             Tensor::new(DType::F32, [d, n, h, b], nb, stored.data().to_vec())
                 .map_err(|e| e.to_string())?
         };
-        let k = self.kv_tensor(self.d, self.kv_heads, self.k_blocks, 1)?;
-        let v = self.kv_tensor(self.dv(), self.v_head_count(), self.v_blocks, 2)?;
+        let k = self.kv_tensor(self.kv_type, self.d, self.kv_heads, self.k_blocks, 1)?;
+        let v = self.kv_tensor(self.v_type(), self.dv(), self.v_head_count(), self.v_blocks, 2)?;
         let mask = (self.mask != MaskKind::None).then(|| self.mask_tensor());
         Ok((q, k, v, mask))
     }
@@ -1150,12 +1457,13 @@ impl FlashAttnCase {
     /// the other; keys past KV, and padding past D in a key's row, are NaN.
     fn kv_tensor(
         &self,
+        t: DType,
         d: usize,
         heads: usize,
         blocks: Blocks,
         stream: u64,
     ) -> Result<Tensor, String> {
-        let (t, kv, b) = (self.kv_type, self.kv, self.ne3);
+        let (kv, b) = (self.kv, self.ne3);
         let row = t.row_bytes(d).map_err(|e| e.to_string())?;
         // Elements stored past D in each key's row (PaddedRows), and the stored row's bytes.
         let pad = match self.kv_layout {
@@ -1293,6 +1601,11 @@ impl FlashAttnCase {
             split_kv: plan.split_kv as usize,
             softcap: self.softcap,
             alibi: Alibi::new(self.max_bias, self.heads()),
+            sinks: self.sinks,
+            decode_roundings: [
+                bounds::f32_decode_roundings(self.kv_type),
+                bounds::f32_decode_roundings(self.v_type()),
+            ],
             arith: match plan.path {
                 Path::Scalar => FaArith::Scalar,
                 Path::Cm1 => FaArith::Cm1 {
@@ -1304,9 +1617,10 @@ impl FlashAttnCase {
         }
     }
 
-    /// Whether cm1's P·V may take V decoded to f16 ([`FaArith::Cm1`]'s `v_decoded`): block V.
+    /// Whether cm1's P·V may take V converted to f16 ([`FaArith::Cm1`]'s `v_decoded`): any V
+    /// but f16 (block formats, and f32 or bf16, which recent ggml's cm1 stages as f16 too).
     fn cm1_v_decoded(&self) -> bool {
-        self.kv_type.is_quantized()
+        self.v_type() != DType::F16
     }
 
     /// For a coopmat pipeline (or, with `f16_scalar`, recent ggml's f16 scalar path,
@@ -1335,28 +1649,45 @@ impl FlashAttnCase {
         let (d, n, h, kv) = (self.d, self.n, self.heads(), self.kv);
         let s_abs = (self.params().dot_scale() as f64).abs();
         let units = bounds::f16_decode_units(self.kv_type) * tolerance::U16;
+        let v_units = bounds::f16_decode_units(self.v_type()) * tolerance::U16;
+        // Σ|k| and max|k| of each key depend on its K head only: once per head, not per row
+        // (at N = 128 and 1,000 keys the per-row loop took seconds on one thread). The rows'
+        // own term, K's decode error against |q|, is a D-term sum per (row, key): rows in
+        // parallel. The same sums in the same order as one row at a time (tests: the plain
+        // loop, bit for bit).
+        let per_head: Vec<(Vec<f64>, Vec<f64>)> = (0..self.kv_heads)
+            .into_par_iter()
+            .map(|ik| {
+                (0..kv)
+                    .map(|j| {
+                        let kr = &kv_vals[(ik * kv + j) * d..][..d];
+                        let abs: f64 = kr.iter().map(|k| k.abs()).sum();
+                        (abs, kr.iter().fold(0.0, |m: f64, k| m.max(k.abs())))
+                    })
+                    .unzip()
+            })
+            .collect();
         let rows = want
             .rows
-            .iter()
+            .par_iter()
             .map(|row| {
                 let qr = &qv[((row.i3 * h + row.h) * n + row.q) * d..][..d];
                 let ik = row.h / self.gqa;
-                let mut x = FaRowData {
+                let (k_abs, k_max) = &per_head[ik];
+                FaRowData {
                     s_abs,
                     q_abs: s_abs * qr.iter().map(|q| q.abs()).sum::<f64>(),
                     q_max: qr.iter().fold(0.0, |m: f64, q| m.max(q.abs())),
-                    ..Default::default()
-                };
-                for j in 0..kv {
-                    let at = (ik * kv + j) * d;
-                    let (kr, mr) = (&kv_vals[at..at + d], &kmag[at..at + d]);
-                    x.k_abs.push(kr.iter().map(|k| k.abs()).sum());
-                    x.k_max
-                        .push(kr.iter().fold(0.0, |m: f64, k| m.max(k.abs())));
-                    let qm: f64 = qr.iter().zip(mr).map(|(q, m)| q.abs() * m).sum();
-                    x.k_err.push(units * s_abs * qm);
+                    k_abs: k_abs.clone(),
+                    k_max: k_max.clone(),
+                    k_err: (0..kv)
+                        .map(|j| {
+                            let mr = &kmag[(ik * kv + j) * d..][..d];
+                            let qm: f64 = qr.iter().zip(mr).map(|(q, m)| q.abs() * m).sum();
+                            units * s_abs * qm
+                        })
+                        .collect(),
                 }
-                x
             })
             .collect();
         let v_decoded = plan.path == Path::Cm2
@@ -1372,7 +1703,7 @@ impl FlashAttnCase {
                     } else {
                         0.0
                     };
-                    units * m + flush
+                    v_units * m + flush
                 })
                 .collect()
         } else {
@@ -1387,8 +1718,40 @@ impl FlashAttnCase {
 /// reported apart from ordinary out-of-bound elements.
 pub const FULLY_MASKED: &str = "fully masked row: ggml gives NaN (0·1/0)";
 
-/// Overwrites one stored row of K/V with NaN: f16 NaN elements, or blocks whose scales are
-/// NaN.
+/// The region name of elements in a fully masked row of an op with sinks: the sink alone is in
+/// the denominator and the row is exactly 0.
+pub const FULLY_MASKED_SINK: &str = "fully masked row with a sink: exactly 0";
+
+/// Why the host at hand does not run the op: vkdiff's own runners (`lat` pinned) keep the July
+/// 2025 interface's rules ([`runners::flash_attn::precondition`]: one K/V type with a pipeline
+/// on the path, no sinks); ggml's host of a later revision takes the K/V types of recent ggml
+/// ([`RECENT_KV_TYPES`], any pair but bf16 with another: 0.1.161's `supports_op`) and sinks, and
+/// refuses itself (through `supports_op`) what its own revision lacks. The shape rules of the
+/// pinned host apply to both.
+fn host_precondition(
+    path: Path,
+    inputs: &FlashAttnInputs,
+    lat: crate::model::driver::Latitude,
+) -> Result<(), String> {
+    if !lat.later_host {
+        return runners::flash_attn::precondition(path, inputs);
+    }
+    let (k, v) = (inputs.k.dtype(), inputs.v.dtype());
+    for (what, t) in [("K", k), ("V", v)] {
+        if !RECENT_KV_TYPES.contains(&t) {
+            return Err(format!("{what} of type {t}: no ggml flash-attention pipeline takes it"));
+        }
+    }
+    if (k == DType::Bf16) != (v == DType::Bf16) {
+        return Err(format!(
+            "K {k} with V {v}: ggml's Vulkan host (0.1.161 supports_op) takes bf16 K only with bf16 V and the reverse"
+        ));
+    }
+    runners::flash_attn::precondition_shapes(inputs)
+}
+
+/// Overwrites one stored row of K/V with NaN: NaN elements of its float type, or blocks whose
+/// scales are NaN.
 fn poison_row(t: DType, row: &mut [u8]) {
     if t.is_quantized() {
         for block in row.chunks_exact_mut(t.block_bytes()) {
@@ -1396,9 +1759,15 @@ fn poison_row(t: DType, row: &mut [u8]) {
                 t.set_f16_scale(block, i, half::f16::from_bits(F16_NAN));
             }
         }
+    } else if t == DType::F32 {
+        for x in row.chunks_exact_mut(4) {
+            x.copy_from_slice(&f32::NAN.to_le_bytes());
+        }
     } else {
+        // f16's NaN, and bf16's (0x7FC0).
+        let nan = if t == DType::Bf16 { 0x7FC0u16 } else { F16_NAN };
         for x in row.chunks_exact_mut(2) {
-            x.copy_from_slice(&F16_NAN.to_le_bytes());
+            x.copy_from_slice(&nan.to_le_bytes());
         }
     }
 }
@@ -1421,6 +1790,8 @@ mod tests {
             path: Path::Scalar,
             prec_f32: false,
             kv_type: DType::Q4_0,
+            v_type: None,
+            sinks: false,
             d: 64,
             dv: None,
             n: 3,
@@ -1464,6 +1835,7 @@ mod tests {
             k: &k,
             v: &v,
             mask: m.as_ref(),
+            sinks: None,
             params: c.params(),
         };
         let out = flash_attn_ext(&p).unwrap();
@@ -1485,6 +1857,7 @@ mod tests {
             k: &k,
             v: &v,
             mask: m.as_ref(),
+            sinks: None,
             params: c.params(),
         })
         .unwrap();
@@ -1511,6 +1884,7 @@ mod tests {
                 k: &k,
                 v: &v,
                 mask: m.as_ref(),
+                sinks: None,
                 params: c.params(),
             };
             let plan = runners::flash_attn::plan(
@@ -1642,6 +2016,7 @@ mod tests {
                         k: &k,
                         v: &v,
                         mask: m.as_ref(),
+                        sinks: None,
                         params: c.params(),
                     };
                     if not_run(&c, &p).is_some() {
@@ -1694,6 +2069,7 @@ mod tests {
                 k: &k,
                 v: &v,
                 mask: m.as_ref(),
+                sinks: None,
                 params: c.params(),
             };
             let want = flash_attn_ext(&p).unwrap();
@@ -1753,6 +2129,7 @@ mod tests {
             k: &k,
             v: &v,
             mask: None,
+            sinks: None,
             params: c.params(),
         };
         let want = flash_attn_ext(&p).unwrap();
@@ -1767,6 +2144,8 @@ mod tests {
             softcap: 0.0,
             alibi: Alibi::new(0.0, 1),
             arith: FaArith::Scalar,
+            sinks: false,
+            decode_roundings: [0, 0],
         };
         let vr = v.rows().unwrap();
         let b = crate::model::cases::flash_attn::bounds::flash_attn_bounds(&shape, &want, &vr, v.ne(), None);
@@ -1777,6 +2156,77 @@ mod tests {
                 "{b} for {x}"
             );
         }
+    }
+
+    /// `coopmat_terms`' rows as first written: every key's sums once per row, one row at a
+    /// time.
+    fn coopmat_rows_plain(c: &FlashAttnCase, q: &Tensor, k: &Tensor, want: &FlashAttnOut) -> Vec<FaRowData> {
+        let (qv, kv_vals, kmag) = (q.rows().unwrap(), k.rows().unwrap(), k.magnitudes().unwrap());
+        let (d, n, h, kv) = (c.d, c.n, c.heads(), c.kv);
+        let s_abs = (c.params().dot_scale() as f64).abs();
+        let units = bounds::f16_decode_units(c.kv_type) * tolerance::U16;
+        want.rows
+            .iter()
+            .map(|row| {
+                let qr = &qv[((row.i3 * h + row.h) * n + row.q) * d..][..d];
+                let ik = row.h / c.gqa;
+                let mut x = FaRowData {
+                    s_abs,
+                    q_abs: s_abs * qr.iter().map(|q| q.abs()).sum::<f64>(),
+                    q_max: qr.iter().fold(0.0, |m: f64, q| m.max(q.abs())),
+                    ..Default::default()
+                };
+                for j in 0..kv {
+                    let at = (ik * kv + j) * d;
+                    let (kr, mr) = (&kv_vals[at..at + d], &kmag[at..at + d]);
+                    x.k_abs.push(kr.iter().map(|k| k.abs()).sum());
+                    x.k_max.push(kr.iter().fold(0.0, |m: f64, k| m.max(k.abs())));
+                    let qm: f64 = qr.iter().zip(mr).map(|(q, m)| q.abs() * m).sum();
+                    x.k_err.push(units * s_abs * qm);
+                }
+                x
+            })
+            .collect()
+    }
+
+    #[test]
+    fn coopmat_terms_equal_the_plain_loop_bit_for_bit() {
+        let mut runner = TestRunner::deterministic();
+        let caps = coopmat_caps();
+        let mut rows = 0;
+        for (path, k, v, long) in [
+            (Path::Cm2, DType::Q4_1, DType::Q4_1, false),
+            (Path::Cm1, DType::Q8_0, DType::F16, false),
+            (Path::Scalar, DType::F16, DType::F16, true),
+            (Path::Cm2, DType::Q8_0, DType::Q8_0, true),
+        ] {
+            let s = if long {
+                long_strategy(path, k, v).boxed()
+            } else {
+                strategy_kv(path, k, v).boxed()
+            };
+            for _ in 0..3 {
+                let c = s.new_tree(&mut runner).unwrap().current();
+                let (q, kt, vt, m) = c.inputs().unwrap();
+                let p = FlashAttnInputs { q: &q, k: &kt, v: &vt, mask: m.as_ref(), sinks: None, params: c.params() };
+                let Ok(want) = flash_attn_ext(&p) else { continue };
+                let plan = runners::flash_attn::plan(c.path, &caps, c.prec_f32, &p, None);
+                let (fast, _) = c.coopmat_terms(&plan, true, &q, &kt, &vt, &want).unwrap().unwrap();
+                let plain = coopmat_rows_plain(&c, &q, &kt, &want);
+                let bits = |x: &[f64]| x.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                for (a, b) in fast.iter().zip(&plain) {
+                    assert_eq!(
+                        [a.s_abs, a.q_abs, a.q_max].map(f64::to_bits),
+                        [b.s_abs, b.q_abs, b.q_max].map(f64::to_bits)
+                    );
+                    assert_eq!(bits(&a.k_abs), bits(&b.k_abs), "{c}");
+                    assert_eq!(bits(&a.k_max), bits(&b.k_max), "{c}");
+                    assert_eq!(bits(&a.k_err), bits(&b.k_err), "{c}");
+                }
+                rows += fast.len();
+            }
+        }
+        assert!(rows > 1000, "{rows} rows compared");
     }
 
     #[test]
@@ -1796,6 +2246,7 @@ mod tests {
                     k: &k,
                     v: &v,
                     mask: m.as_ref(),
+                    sinks: None,
                     params: c.params(),
                 };
                 // Every case the suite does not run says why in words the precondition

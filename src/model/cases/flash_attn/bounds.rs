@@ -31,6 +31,24 @@ pub struct FlashAttnShape {
     pub alibi: vkdiff_reference::ops::flash_attn::Alibi,
     /// The arithmetic of the pipeline that ran.
     pub arith: FaArith,
+    /// The op has sinks (later ggml): each row's sink joins as one more key whose value is 0
+    /// (see [`flash_attn_bounds`]), and every term is rescaled once more. Set by
+    /// [`flash_attn_bounds`] from the rows.
+    pub sinks: bool,
+    /// f32 roundings of one decoded K element and one V element on the scalar path: 1 for
+    /// q4_1 and q5_1, whose d·q + m rounds once (d·q, an f16 times a 4- or 5-bit integer, is
+    /// exact in f32), 0 for the rest (f32, f16 and bf16 widen exactly; d·q and iq4_nl's d·table
+    /// value are exact). A K element k(1 + δ) is one more factor in each product of the dot
+    /// product (one more in its γ), a V element one more in each term of P·V. The coopmat and
+    /// f16 paths count the decode in [`f16_decode_units`] instead.
+    pub decode_roundings: [u32; 2],
+}
+
+/// The scalar path's extra f32 roundings of a decoded element of type `t`
+/// ([`FlashAttnShape::decode_roundings`]).
+pub fn f32_decode_roundings(t: vkdiff_reference::DType) -> u32 {
+    use vkdiff_reference::DType;
+    u32::from(matches!(t, DType::Q4_1 | DType::Q5_1))
 }
 
 /// The arithmetic of a flash-attention pipeline (§9.8).
@@ -226,7 +244,81 @@ pub fn tanh_error(ax: f64) -> f64 {
 ///   Where that can happen the result may be ±∞ or NaN and is not judged: the bound is NaN there
 ///   (the case counts and reports those elements). Upstream at the pinned commit does not clamp
 ///   (§12 later-changed 7).
+///
+/// **Sinks.** A sink σ_h is a key whose value is 0 and whose logit is σ_h itself (read as f32,
+/// then ACC_TYPE): the kernel folds it in after the last tile, as one more rescale
+/// (O·e^(M − M'), L·e^(M − M') + e^(σ − M')), or in the split-k reduce. So the rows are judged
+/// with that key appended (KV + 1 keys, V row 0, the reference's sink weight), one more tile
+/// of rescales, and for the split-k reduce two more roundings. The sink's logit error is at
+/// most e·|σ| (its rounding to ACC_TYPE; 0 in f32) plus 2⁻¹⁴ for an f16 flush: the key is
+/// given dot magnitude |σ|·max(1, 1/|c|) (c the softcap, which the generic term multiplies by
+/// and the sink does not take) and, with row data, Σ|k| = 1, so that the generic logit term
+/// g_dot·|σ| (g_dot ≥ e) and the flush term cover it.
 pub fn flash_attn_bounds(
+    shape: &FlashAttnShape,
+    fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
+    v_values: &[f64],
+    v_ne: [usize; 4],
+    extra: Option<(&[FaRowData], &[f64])>,
+) -> Vec<f64> {
+    if !fa.rows.iter().any(|r| r.sink.is_some()) {
+        let shape = FlashAttnShape {
+            sinks: false,
+            ..*shape
+        };
+        return bounds_of(&shape, fa, v_values, v_ne, extra);
+    }
+    let cap = (shape.softcap as f64).abs();
+    let widen = if cap != 0.0 { (1.0 / cap).max(1.0) } else { 1.0 };
+    let mut with_sink = fa.clone();
+    for row in &mut with_sink.rows {
+        let s = row.sink.unwrap_or(f64::NEG_INFINITY);
+        row.x.push(0.0);
+        row.dot_magnitude.push(s.abs() * widen);
+        row.mask.push(0.0);
+        row.logits.push(s);
+        row.weights.push(row.sink_weight);
+    }
+    // V (and its decode errors) with a zero key after the last one of each head.
+    let [dv, kv, heads, batches] = v_ne;
+    let append = |x: &[f64]| -> Vec<f64> {
+        let mut out = Vec::with_capacity(dv * (kv + 1) * heads * batches);
+        for head in x.chunks_exact(dv * kv) {
+            out.extend_from_slice(head);
+            out.extend(std::iter::repeat_n(0.0, dv));
+        }
+        out
+    };
+    let v_sink = append(v_values);
+    let extra_sink = extra.map(|(rows, v_err)| {
+        let rows: Vec<FaRowData> = rows
+            .iter()
+            .map(|x| {
+                let mut x = x.clone();
+                x.k_abs.push(1.0);
+                x.k_err.push(0.0);
+                x.k_max.push(0.0);
+                x
+            })
+            .collect();
+        (rows, append(v_err))
+    });
+    let shape = FlashAttnShape {
+        kv: shape.kv + 1,
+        sinks: true,
+        ..*shape
+    };
+    bounds_of(
+        &shape,
+        &with_sink,
+        &v_sink,
+        [dv, kv + 1, heads, batches],
+        extra_sink.as_ref().map(|(r, e)| (r.as_slice(), e.as_slice())),
+    )
+}
+
+/// [`flash_attn_bounds`] for rows without sinks (or with their sink key appended).
+fn bounds_of(
     shape: &FlashAttnShape,
     fa: &vkdiff_reference::ops::flash_attn::FlashAttn,
     v_values: &[f64],
@@ -244,6 +336,8 @@ pub fn flash_attn_bounds(
         softcap,
         alibi,
         arith,
+        sinks,
+        decode_roundings: [k_round, v_round],
     } = *shape;
     let (cm1, cm2, f16acc) = match arith {
         FaArith::Scalar => (false, false, false),
@@ -258,13 +352,16 @@ pub fn flash_attn_bounds(
     let gamma_h = |n: f64| gamma_of(U16, n);
     let d_split = d_split.max(1);
     let log_split = (d_split as f64).log2().ceil();
-    let tiles = kv.div_ceil(bc.max(1) as usize) as f64;
+    // A sink rescales every term once more, as one more tile would.
+    let sink_tile = if sinks { 1.0 } else { 0.0 };
+    let tiles = kv.div_ceil(bc.max(1) as usize) as f64 + sink_tile;
     // One workgroup's keys and tiles: the depth of a key's chains before the split-k reduce.
     let chain_keys = if split_k > 1 { split_kv.min(kv) } else { kv };
-    let chain_tiles = chain_keys.div_ceil(bc.max(1) as usize) as f64;
+    let chain_tiles = chain_keys.div_ceil(bc.max(1) as usize) as f64 + sink_tile;
     let groups = (wg / d_split).max(1) as f64;
+    // With split-k the reduce applies the sink: L·ms + vs and O·ms, two more roundings.
     let split_depth = if split_k > 1 {
-        split_k as f64 + 1.0
+        split_k as f64 + 1.0 + 2.0 * sink_tile
     } else {
         0.0
     };
@@ -278,7 +375,7 @@ pub fn flash_attn_bounds(
     let g_dot = if coop {
         (1.0 + rho_q) * (1.0 + acc_dot) - 1.0
     } else {
-        gamma((d / d_split as usize) as f64 + log_split + 5.0)
+        gamma((d / d_split as usize) as f64 + log_split + 5.0 + k_round as f64)
     };
     // exp's unit and the per-rescale error.
     let ex = if cm1 { U32 } else { e };
@@ -306,7 +403,7 @@ pub fn flash_attn_bounds(
         )
     } else {
         let depth = chain_keys as f64 + chain_tiles + groups + 2.0 + split_depth;
-        (gamma(depth), gamma(depth))
+        (gamma(depth + v_round as f64), gamma(depth))
     };
     // The split-k reduce's f32 chain on top (the scalar depth already has it).
     let (g_pv, g_l) = if coop && split_k > 1 {
@@ -1151,7 +1248,7 @@ mod tests {
                 max_bias,
                 logit_softcap: softcap,
             };
-            let inputs = FlashAttnInputs { q: &q, k: &k, v: &v, mask: mask.as_ref(), params };
+            let inputs = FlashAttnInputs { q: &q, k: &k, v: &v, mask: mask.as_ref(), sinks: None, params };
             let Ok(want) = flash_attn_ext(&inputs) else { continue };
             let v_values = v.rows().unwrap();
             let arith = match rng.below(6) {
@@ -1173,6 +1270,8 @@ mod tests {
                 softcap,
                 alibi: Alibi::new(max_bias, h),
                 arith,
+                sinks: false,
+                decode_roundings: [rng.below(2) as u32, rng.below(2) as u32],
             };
             let extra = (arith != FaArith::Scalar).then(|| {
                 let rows: Vec<FaRowData> = want

@@ -27,6 +27,8 @@ pub fn flash_attn_bounds_plain(
         softcap,
         alibi,
         arith,
+        sinks,
+        decode_roundings: [k_round, v_round],
     } = *shape;
     let (cm1, cm2, f16acc) = match arith {
         FaArith::Scalar => (false, false, false),
@@ -41,13 +43,16 @@ pub fn flash_attn_bounds_plain(
     let gamma_h = |n: f64| gamma_of(U16, n);
     let d_split = d_split.max(1);
     let log_split = (d_split as f64).log2().ceil();
-    let tiles = kv.div_ceil(bc.max(1) as usize) as f64;
+    // A sink rescales every term once more, as one more tile would.
+    let sink_tile = if sinks { 1.0 } else { 0.0 };
+    let tiles = kv.div_ceil(bc.max(1) as usize) as f64 + sink_tile;
     // One workgroup's keys and tiles: the depth of a key's chains before the split-k reduce.
     let chain_keys = if split_k > 1 { split_kv.min(kv) } else { kv };
-    let chain_tiles = chain_keys.div_ceil(bc.max(1) as usize) as f64;
+    let chain_tiles = chain_keys.div_ceil(bc.max(1) as usize) as f64 + sink_tile;
     let groups = (wg / d_split).max(1) as f64;
+    // With split-k the reduce applies the sink: L·ms + vs and O·ms, two more roundings.
     let split_depth = if split_k > 1 {
-        split_k as f64 + 1.0
+        split_k as f64 + 1.0 + 2.0 * sink_tile
     } else {
         0.0
     };
@@ -61,7 +66,7 @@ pub fn flash_attn_bounds_plain(
     let g_dot = if coop {
         (1.0 + rho_q) * (1.0 + acc_dot) - 1.0
     } else {
-        gamma((d / d_split as usize) as f64 + log_split + 5.0)
+        gamma((d / d_split as usize) as f64 + log_split + 5.0 + k_round as f64)
     };
     // exp's unit and the per-rescale error.
     let ex = if cm1 { U32 } else { e };
@@ -89,7 +94,7 @@ pub fn flash_attn_bounds_plain(
         )
     } else {
         let depth = chain_keys as f64 + chain_tiles + groups + 2.0 + split_depth;
-        (gamma(depth), gamma(depth))
+        (gamma(depth + v_round as f64), gamma(depth))
     };
     // The split-k reduce's f32 chain on top (the scalar depth already has it).
     let (g_pv, g_l) = if coop && split_k > 1 {
