@@ -20,8 +20,8 @@ if ! command -v cargo >/dev/null; then
     echo "ci/install.sh: cargo not found; install a Rust toolchain (1.82 or newer) with rustup" >&2
     exit 1
 fi
-# Debian 12 only: the newer lavapipe (Mesa 25, fp16: 1 to ggml) unpacked beside the system one,
-# for backend mode's fp16 pipelines (ci/lavapipe-new.sh).
+# Debian 12 only: the newer lavapipe (Mesa 25) unpacked beside the system one, for backend mode
+# (ci/lavapipe-new.sh).
 if grep -qs '^12' /etc/debian_version; then
     bash "$(dirname "$0")/lavapipe-new.sh" >/dev/null
 fi

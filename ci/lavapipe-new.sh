@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prints the ICD manifest of a newer lavapipe (Mesa 25 from bookworm-backports), unpacked beside
 # Debian 12's own Mesa 22.3 rather than over it, so one machine offers both: point a command at
-# it with VK_DRIVER_FILES=<printed path>. ggml sees Debian 12's lavapipe as fp16: 0 and this one
-# as fp16: 1, so only this one reaches ggml's fp16 pipelines on a machine without a GPU.
+# it with VK_DRIVER_FILES=<printed path>: a newer driver for ggml's backend (Mesa 22.3 releases
+# a destroyed buffer's resource twice when ggml runs its next graph; Mesa 25 does not).
 # Unpacked once into ${VKDIFF_MESA_CACHE:-~/.cache/vkdiff-mesa}/<version>/; it links against
 # Debian 12's own LLVM 15 and libdrm (measured to load and run with them).
 set -euo pipefail

@@ -259,13 +259,14 @@ fn a_fault_of_the_fused_graph_alone_is_a_fused_only_finding() {
     assert!(text.contains("fails too"), "{text}");
 }
 
-/// The `intdot` configuration: vkdiff's layer makes lavapipe report integer-dot acceleration, so
-/// ggml reports `int dot: 1` and takes its integer-dot paths (B quantized to q8_1): MMVQ for the
-/// mat-vec, MMQ for the matrix-matrix product. Each case line records the override and the
-/// modules it dispatched, and the q8_1 error models judge the results: they pass, while a wrong
-/// element still fails (the injected control).
+/// ggml's production paths on lavapipe: `default` (no switch: fusion and graph optimisation
+/// on; integer dot off, as lavapipe does not report it) and `intdot` (the same on a device
+/// vkdiff's layer makes report integer-dot acceleration: ggml says `int dot: 1` and quantizes
+/// B to q8_1 for MMVQ and MMQ). The q8_1 models judge MMVQ and MMQ, a fused MUL_MAT + ADD runs
+/// as one dispatch (no ADD module), each line records the override where it applied, and a
+/// wrong element still fails (the injected control).
 #[test]
-fn the_intdot_configuration_judges_ggmls_integer_dot_paths() {
+fn the_default_and_intdot_configurations_judge_ggmls_production_paths() {
     let tree = recent_tree();
     let out = common::scratch("ggml-intdot");
     let run = |dir: &str, env: &[(&str, &str)]| {
@@ -276,11 +277,11 @@ fn the_intdot_configuration_judges_ggmls_integer_dot_paths() {
                 "--ggml",
                 tree.to_str().unwrap(),
                 "--variant",
-                "mul_mat_vec_q4_0_f32_f32$,matmul_q4_0_f32$",
+                "mul_mat_vec_q4_0_f32_f32$,matmul_q4_0_f32$,mul_mat_vec_q4_0_f32_f32+add$",
                 "--cases",
                 "3",
                 "--config",
-                "intdot",
+                "default,intdot",
                 "--shrink-budget",
                 "0",
                 "--out",
@@ -296,10 +297,10 @@ fn the_intdot_configuration_judges_ggmls_integer_dot_paths() {
     };
     let (code, text, lines) = run("clean", &[]);
     assert!(
-        text.contains("int dot: 1") && !text.contains("int dot: 0"),
+        text.contains("int dot: 1") && text.contains("int dot: 0"),
         "{text}"
     );
-    assert_eq!(code, 0, "{text}");
+    assert!(code == 0 || code == 1, "{text}");
     let cases: Vec<_> = lines
         .iter()
         .filter_map(|l| match l {
@@ -307,26 +308,51 @@ fn the_intdot_configuration_judges_ggmls_integer_dot_paths() {
             _ => None,
         })
         .collect();
-    assert_eq!(cases.len(), 6, "{text}");
-    let dispatched = |variant: &str, prefix: &str| {
+    assert_eq!(cases.len(), 18, "{text}");
+    for c in &cases {
+        // Only lavapipe 22.3's crash in a later graph (see the test above) may fail a case.
+        let after_earlier = c.outcome == "crash"
+            && vkdiff::worker::after_earlier(c.detail.as_deref().unwrap_or(""));
+        assert!(c.outcome == "pass" || after_earlier, "{c:#?}");
+        let intdot = c.config.ends_with("config intdot");
+        let overridden: &[&str] = if intdot {
+            &["integerDotProduct4x8BitPackedSignedAccelerated"]
+        } else {
+            &[]
+        };
+        assert_eq!(c.overridden, overridden, "{c:?}");
+    }
+    let dispatched = |config: &str, variant: &str, prefix: &str| {
         cases.iter().any(|c| {
-            c.variant == variant
+            c.config.ends_with(config)
+                && c.variant == variant
                 && c.outcome == "pass"
                 && c.pipelines.iter().any(|p| p.starts_with(prefix))
         })
     };
     assert!(
-        dispatched("mul_mat_vec_q4_0_f32_f32", "mul_mat_vec_q4_0_q8_1_f32")
-            && dispatched("mul_mat_vec_q4_0_f32_f32", "quantize_q8_1")
-            && dispatched("matmul_q4_0_f32", "matmul_q4_0_q8_1"),
+        dispatched(
+            "intdot",
+            "mul_mat_vec_q4_0_f32_f32",
+            "mul_mat_vec_q4_0_q8_1_f32"
+        ) && dispatched("intdot", "mul_mat_vec_q4_0_f32_f32", "quantize_q8_1")
+            && dispatched("intdot", "matmul_q4_0_f32", "matmul_q4_0_q8_1")
+            && dispatched(
+                "default",
+                "mul_mat_vec_q4_0_f32_f32",
+                "mul_mat_vec_q4_0_f32_f32"
+            ),
         "{cases:#?}"
     );
-    for c in &cases {
-        assert_eq!(
-            c.overridden,
-            ["integerDotProduct4x8BitPackedSignedAccelerated"]
-        );
-    }
+    // Fused: one decode-shaped MUL_MAT + ADD case dispatched the mat-vec and no ADD module.
+    assert!(
+        cases.iter().any(|c| c.variant.ends_with("+add")
+            && c.case.contains(" N=1 ")
+            && c.outcome == "pass"
+            && !c.pipelines.is_empty()
+            && !c.pipelines.iter().any(|p| p.starts_with("add"))),
+        "{cases:#?}"
+    );
     let (code, text, _) = run("inject", &[("VKDIFF_GGML_INJECT", "MUL_MAT")]);
     assert_eq!(code, 1, "an injected error passed:\n{text}");
 }
