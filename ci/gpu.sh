@@ -59,7 +59,9 @@ stage)
             cp -L "$b" "$pack/${soname:-libggml-base.so}"
             break
         done
-        strip "$pack"/*.so*
+        # Debug info goes; the symbol table stays (vkdiff names the SPIR-V modules a case
+        # dispatched from ggml's `<name>_data` symbols there: pipeline coverage).
+        strip --strip-debug "$pack"/*.so*
         # Its ggml.h: vkdiff reads GGML_KQ_MASK_PAD from it (0.1.109 asserts the mask pad).
         cp "$tree/ggml/include/ggml.h" "$pack/ggml.h"
         tar czf ".devbin/ggml-$v.tgz" -C "$(dirname "$pack")" "ggml-$v"

@@ -121,8 +121,24 @@ fn recent_tree_runs_all_four_ops_and_can_fail() {
                     // did not crash (the worker's isolation says so): a case's own crash fails.
                     let after_earlier = c.outcome == "crash"
                         && vkdiff::worker::after_earlier(c.detail.as_deref().unwrap_or(""));
+                    // And the recent tree's zeros where every key is masked (the pinned
+                    // kernels gave NaN; known-findings.txt, fa-zero-l-guard): every element
+                    // the verdict lists is such a zero.
+                    let zero_rows = c.kernel == "flash_attn"
+                        && c.outcome == "fail"
+                        && c.detail.as_deref().is_some_and(|d| {
+                            let elements: Vec<&str> =
+                                d.lines().filter(|l| l.starts_with("dst[")).collect();
+                            !elements.is_empty()
+                                && elements.iter().all(|l| {
+                                    l.contains("fully masked row")
+                                        && (l.contains("got 0e0") || l.contains("got -0e0"))
+                                })
+                        });
                     assert!(
-                        (c.kernel == "wkv7" && !c.case.starts_with("S=64 ")) || after_earlier,
+                        (c.kernel == "wkv7" && !c.case.starts_with("S=64 "))
+                            || after_earlier
+                            || zero_rows,
                         "unexpected {} in backend mode: {} {}\n{:?}",
                         c.outcome,
                         c.variant,
