@@ -215,15 +215,49 @@ pub enum IntDotPath {
     Mmq,
 }
 
+/// Mat-vec (MMVQ) A types, in the recent tree's order.
+const MMVQ_TYPES: &[DType] = &[
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Mxfp4,
+    DType::Q2_K,
+    DType::Q3_K,
+    DType::Q4_K,
+    DType::Q5_K,
+    DType::Q6_K,
+    DType::Iq1S,
+    DType::Iq1M,
+    DType::Iq4Xs,
+];
+
+/// Matrix-matrix (MMQ) A types.
+const MMQ_TYPES: &[DType] = &[
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Mxfp4,
+    DType::Q2_K,
+    DType::Q3_K,
+    DType::Q4_K,
+    DType::Q5_K,
+    DType::Q6_K,
+    DType::Iq3S,
+    DType::Iq4Xs,
+];
+
 /// The A types vkdiff knows that have an integer-dot body on `path` in the recent registry
 /// tree (llama.cpp 2026-11: `mul_mat_vecq_funcs.glsl`, `mul_mmq_funcs.glsl`; nvfp4 and q2_0,
 /// which vkdiff does not generate, have one too). mxfp4's codes are integers times its block
 /// scale, like q8_0's, so its bodies are modelled as q8_0's (no offset, default depths). MMQ's iq4_nl body is cm1-only.
 pub fn int_dot_types(path: IntDotPath) -> &'static [DType] {
-    // One list per path, kept with the kernels whose rows they name.
     match path {
-        IntDotPath::Mmvq => super::mul_mat_vec::Q8_1_MAT_VEC_TYPES,
-        IntDotPath::Mmq => super::mul_mm::Q8_1_MATMUL_TYPES,
+        IntDotPath::Mmvq => MMVQ_TYPES,
+        IntDotPath::Mmq => MMQ_TYPES,
     }
 }
 

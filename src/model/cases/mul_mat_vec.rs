@@ -50,28 +50,6 @@ pub const A_TYPES: &[DType] = &[
     DType::Mxfp4,
 ];
 
-/// The A types with an integer-dot mat-vec (MMVQ: B quantized to q8_1 on the fly, 4×8-bit
-/// dot products) in later upstream (0.1.161 `ggml_vk_get_dequantize_mul_mat_vec` with a q8_1
-/// B), when the device accelerates integer dot products (`caps.integer_dot`) and the host
-/// picks it. mxfp4 among them: its kvalues (doubled E2M1) are the int8 codes, the halved
-/// E8M0 scale the block's d. For the q8_1 error models keyed on `caps.integer_dot`.
-pub const Q8_1_MAT_VEC_TYPES: &[DType] = &[
-    DType::Q4_0,
-    DType::Q4_1,
-    DType::Q5_0,
-    DType::Q5_1,
-    DType::Q8_0,
-    DType::Mxfp4,
-    DType::Q2_K,
-    DType::Q3_K,
-    DType::Q4_K,
-    DType::Q5_K,
-    DType::Q6_K,
-    DType::Iq1S,
-    DType::Iq1M,
-    DType::Iq4Xs,
-];
-
 /// One MUL_MAT through the mat-vec kernel: dst (M, N, ne02·r2, ne03) = A (K, M, ne02, ne03) × B.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MulMatVecCase {

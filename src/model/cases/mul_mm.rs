@@ -60,26 +60,6 @@ use crate::model::cases::mul_mm::bounds::MulMmArith;
 /// The quantized A types with a direct mul_mm pipeline (§6.1), in table order.
 pub const QUANT_TYPES: &[DType] = DType::WEIGHT_QUANTS;
 
-/// The A types with an integer-dot matmul (MMQ: B quantized to q8_1, `matmul_<t>_q8_1`) in
-/// later upstream (0.1.161, scalar and cm1 paths), which its host may take for these types
-/// when the device accelerates integer dot products (`caps.integer_dot`). mxfp4 among them. For the
-/// q8_1 error models keyed on `caps.integer_dot`.
-pub const Q8_1_MATMUL_TYPES: &[DType] = &[
-    DType::Q4_0,
-    DType::Q4_1,
-    DType::Q5_0,
-    DType::Q5_1,
-    DType::Q8_0,
-    DType::Mxfp4,
-    DType::Q2_K,
-    DType::Q3_K,
-    DType::Q4_K,
-    DType::Q5_K,
-    DType::Q6_K,
-    DType::Iq3S,
-    DType::Iq4Xs,
-];
-
 /// Products a·b a case may compute (M·N·K·batches): lavapipe runs the f16 arithmetic at tens
 /// of millions of fmas a second, and the error model walks every product once.
 pub const PRODUCTS: usize = 1 << 22;

@@ -8,7 +8,7 @@
 //! (kv·2^(e − 127))·0.5 rounded to f16) computes it without rounding while the value, and each
 //! intermediate, is an f32 normal number below f32's largest. So the bodies' models for
 //! blocks with an exact d·q (iq4_nl's) hold for MXFP4, with three differences, all at the ends
-//! of E8M0's range, which the generator draws on purpose ([`scale_byte`]):
+//! of E8M0's range, which the generator draws on purpose ([`super::data::scale_byte`]):
 //!
 //! * **Flushed scales** (e ≤ 1): 2^(e − 127) (mat-vec, cm2) or its half (mul_mm) is an f32
 //!   subnormal there, which Vulkan may flush to zero before the product that would make it
@@ -24,14 +24,10 @@
 //! E8M0 = 0xFF is NaN in the MX specification; ggml does not treat it (its CPU decoder gives
 //! 2¹²⁷ as the halved scale, the Vulkan shaders +∞), so the reference decodes it to NaN and the
 //! outputs it reaches are left undefined (the NaN rows of `tolerance::rows_with_specials`).
-//! Only [`Scales::AnyBits`] draws it.
+//! Only [`super::data::Scales::AnyBits`] draws it.
 
-use rand::Rng;
-use rand_chacha::ChaCha8Rng;
 use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
-
-use super::data::Scales;
 
 /// The skip of an A type that the pinned July 2025 host, and so vkdiff's own runners and
 /// shader tree, do not have (`vkdiff_gpu::runners::NOT_IN_OWN_TREE`: mxfp4), taken before any
@@ -47,43 +43,6 @@ pub fn pinned_host_skip(ctx: &crate::model::driver::Ctx, a: DType) -> Option<sup
 
 /// E8M0 codes whose scale (2^(e − 127), or its half in mul_mm) is an f32 subnormal.
 pub const FLUSHED_SCALES: u8 = 1;
-
-/// The E8M0 scale byte of one raw MXFP4 block, by the same [`Scales`] modes as the f16 scales
-/// of the other formats. `zero_block` is set for blocks [`Scales::SomeZero`] makes zero
-/// (E8M0 has no zero: their codes are cleared instead).
-///
-/// * Random: 2^(e − 127) in [2⁻¹¹, 2⁰) (element values up to 6, like an f16 d in [2⁻¹⁰, 1)).
-/// * Extreme: the ends of E8M0's finite range and their neighbours: e ∈ {0, 1, 2, 252, 253,
-///   254} (2⁻¹²⁷ … 2¹²⁷).
-/// * Subnormal: e ∈ {0, 1, 2}, where the decoded values or the scale are f32 subnormals.
-/// * Mixed: one of the above per block; AnyBits: any byte, NaN (0xFF) included.
-pub fn scale_byte(mode: Scales, rng: &mut ChaCha8Rng) -> (u8, bool) {
-    match mode {
-        Scales::Random => (rng.gen_range(116u8..127), false),
-        Scales::SomeZero => {
-            if rng.gen_bool(0.25) {
-                (127, true)
-            } else {
-                scale_byte(Scales::Random, rng)
-            }
-        }
-        Scales::Extreme => {
-            let choices = [0u8, 1, 2, 252, 253, 254];
-            (choices[rng.gen_range(0..choices.len())], false)
-        }
-        Scales::Subnormal => (rng.gen_range(0u8..=2), false),
-        Scales::AnyBits => (rng.gen(), false),
-        Scales::Mixed => {
-            let modes = [
-                Scales::Random,
-                Scales::SomeZero,
-                Scales::Extreme,
-                Scales::Subnormal,
-            ];
-            scale_byte(modes[rng.gen_range(0..modes.len())], rng)
-        }
-    }
-}
 
 /// Per dst element, what MXFP4 A adds to a model (module docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -203,12 +162,12 @@ pub fn add_mat_mat_terms(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::cases::data::{rng, tensor, Blocks};
+    use crate::model::cases::data::{rng, scale_byte, tensor, Blocks, Scales};
 
     #[test]
     fn scale_modes_reach_both_ends_and_nan_only_with_any_bits() {
         let mut r = rng(3, 0);
-        let draw = |mode, r: &mut ChaCha8Rng| {
+        let draw = |mode, r: &mut rand_chacha::ChaCha8Rng| {
             (0..2000)
                 .map(|_| scale_byte(mode, r).0)
                 .collect::<Vec<u8>>()
