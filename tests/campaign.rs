@@ -41,7 +41,7 @@ fn two_workers_share_the_variants_and_one_report() {
         "-o",
         "mul_mat_vec",
         "--variant",
-        "q4_0",
+        "q4_0_f32_f32$,q4_0_f16_f32$",
         "--out",
         out.to_str().unwrap(),
     ]);

@@ -308,7 +308,7 @@ fn report_merges_runs_into_one_list_of_distinct_findings_and_junit() {
                 "-o",
                 "mul_mat_vec",
                 "--variant",
-                "q8_0_f32_f32",
+                "q8_0_f32_f32$",
                 "--cases",
                 "30",
                 "--seed",
