@@ -562,9 +562,39 @@ pub fn join_candidate(expected: &mut [f64], bounds: &mut [f64], candidate: &[(f6
     }
 }
 
+/// Which of the two models a result fits on its own, for [`crate::model::compare::Verdict::fits`]:
+/// the float path's (`expected`, `bounds`, before [`join_candidate`]), only the q8_1 one, or
+/// only their join. Says which arithmetic ggml's host used where the path is not known.
+pub fn fit_of(got: &[f32], expected: &[f64], bounds: &[f64], candidate: &[(f64, f64)]) -> String {
+    let fits = |want: &[f64], bound: &[f64]| {
+        crate::model::compare::compare(got, want, bound, |i| [i, 0, 0, 0], |_| "")
+            .is_ok_and(|v| v.passed())
+    };
+    let (centres, widths): (Vec<f64>, Vec<f64>) = candidate.iter().copied().unzip();
+    if fits(expected, bounds) {
+        "float path".into()
+    } else if fits(&centres, &widths) {
+        "q8_1 integer dot".into()
+    } else {
+        "only the join of the float and q8_1 models".into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_names_the_one_model_it_fits() {
+        // Float path: 1.0 ± 1e-6; q8_1 path: 1.01 ± 1e-3.
+        let (e, b, c) = ([1.0], [1e-6], [(1.01, 1e-3)]);
+        assert_eq!(fit_of(&[1.0], &e, &b, &c), "float path");
+        assert_eq!(fit_of(&[1.0105], &e, &b, &c), "q8_1 integer dot");
+        assert_eq!(
+            fit_of(&[1.005], &e, &b, &c),
+            "only the join of the float and q8_1 models"
+        );
+    }
 
     #[test]
     fn quantizes_like_the_shader() {

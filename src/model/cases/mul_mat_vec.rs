@@ -435,9 +435,17 @@ impl CaseModel for MulMatVecCase {
             }
         }
         // ggml's integer-dot mat-vec (MMVQ), where the host may take it: B quantized to q8_1.
+        // The two models apart, to say which one a result fits (the op alone: an epilogue
+        // changes both).
+        let mut apart = None;
         if let Some(plan) = self.int_dot_plan(ctx) {
             match super::intdot::mat_candidate(&a, &b_rows, &columns, plan) {
-                Ok(c) => super::intdot::join_candidate(&mut expected, &mut bounds, &c),
+                Ok(c) => {
+                    if self.epilogue.is_none() {
+                        apart = Some((expected.clone(), bounds.clone(), c.clone()));
+                    }
+                    super::intdot::join_candidate(&mut expected, &mut bounds, &c)
+                }
                 Err(e) => return Outcome::Error(e.to_string()),
             }
         }
@@ -472,6 +480,9 @@ impl CaseModel for MulMatVecCase {
             let index = |i| want.index_of(i);
             let mut verdict = compare(&run.values, &expected, &bounds, index, |_| "")?;
             verdict.overrun = run.overrun;
+            if let (Some((e, b, c)), true) = (&apart, verdict.passed()) {
+                verdict.fits = super::intdot::fit_of(&run.values, e, b, c);
+            }
             Ok(verdict)
         };
         let mut own = |gpu: &mut _, tree: &mut _| runners::mul_mat_vec::run(gpu, tree, &a, &b);

@@ -404,6 +404,8 @@ impl CaseModel for MulMatVecIdCase {
         }
         let mut expected = want.values.clone();
         // ggml's integer-dot mat-vec (MMVQ), where the host may take it: B quantized to q8_1.
+        // The two models apart, to say which one a result fits (the op alone).
+        let mut apart = None;
         if let Some(plan) = self.int_dot_plan(ctx) {
             let b_rows = match b.rows() {
                 Ok(r) => r,
@@ -417,7 +419,12 @@ impl CaseModel for MulMatVecIdCase {
                 .map(|(e, &id)| (id as usize * self.m, e % self.ne11))
                 .collect();
             match super::intdot::mat_candidate(&a, &b_rows, &columns, plan) {
-                Ok(c) => super::intdot::join_candidate(&mut expected, &mut bounds, &c),
+                Ok(c) => {
+                    if self.epilogue.is_none() {
+                        apart = Some((expected.clone(), bounds.clone(), c.clone()));
+                    }
+                    super::intdot::join_candidate(&mut expected, &mut bounds, &c)
+                }
                 Err(e) => return Outcome::Error(e.to_string()),
             }
         }
@@ -469,6 +476,9 @@ impl CaseModel for MulMatVecIdCase {
             let index = |i| want.index_of(i);
             let mut verdict = compare(&run.values, &expected, &bounds, index, |_| "")?;
             verdict.overrun = run.overrun;
+            if let (Some((e, b, c)), true) = (&apart, verdict.passed()) {
+                verdict.fits = super::intdot::fit_of(&run.values, e, b, c);
+            }
             Ok(verdict)
         };
         let mut own =

@@ -1295,6 +1295,7 @@ pub fn judge_with(
             crate::model::compare::undefined_where_non_finite(&expected, &mut judged);
         }
     }
+    let float = int_dot.map(|_| (expected.clone(), judged.clone()));
     if let Some(c) = int_dot {
         super::intdot::join_candidate(&mut expected, &mut judged, c);
     }
@@ -1309,6 +1310,11 @@ pub fn judge_with(
         Err(e) => return Outcome::Error(e),
     };
     verdict.overrun = run.overrun;
+    if let (Some(c), Some((e, b))) = (int_dot, float) {
+        if verdict.passed() {
+            verdict.fits = super::intdot::fit_of(&run.values, &e, &b, c);
+        }
+    }
     Outcome::from_verdict(verdict, run.gpu_ns)
 }
 
