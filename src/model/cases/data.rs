@@ -370,6 +370,43 @@ fn generate(dtype: DType, ne: [usize; 4], blocks: Blocks, seed: u64, stream: u64
     }
 }
 
+/// The E8M0 scale byte of one raw MXFP4 block, by the same [`Scales`] modes as the f16 scales
+/// of the other formats. `zero_block` is set for blocks [`Scales::SomeZero`] makes zero
+/// (E8M0 has no zero: their codes are cleared instead).
+///
+/// * Random: 2^(e − 127) in [2⁻¹¹, 2⁰) (element values up to 6, like an f16 d in [2⁻¹⁰, 1)).
+/// * Extreme: the ends of E8M0's finite range and their neighbours: e ∈ {0, 1, 2, 252, 253,
+///   254} (2⁻¹²⁷ … 2¹²⁷).
+/// * Subnormal: e ∈ {0, 1, 2}, where the decoded values or the scale are f32 subnormals.
+/// * Mixed: one of the above per block; AnyBits: any byte, NaN (0xFF) included.
+pub fn scale_byte(mode: Scales, rng: &mut ChaCha8Rng) -> (u8, bool) {
+    match mode {
+        Scales::Random => (rng.gen_range(116u8..127), false),
+        Scales::SomeZero => {
+            if rng.gen_bool(0.25) {
+                (127, true)
+            } else {
+                scale_byte(Scales::Random, rng)
+            }
+        }
+        Scales::Extreme => {
+            let choices = [0u8, 1, 2, 252, 253, 254];
+            (choices[rng.gen_range(0..choices.len())], false)
+        }
+        Scales::Subnormal => (rng.gen_range(0u8..=2), false),
+        Scales::AnyBits => (rng.gen(), false),
+        Scales::Mixed => {
+            let modes = [
+                Scales::Random,
+                Scales::SomeZero,
+                Scales::Extreme,
+                Scales::Subnormal,
+            ];
+            scale_byte(modes[rng.gen_range(0..modes.len())], rng)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,43 +454,6 @@ mod tests {
                     assert!((1.0 / 1024.0..=1.0).contains(&v), "{dtype}: {v}");
                 }
             }
-        }
-    }
-}
-
-/// The E8M0 scale byte of one raw MXFP4 block, by the same [`Scales`] modes as the f16 scales
-/// of the other formats. `zero_block` is set for blocks [`Scales::SomeZero`] makes zero
-/// (E8M0 has no zero: their codes are cleared instead).
-///
-/// * Random: 2^(e − 127) in [2⁻¹¹, 2⁰) (element values up to 6, like an f16 d in [2⁻¹⁰, 1)).
-/// * Extreme: the ends of E8M0's finite range and their neighbours: e ∈ {0, 1, 2, 252, 253,
-///   254} (2⁻¹²⁷ … 2¹²⁷).
-/// * Subnormal: e ∈ {0, 1, 2}, where the decoded values or the scale are f32 subnormals.
-/// * Mixed: one of the above per block; AnyBits: any byte, NaN (0xFF) included.
-pub fn scale_byte(mode: Scales, rng: &mut ChaCha8Rng) -> (u8, bool) {
-    match mode {
-        Scales::Random => (rng.gen_range(116u8..127), false),
-        Scales::SomeZero => {
-            if rng.gen_bool(0.25) {
-                (127, true)
-            } else {
-                scale_byte(Scales::Random, rng)
-            }
-        }
-        Scales::Extreme => {
-            let choices = [0u8, 1, 2, 252, 253, 254];
-            (choices[rng.gen_range(0..choices.len())], false)
-        }
-        Scales::Subnormal => (rng.gen_range(0u8..=2), false),
-        Scales::AnyBits => (rng.gen(), false),
-        Scales::Mixed => {
-            let modes = [
-                Scales::Random,
-                Scales::SomeZero,
-                Scales::Extreme,
-                Scales::Subnormal,
-            ];
-            scale_byte(modes[rng.gen_range(0..modes.len())], rng)
         }
     }
 }
