@@ -18,7 +18,6 @@ use super::{CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp, Tail};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
-use crate::model::compare::compare;
 use crate::model::facts::{bucket, k_fact, rows};
 use crate::model::kernels::KernelDef;
 use crate::model::tolerance::{self, Fp};
@@ -477,13 +476,7 @@ impl CaseModel for MulMatVecCase {
             }
         };
         let judge = |run: &vkdiff_gpu::runners::KernelRun| {
-            let index = |i| want.index_of(i);
-            let mut verdict = compare(&run.values, &expected, &bounds, index, |_| "")?;
-            verdict.overrun = run.overrun;
-            if let (Some((e, b, c)), true) = (&apart, verdict.passed()) {
-                verdict.fits = super::intdot::fit_of(&run.values, e, b, c);
-            }
-            Ok(verdict)
+            epilogue::verdict(run, &expected, &bounds, |i| want.index_of(i), apart.as_ref())
         };
         let mut own = |gpu: &mut _, tree: &mut _| runners::mul_mat_vec::run(gpu, tree, &a, &b);
         epilogue::run_and_judge(ctx, want.ne, &op, &mut own, judge)

@@ -23,7 +23,6 @@ use crate::model::driver::{Ctx, GraphOp, Tail};
 use super::mul_mat_vec::epilogue;
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
-use crate::model::compare::compare;
 use crate::model::facts::{bucket, k_fact, repeated_expert, repeated_forced, rows, REPEATED_FACT};
 use crate::model::kernels::KernelDef;
 
@@ -473,13 +472,7 @@ impl CaseModel for MulMatVecIdCase {
             }
         };
         let judge = |run: &vkdiff_gpu::runners::KernelRun| {
-            let index = |i| want.index_of(i);
-            let mut verdict = compare(&run.values, &expected, &bounds, index, |_| "")?;
-            verdict.overrun = run.overrun;
-            if let (Some((e, b, c)), true) = (&apart, verdict.passed()) {
-                verdict.fits = super::intdot::fit_of(&run.values, e, b, c);
-            }
-            Ok(verdict)
+            epilogue::verdict(run, &expected, &bounds, |i| want.index_of(i), apart.as_ref())
         };
         let mut own =
             |gpu: &mut _, tree: &mut _| runners::mul_mat_vec_id::run(gpu, tree, &a, &b, &ids);

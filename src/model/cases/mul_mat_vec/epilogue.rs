@@ -72,6 +72,26 @@ fn overflowed(v: f64, b: f64) -> f64 {
     }
 }
 
+/// The float path's (expected, bounds) and the q8_1 candidate, kept apart before their join.
+pub type Apart = (Vec<f64>, Vec<f64>, Vec<(f64, f64)>);
+
+/// The verdict of both mat-vec kernels: `run` against the joined (expected, bounds), and, where
+/// the integer-dot model was joined (`apart`), which model a passing result fits alone.
+pub fn verdict(
+    run: &KernelRun,
+    expected: &[f64],
+    bounds: &[f64],
+    index: impl Fn(usize) -> [usize; 4],
+    apart: Option<&Apart>,
+) -> Result<Verdict, String> {
+    let mut verdict = crate::model::compare::compare(&run.values, expected, bounds, index, |_| "")?;
+    verdict.overrun = run.overrun;
+    if let (Some((e, b, c)), true) = (apart, verdict.passed()) {
+        verdict.fits = crate::model::cases::intdot::fit_of(&run.values, e, b, c);
+    }
+    Ok(verdict)
+}
+
 /// Runs `op` (a fused graph) through `ctx` and judges it with `judge`; where it fails, runs its
 /// unfused twin (each node its own graph compute) and judges that under the same bounds. A
 /// passing twin makes the failure fused-only ([`Verdict::fused_only`], the finding's kind says
