@@ -269,8 +269,10 @@ pub struct Facts {
     /// Subgroup arithmetic with a subgroup size of at least 16 available (the default size,
     /// or the largest that size control offers).
     pub subgroup16: bool,
-    /// An Intel device (Xe flash-attention decode modules).
+    /// An Intel device (Xe flash-attention decode modules, large mat-vec workgroups).
     pub intel: bool,
+    /// An NVIDIA device (large mat-vec workgroups).
+    pub nvidia: bool,
 }
 
 impl Facts {
@@ -290,6 +292,7 @@ impl Facts {
                 && (caps.subgroup_size >= 16
                     || caps.subgroup_size_range.is_some_and(|(_, max)| max >= 16)),
             intel: caps.name.to_lowercase().contains("intel"),
+            nvidia: caps.name.to_lowercase().contains("nvidia"),
         }
     }
 }
@@ -431,6 +434,14 @@ pub const RULES: &[Rule] = &[
         excluded: |f| f.subgroup_arithmetic,
     },
     Rule {
+        // Of the two subgroup modules, the `_subgroup` one (hybrid reduction) serves ggml's
+        // large mat-vec workgroup, which its host picks only on NVIDIA (Turing on) and Intel;
+        // elsewhere every mat-vec takes the subgroup-sized workgroup (`_subgroup_no_shmem`).
+        why: "mat-vec `_subgroup` (hybrid) modules serve large workgroups: NVIDIA and Intel only",
+        applies: |n| is_mat_vec_reduction(n) && n.ends_with("_subgroup"),
+        excluded: |f| !(f.nvidia || f.intel),
+    },
+    Rule {
         // ... except that k-quant, i-quant, ternary and fp4 A types need subgroups of 16 for
         // theirs (lavapipe's are 8: they take the plain module).
         why: "k/i/tq/fp4 mat-vec `_subgroup*` modules need subgroups of at least 16",
@@ -441,6 +452,26 @@ pub const RULES: &[Rule] = &[
         why: "plain k/i/tq/fp4 mat-vec modules are what ggml uses without subgroups of 16",
         applies: |n| is_mat_vec_reduction(n) && wide_reduction(n) && !n.contains("_subgroup"),
         excluded: |f| f.subgroup16,
+    },
+    Rule {
+        // Scalar MUL_MAT_ID matmuls: ggml builds the `matmul_id_subgroup_*` set (experts
+        // counted with subgroup ballots) where full subgroups of at least 16 are available,
+        // else the plain `matmul_id_*` set; never both.
+        why: "scalar `matmul_id_subgroup_*` modules need full subgroups of at least 16",
+        applies: |n| {
+            n.starts_with("matmul_id_subgroup_") && !n.contains("_cm1") && !n.contains("_cm2")
+        },
+        excluded: |f| !(f.subgroup_arithmetic && f.full_subgroups && f.subgroup16),
+    },
+    Rule {
+        why: "plain scalar `matmul_id_*` modules are what ggml uses without them",
+        applies: |n| {
+            n.starts_with("matmul_id_")
+                && !n.starts_with("matmul_id_subgroup_")
+                && !n.contains("_cm1")
+                && !n.contains("_cm2")
+        },
+        excluded: |f| f.subgroup_arithmetic && f.full_subgroups && f.subgroup16,
     },
     Rule {
         why: "helpers' `_subgroup` twins need subgroup operations with full subgroups",
@@ -556,12 +587,15 @@ mod tests {
         let names: Vec<String> = [
             "mul_mat_vec_q4_0_f32_f32",
             "mul_mat_vec_q4_0_f32_f32_subgroup",
+            "mul_mat_vec_q4_0_f32_f32_subgroup_no_shmem",
             "mul_mat_vec_q4_0_q8_1_f32",
             "mul_mat_vec_q4_k_f32_f32",
             "mul_mat_vec_q4_k_f32_f32_subgroup",
             "matmul_f32_f32",
             "matmul_f32_f32_fp32",
             "matmul_f16_cm2",
+            "matmul_id_q4_0_f32_fp32",
+            "matmul_id_subgroup_q4_0_f32_fp32",
             "flash_attn_f32_f16_fp32",
             "rwkv_wkv7_f32",
             "add_f32",
@@ -576,14 +610,37 @@ mod tests {
         assert_eq!(
             keep,
             [
-                "mul_mat_vec_q4_0_f32_f32_subgroup",
+                "mul_mat_vec_q4_0_f32_f32_subgroup_no_shmem",
                 "mul_mat_vec_q4_k_f32_f32",
                 "matmul_f32_f32_fp32",
+                "matmul_id_q4_0_f32_fp32",
                 "flash_attn_f32_f16_fp32",
                 "rwkv_wkv7_f32"
             ]
         );
-        assert_eq!(excluded.values().sum::<u32>(), 5);
+        assert_eq!(excluded.values().sum::<u32>(), 7);
+        // An NVIDIA device with full subgroups of 32 takes the other twins.
+        let h100 = Facts {
+            subgroup_arithmetic: true,
+            full_subgroups: true,
+            subgroup16: true,
+            nvidia: true,
+            fp16: true,
+            ..Facts::default()
+        };
+        let keep = possible(&names, &h100).0;
+        assert!(keep.contains(&"mul_mat_vec_q4_0_f32_f32_subgroup".to_string()));
+        assert!(!keep.contains(&"mul_mat_vec_q4_0_f32_f32".to_string()));
+        let fp32 = possible(
+            &names,
+            &Facts {
+                fp16: false,
+                ..h100
+            },
+        )
+        .0;
+        assert!(fp32.contains(&"matmul_id_subgroup_q4_0_f32_fp32".to_string()));
+        assert!(!fp32.contains(&"matmul_id_q4_0_f32_fp32".to_string()));
         let with_intdot = Facts {
             integer_dot: true,
             subgroup_arithmetic: false,
