@@ -84,6 +84,9 @@ pub struct DeviceCaps {
     pub subgroup_shuffle: bool,
     /// Subgroup arithmetic in the compute stage.
     pub subgroup_arithmetic: bool,
+    /// Clustered subgroup operations in the compute stage (ggml's integer-dot flash attention
+    /// needs them).
+    pub subgroup_clustered: bool,
     /// maxComputeSharedMemorySize in bytes.
     pub shared_memory: u32,
     /// maxComputeWorkGroupCount.
@@ -173,11 +176,12 @@ impl fmt::Display for DeviceCaps {
             .unwrap_or_default();
         writeln!(
             f,
-            "  subgroup size {}{range}, full subgroups {}, shuffle {}, arithmetic {}",
+            "  subgroup size {}{range}, full subgroups {}, shuffle {}, arithmetic {}, clustered {}",
             self.subgroup_size,
             yes(self.full_subgroups),
             yes(self.subgroup_shuffle),
-            yes(self.subgroup_arithmetic)
+            yes(self.subgroup_arithmetic),
+            yes(self.subgroup_clustered)
         )?;
         writeln!(
             f,

@@ -532,6 +532,7 @@ impl Instance {
             full_subgroups: f.v13.compute_full_subgroups == vk::TRUE,
             subgroup_shuffle: compute(vk::SubgroupFeatureFlags::SHUFFLE),
             subgroup_arithmetic: compute(vk::SubgroupFeatureFlags::ARITHMETIC),
+            subgroup_clustered: compute(vk::SubgroupFeatureFlags::CLUSTERED),
             shared_memory: limits.max_compute_shared_memory_size,
             max_workgroup_count: limits.max_compute_work_group_count,
             max_workgroup_invocations: limits.max_compute_work_group_invocations,

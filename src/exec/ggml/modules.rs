@@ -264,6 +264,8 @@ pub struct Facts {
     pub bf16_coopmat: bool,
     /// Subgroup arithmetic in compute shaders.
     pub subgroup_arithmetic: bool,
+    /// Clustered subgroup operations in compute shaders.
+    pub subgroup_clustered: bool,
     /// Full subgroups can be required (subgroupSizeControl's computeFullSubgroups).
     pub full_subgroups: bool,
     /// Subgroup arithmetic with a subgroup size of at least 16 available (the default size,
@@ -287,6 +289,7 @@ impl Facts {
             integer_dot: caps.integer_dot,
             bf16_coopmat: caps.bf16_coopmat,
             subgroup_arithmetic: caps.subgroup_arithmetic,
+            subgroup_clustered: caps.subgroup_clustered,
             full_subgroups: caps.full_subgroups,
             subgroup16: caps.subgroup_arithmetic
                 && (caps.subgroup_size >= 16
@@ -394,6 +397,13 @@ pub const RULES: &[Rule] = &[
         why: "q8_1 / int8 modules need integer dot (accelerated 4x8 packed signed)",
         applies: |n| n.contains("_q8_1") || n.starts_with("quantize_q8_1") || n.ends_with("_int8"),
         excluded: |f| !f.integer_dot,
+    },
+    Rule {
+        // Scalar flash attention takes its integer-dot body only with clustered subgroup
+        // operations too (the body's reductions are clustered).
+        why: "FA `_int8` modules need clustered subgroup operations",
+        applies: |n| is_scalar_fa(n) && n.ends_with("_int8"),
+        excluded: |f| !f.subgroup_clustered,
     },
     Rule {
         // VALVE mixed float dot (shaderMixedFloatDotProductFloat16AccFloat32): vkdiff's
@@ -597,6 +607,7 @@ mod tests {
             "matmul_id_q4_0_f32_fp32",
             "matmul_id_subgroup_q4_0_f32_fp32",
             "flash_attn_f32_f16_fp32",
+            "flash_attn_f32_f16_fp32_int8",
             "rwkv_wkv7_f32",
             "add_f32",
         ]
@@ -618,7 +629,7 @@ mod tests {
                 "rwkv_wkv7_f32"
             ]
         );
-        assert_eq!(excluded.values().sum::<u32>(), 7);
+        assert_eq!(excluded.values().sum::<u32>(), 8);
         // An NVIDIA device with full subgroups of 32 takes the other twins.
         let h100 = Facts {
             subgroup_arithmetic: true,
@@ -646,8 +657,17 @@ mod tests {
             subgroup_arithmetic: false,
             ..lavapipe
         };
-        assert!(possible(&names, &with_intdot)
+        let keep = possible(&names, &with_intdot).0;
+        assert!(keep.contains(&"mul_mat_vec_q4_0_q8_1_f32".to_string()));
+        // Integer-dot flash attention also needs clustered subgroup operations (Mesa 25's
+        // lavapipe has them, 22.3's does not).
+        assert!(!keep.contains(&"flash_attn_f32_f16_fp32_int8".to_string()));
+        let clustered = Facts {
+            subgroup_clustered: true,
+            ..with_intdot
+        };
+        assert!(possible(&names, &clustered)
             .0
-            .contains(&"mul_mat_vec_q4_0_q8_1_f32".to_string()));
+            .contains(&"flash_attn_f32_f16_fp32_int8".to_string()));
     }
 }

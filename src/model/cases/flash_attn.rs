@@ -29,6 +29,7 @@
 //!   reported as skipped with its named precondition, never run and never passed.
 
 pub mod bounds;
+pub mod mmq;
 
 use std::fmt;
 
@@ -1027,6 +1028,14 @@ impl CaseModel for FlashAttnCase {
         // not have yet).
         let dequant_once = lat.later_host && self.dequantized_once();
         let f16_scalar_possible = f16_arith_possible || dequant_once;
+        // Recent ggml's integer-dot body (mmq.rs) for quantized K on an integer-dot device
+        // with clustered subgroup operations, wherever it runs the scalar path.
+        let mmq = lat.later_host
+            && ctx.caps().integer_dot
+            && ctx.caps().subgroup_clustered
+            && ctx.caps().fp16
+            && (self.path == Path::Scalar || (self.n == 1 && !(2..=16).contains(&self.gqa)))
+            && mmq::takes_mmq(self.kv_type, self.v_type());
         if lat.later_host
             && self.path == Path::Cm1
             && self.n == 1
@@ -1074,7 +1083,8 @@ impl CaseModel for FlashAttnCase {
             Err(e) => return Outcome::Error(format!("decoding V: {e}")),
         };
         let caps = ctx.caps();
-        let bounds_key = || format!("{} bounds {plan:?} f16 {f16_scalar_possible}", key());
+        let bounds_key =
+            || format!("{} bounds {plan:?} f16 {f16_scalar_possible} mmq {mmq}", key());
         type Named = Vec<(String, Vec<f64>)>;
         let bounds = crate::model::cases::data::kept(bounds_key, || -> Result<(Vec<f64>, Named), String> {
             let d_split = runners::flash_attn::d_split(caps, self.d);
@@ -1116,7 +1126,7 @@ impl CaseModel for FlashAttnCase {
                 shape.arith = FaArith::ScalarF16;
                 candidates.push((shape, terms));
             }
-            let each: Vec<Vec<f64>> = candidates
+            let mut each: Vec<Vec<f64>> = candidates
                 .iter()
                 .map(|(shape, terms)| {
                     crate::cases::flash_attn::bounds::flash_attn_bounds(
@@ -1128,15 +1138,18 @@ impl CaseModel for FlashAttnCase {
                     )
                 })
                 .collect();
+            let mut labels: Vec<String> = candidates
+                .iter()
+                .map(|(shape, _)| format!("{:?} split {}", shape.arith, shape.split_k))
+                .collect();
+            if mmq {
+                let b = self.mmq_bound(&plan, d_split, &inputs, &want, &v_values)?;
+                each.push(b);
+                labels.push("q8_1 integer dot (FA MMQ)".into());
+            }
             // Backend mode: every candidate by name, for the tightest fit in the report.
             let named: Named = if each.len() > 1 {
-                candidates
-                    .iter()
-                    .zip(&each)
-                    .map(|((shape, _), b)| {
-                        (format!("{:?} split {}", shape.arith, shape.split_k), b.clone())
-                    })
-                    .collect()
+                labels.into_iter().zip(each.iter().cloned()).collect()
             } else {
                 Vec::new()
             };
@@ -1197,6 +1210,11 @@ impl CaseModel for FlashAttnCase {
         if f16_scalar_possible {
             verdict.pipeline.push_str(
                 "; judged with the loosest of the pinned host's model and recent ggml's f16 scalar path (f16 Q, K, V, P and O; f32 softmax)",
+            );
+        }
+        if mmq {
+            verdict.pipeline.push_str(
+                "; recent ggml takes its integer-dot body for this K type on an integer-dot device: judged with the q8_1 model too (flash_attn/mmq.rs)",
             );
         }
         if dequant_once {
@@ -1296,6 +1314,11 @@ impl CaseModel for FlashAttnCase {
         }
         if self.split_k.is_some_and(|s| s > 1) && self.n == 1 {
             f.push("split".into());
+        }
+        if self.float_rows_leave_vec4() {
+            // ggml's op accepts any row stride; the scalar shaders load float K/V rows as
+            // vec4 (F28 in docs/upstream-findings.md).
+            f.push("K/V rows not whole vec4s".into());
         }
         f
     }
@@ -1451,6 +1474,15 @@ impl FlashAttnCase {
         let v = self.kv_tensor(self.v_type(), self.dv(), self.v_head_count(), self.v_blocks, 2)?;
         let mask = (self.mask != MaskKind::None).then(|| self.mask_tensor());
         Ok((q, k, v, mask))
+    }
+
+    /// Whether a float (unblocked) K or V has key rows whose stride is not a whole number of
+    /// 4-element vectors.
+    fn float_rows_leave_vec4(&self) -> bool {
+        let KvLayout::PaddedRows { pad } = self.kv_layout else {
+            return false;
+        };
+        pad % 4 != 0 && [self.kv_type, self.v_type()].iter().any(|t| t.block_len() == 1)
     }
 
     /// K or V (head size `d`) with `heads` heads in the case's layout, ne3 batches one after
@@ -1617,6 +1649,74 @@ impl FlashAttnCase {
         }
     }
 
+    /// The integer-dot body's candidate ([`mmq`]): the reference again with Q quantized as the
+    /// body does (the centre), the scalar path's bound around it with the body's latitude as
+    /// each key's extra logit error, plus the centre's distance from the reference.
+    fn mmq_bound(
+        &self,
+        plan: &runners::flash_attn::Plan,
+        d_split: u32,
+        inputs: &FlashAttnInputs,
+        want: &FlashAttnOut,
+        v_values: &[f64],
+    ) -> Result<Vec<f64>, String> {
+        let err = |e: vkdiff_reference::Error| e.to_string();
+        let (d, n, kv) = (self.d, self.n, self.kv);
+        let q_rows = inputs.q.rows().map_err(err)?;
+        let (q_hat, blocks) = mmq::quantize_query(&q_rows, d, self.params().dot_scale());
+        let q_hat = Tensor::from_f32(DType::F32, inputs.q.ne(), &q_hat).map_err(err)?;
+        // The dot scale of the centre is 1: q̂ already carries s'.
+        let scale = if self.softcap != 0.0 { self.softcap } else { 1.0 };
+        let centre_case = FlashAttnCase {
+            scale,
+            ..self.clone()
+        };
+        let centre = flash_attn_ext(&FlashAttnInputs {
+            q: &q_hat,
+            params: centre_case.params(),
+            ..*inputs
+        })
+        .map_err(err)?;
+        let f16 = !self.prec_f32;
+        let Some((mut rows, mut v_err)) =
+            centre_case.coopmat_terms(plan, true, &q_hat, inputs.k, inputs.v, &centre)?
+        else {
+            return Err("no data terms for the integer-dot candidate".into());
+        };
+        if !f16 {
+            v_err.iter_mut().for_each(|e| *e = 0.0);
+        }
+        let k_values = inputs.k.rows().map_err(err)?;
+        let offsets = mmq::key_offsets(inputs.k);
+        let per_row = d / vkdiff_reference::DType::Q8_0.block_len();
+        rows.par_iter_mut().zip(&centre.rows).for_each(|(x, row)| {
+            let qi = (row.i3 * self.heads() + row.h) * n + row.q;
+            let qb = &blocks[qi * per_row..][..per_row];
+            let ik = row.i3 * self.kv_heads + row.h / self.gqa;
+            for (j, e) in x.k_err.iter_mut().enumerate() {
+                let key = ik * kv + j;
+                *e = mmq::key_latitude(qb, &k_values[key * d..][..d], &offsets[key], f16);
+            }
+        });
+        let mut shape = self.shape(plan, d_split);
+        if f16 {
+            shape.arith = FaArith::ScalarF16;
+        }
+        let bound = bounds::flash_attn_bounds(
+            &shape,
+            &centre,
+            v_values,
+            inputs.v.ne(),
+            Some((&rows, &v_err)),
+        );
+        Ok(bound
+            .iter()
+            .zip(&centre.out.values)
+            .zip(&want.out.values)
+            .map(|((b, c), w)| b + (c - w).abs())
+            .collect())
+    }
+
     /// Whether cm1's P·V may take V converted to f16 ([`FaArith::Cm1`]'s `v_decoded`): any V
     /// but f16 (block formats, and f32 or bf16, which recent ggml's cm1 stages as f16 too).
     fn cm1_v_decoded(&self) -> bool {
@@ -1655,7 +1755,9 @@ impl FlashAttnCase {
         // own term, K's decode error against |q|, is a D-term sum per (row, key): rows in
         // parallel. The same sums in the same order as one row at a time (tests: the plain
         // loop, bit for bit).
-        let per_head: Vec<(Vec<f64>, Vec<f64>)> = (0..self.kv_heads)
+        // K heads of every batch (K has ne3 batches like Q): head ik of batch i3 at
+        // i3·H_kv + ik.
+        let per_head: Vec<(Vec<f64>, Vec<f64>)> = (0..self.kv_heads * self.ne3)
             .into_par_iter()
             .map(|ik| {
                 (0..kv)
@@ -1672,7 +1774,7 @@ impl FlashAttnCase {
             .par_iter()
             .map(|row| {
                 let qr = &qv[((row.i3 * h + row.h) * n + row.q) * d..][..d];
-                let ik = row.h / self.gqa;
+                let ik = row.i3 * self.kv_heads + row.h / self.gqa;
                 let (k_abs, k_max) = &per_head[ik];
                 FaRowData {
                     s_abs,
