@@ -46,9 +46,9 @@ stage)
     for v in ${GGML:-}; do
         tree=$(bash ci/upstream-tree.sh "$v")
         # Builds once per tree (cached in ~/.cache/vkdiff-ggml); --cases 0 runs nothing.
-        lib=$("$CARGO_TARGET_DIR/release/vkdiff" run --ggml "$tree" -o wkv7 --cases 0 \
-            --config scalar-fp32 --out "$(mktemp -d)" 2>&1 >/dev/null |
-            sed -n 's/^ggml: tree .* uses the libraries in \(.*\) (build .*)$/\1/p')
+        said=$("$CARGO_TARGET_DIR/release/vkdiff" run --ggml "$tree" -o wkv7 --cases 0 \
+            --config scalar-fp32 --out "$(mktemp -d)" 2>&1 || true)
+        lib=$(sed -n 's/^ggml: tree .* uses the libraries in \(.*\) (build .*)$/\1/p' <<< "$said")
         [ -n "$lib" ] || { echo "ci/gpu.sh: no ggml build for $v" >&2; exit 1; }
         pack=$(mktemp -d)/ggml-$v
         mkdir -p "$pack"
@@ -64,6 +64,10 @@ stage)
         strip --strip-debug "$pack"/*.so*
         # Its ggml.h: vkdiff reads GGML_KQ_MASK_PAD from it (0.1.109 asserts the mask pad).
         cp "$tree/ggml/include/ggml.h" "$pack/ggml.h"
+        # What the tree is (its version and upstream changes), read here from its source: the
+        # known findings scoped by revision then apply to the packed libraries too.
+        sed -n 's/^device: .* ggml [^ ]* \[\(.*\)\] config .*/\1/p' <<< "$said" | head -1 \
+            > "$pack/vkdiff-identity.txt"
         tar czf ".devbin/ggml-$v.tgz" -C "$(dirname "$pack")" "ggml-$v"
         rm -rf "$(dirname "$pack")"
         echo "ci/gpu.sh: staged ggml $v from $lib as .devbin/ggml-$v.tgz ($(du -h ".devbin/ggml-$v.tgz" | cut -f1))"

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::run::write_junit;
+use super::run::{print_coverage_of, write_junit};
 use super::{exit_status, load_known, own_shaders_run};
 use crate::campaign::{self, VariantReport};
 use crate::report::{self, Input, Line, Merged};
@@ -67,6 +67,7 @@ pub fn run(args: Args) -> Result<ExitCode, String> {
     if let Some(dir) = html.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
+    print_coverage_of(&all, &html.with_file_name("coverage.txt"));
     std::fs::write(&html, merged.html()).map_err(|e| format!("{}: {e}", html.display()))?;
     println!("wrote {}", html.display());
     if let Some(path) = &junit {
@@ -108,6 +109,7 @@ fn single(
     let distinct = crate::findings::distinct(&reports, &known);
     let stale = crate::findings::stale(&known, &distinct, &reports);
     print!("{}", campaign::findings_summary(&distinct, &stale));
+    print_coverage_of(&lines, &file.with_file_name("coverage.txt"));
     let status = exit_status(&distinct, &reports);
     if let Some(path) = &junit {
         write_junit(path, &reports, &distinct, None)?;

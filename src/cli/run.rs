@@ -616,10 +616,15 @@ fn coverage_of(
 /// Backend mode: prints each configuration's pipeline coverage and writes the full lists to
 /// `txt` (nothing for a run without coverage lines).
 fn print_coverage(json: &std::path::Path, txt: &std::path::Path) {
-    let Ok(lines) = report::read(json) else {
-        return;
-    };
-    let covered = report::coverage(&lines);
+    if let Ok(lines) = report::read(json) {
+        print_coverage_of(&lines, txt);
+    }
+}
+
+/// [`print_coverage`] over lines already read (also `vkdiff report`'s, so a run stopped at its
+/// time limit still gets its coverage table).
+pub(super) fn print_coverage_of(lines: &[Line], txt: &std::path::Path) {
+    let covered = report::coverage(lines);
     if covered.is_empty() {
         return;
     }

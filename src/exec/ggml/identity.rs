@@ -97,12 +97,17 @@ impl Marker {
     }
 }
 
+/// The file in a folder of prebuilt ggml libraries that holds the identity of the tree they
+/// were built from (one line, as [`tree_identity`] prints it).
+pub const IDENTITY_FILE: &str = "vkdiff-identity.txt";
+
 /// What a ggml tree is, read from its content (never from its folder's name): ggml's version
 /// from `CMakeLists.txt` (GGML_VERSION_MAJOR/MINOR/PATCH, absent in trees before mid-2025), the
 /// git commit when the tree is a checkout of its own (ggml's root or, for llama.cpp, its
 /// parent; `-dirty` with local changes), and which [`CHANGES`] it has or lacks (a change whose
 /// file is missing is left out of both). Printed as `ggml-version 0.9.4; git abc1234; has a b;
-/// lacks c d`. None when no file of [`CHANGES`] is there (a folder of prebuilt libraries).
+/// lacks c d`. A folder of prebuilt libraries has no such file: its identity is the one
+/// recorded in [`IDENTITY_FILE`] when it was packed (`ci/gpu.sh stage`), else None.
 pub fn tree_identity(root: &std::path::Path) -> Option<String> {
     let mut parts = Vec::new();
     let version = std::fs::read_to_string(root.join("CMakeLists.txt"))
@@ -127,7 +132,10 @@ pub fn tree_identity(root: &std::path::Path) -> Option<String> {
         }
     }
     if has.is_empty() && lacks.is_empty() {
-        return None;
+        return std::fs::read_to_string(root.join(IDENTITY_FILE))
+            .ok()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty());
     }
     parts.push(format!("has {}", has.join(" ")));
     parts.push(format!("lacks {}", lacks.join(" ")));

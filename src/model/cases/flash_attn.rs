@@ -1677,15 +1677,14 @@ impl FlashAttnCase {
             ..*inputs
         })
         .map_err(err)?;
-        let f16 = !self.prec_f32;
-        let Some((mut rows, mut v_err)) =
+        // Logits accumulate in f16 at GGML_PREC_DEFAULT, in f32 otherwise; V and P are f16
+        // either way (ggml builds the int8 modules only for fp16 devices, f16 staging in both).
+        let f16_logits = !self.prec_f32;
+        let Some((mut rows, v_err)) =
             centre_case.coopmat_terms(plan, true, &q_hat, inputs.k, inputs.v, &centre)?
         else {
             return Err("no data terms for the integer-dot candidate".into());
         };
-        if !f16 {
-            v_err.iter_mut().for_each(|e| *e = 0.0);
-        }
         let k_values = inputs.k.rows().map_err(err)?;
         let offsets = mmq::key_offsets(inputs.k);
         let per_row = d / vkdiff_reference::DType::Q8_0.block_len();
@@ -1695,13 +1694,13 @@ impl FlashAttnCase {
             let ik = row.i3 * self.kv_heads + row.h / self.gqa;
             for (j, e) in x.k_err.iter_mut().enumerate() {
                 let key = ik * kv + j;
-                *e = mmq::key_latitude(qb, &k_values[key * d..][..d], &offsets[key], f16);
+                *e = mmq::key_latitude(qb, &k_values[key * d..][..d], &offsets[key], f16_logits);
             }
         });
+        // The f16 scalar model for the rest, also for the f32-accumulator module: looser than
+        // its f32 sums (as for the f16 scalar candidate above).
         let mut shape = self.shape(plan, d_split);
-        if f16 {
-            shape.arith = FaArith::ScalarF16;
-        }
+        shape.arith = FaArith::ScalarF16;
         let bound = bounds::flash_attn_bounds(
             &shape,
             &centre,
