@@ -432,6 +432,16 @@ pub const RULES: &[Rule] = &[
         excluded: |f| !f.fp16,
     },
     Rule {
+        // ggml builds its matmul pipelines from one family: coopmat2 where the device has
+        // it, else coopmat1, else the scalar modules (MMQ among them). Scalar bf16 stays
+        // counted (a device without bf16 cooperative matrices may fall back to it).
+        why: "scalar matmul modules are unused where a cooperative-matrix family serves",
+        applies: |n| {
+            is_matmul(n) && !n.contains("_cm1") && !n.contains("_cm2") && !n.contains("bf16")
+        },
+        excluded: |f| f.coopmat || f.coopmat2,
+    },
+    Rule {
         // Mat-vec reductions: with subgroup arithmetic ggml uses the `_subgroup` (hybrid) and
         // `_subgroup_no_shmem` modules, without it the plain (shared-memory) one ...
         why: "mat-vec `_subgroup*` modules need subgroup arithmetic",
@@ -641,6 +651,17 @@ mod tests {
         };
         let keep = possible(&names, &h100).0;
         assert!(keep.contains(&"mul_mat_vec_q4_0_f32_f32_subgroup".to_string()));
+        // With coopmat2 ggml builds no scalar matmul (measured on the H100: none of 140 ran).
+        let cm2 = possible(
+            &names,
+            &Facts {
+                coopmat2: true,
+                ..h100
+            },
+        )
+        .0;
+        assert!(cm2.contains(&"matmul_f16_cm2".to_string()));
+        assert!(!cm2.iter().any(|n| n.starts_with("matmul_f32_f32")));
         assert!(!keep.contains(&"mul_mat_vec_q4_0_f32_f32".to_string()));
         let fp32 = possible(
             &names,

@@ -1019,7 +1019,7 @@ impl CaseModel for FlashAttnCase {
         let f16_arith_possible = lat.later_host
             && !self.prec_f32
             && ctx.caps().fp16
-            && (self.path == Path::Scalar || (self.n == 1 && !(2..=16).contains(&self.gqa)));
+            && self.later_host_runs_scalar();
         // Recent ggml (0.1.161) also dequantizes q8_0 K and V once into an f16 scratch for
         // N ≥ 64 on a dense cache (`dequant_q8_0_transpose`, any accumulator), whatever the
         // device's fp16: K and V then carry an f16 rounding the f32 model does not count. The
@@ -1034,7 +1034,7 @@ impl CaseModel for FlashAttnCase {
             && ctx.caps().integer_dot
             && ctx.caps().subgroup_clustered
             && ctx.caps().fp16
-            && (self.path == Path::Scalar || (self.n == 1 && !(2..=16).contains(&self.gqa)))
+            && self.later_host_runs_scalar()
             && mmq::takes_mmq(self.kv_type, self.v_type());
         if lat.later_host
             && self.path == Path::Cm1
@@ -1364,6 +1364,17 @@ impl FlashAttnCase {
     /// Query heads H.
     pub fn heads(&self) -> usize {
         self.kv_heads * self.gqa
+    }
+
+    /// Whether recent ggml (0.1.161) runs the case on its scalar flash-attention path whatever
+    /// the configuration: a scalar case, or a one-row dispatch. Its host folds GQA into the rows
+    /// (N becomes the GQA ratio) for N ≤ 8 when K and V have the same heads and the mask one head
+    /// (vkdiff's masks have one), up to the tile's rows (16 taken here), so one query stays one
+    /// row only without that fold (e.g. V with a head per query head).
+    fn later_host_runs_scalar(&self) -> bool {
+        let folds =
+            self.n <= 8 && (2..=16).contains(&self.gqa) && self.v_head_count() == self.kv_heads;
+        self.path == Path::Scalar || (self.n == 1 && !folds)
     }
 
     fn v_head_count(&self) -> usize {

@@ -776,19 +776,40 @@ fn bound_block(
     let dv = c.dv;
     let mut out = Vec::new();
     let mut accs = Vec::new();
+    let mut zero = Vec::new();
     for &r in rows {
         match prep_row(c, fa, r, extra) {
-            Prep::Zero => {}
+            Prep::Zero => zero.push(r),
             Prep::Nan => out.push((r, vec![f64::NAN; dv])),
             Prep::Live(acc) => accs.push(*acc),
+        }
+    }
+    let (iv2, iv3) = fa.rows[rows[0]].v_index;
+    // Key j's V row starts at base + j·stride.
+    let (base, stride) = ((iv3 * v_ne[2] + iv2) * v_ne[1] * v_ne[0], v_ne[0]);
+    // A fully masked row is exactly 0 (ggml's CPU skips masked keys), but cm2 multiplies the
+    // zero weights of masked keys by their decoded V too (as in finish_row): an element beyond
+    // f16 range or NaN in any key makes that output element NaN, so it is not judged.
+    if c.coop && c.v_range && !zero.is_empty() {
+        let over: Vec<bool> = (0..dv)
+            .map(|i| {
+                (0..c.kv).any(|j| {
+                    let v = v_values[base + j * stride + i];
+                    v.is_nan() || v.abs() > F16_MAX
+                })
+            })
+            .collect();
+        if over.contains(&true) {
+            let b: Vec<f64> = over
+                .iter()
+                .map(|&o| if o { f64::NAN } else { 0.0 })
+                .collect();
+            out.extend(zero.iter().map(|&r| (r, b.clone())));
         }
     }
     if accs.is_empty() {
         return out;
     }
-    let (iv2, iv3) = fa.rows[rows[0]].v_index;
-    // Key j's V row starts at base + j·stride.
-    let (base, stride) = ((iv3 * v_ne[2] + iv2) * v_ne[1] * v_ne[0], v_ne[0]);
     // The top key's own |v| starts its S1 candidate (see the notes).
     for acc in accs.iter_mut() {
         let vt = &v_values[base + acc.top * stride..][..dv];

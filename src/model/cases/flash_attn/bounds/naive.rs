@@ -133,6 +133,24 @@ pub fn flash_attn_bounds_plain(
     use rayon::prelude::*;
     bounds.par_chunks_exact_mut(dv).zip(&fa.rows).enumerate().for_each(|(r, (out, row))| {
         if row.fully_masked || row.non_finite {
+            // Exactly 0 (the reference skips masked keys), but a coopmat P·V multiplies the
+            // masked keys' zero weights by their decoded V: one beyond f16 range or NaN makes
+            // its element NaN, unjudged.
+            let v_range = cm2
+                || arith == FaArith::ScalarF16
+                || matches!(arith, FaArith::Cm1 { v_decoded: true, .. });
+            if coop && v_range {
+                let (iv2, iv3) = row.v_index;
+                let v_at = |j: usize| ((iv3 * v_ne[2] + iv2) * v_ne[1] + j) * v_ne[0];
+                for (i, b) in out.iter_mut().enumerate() {
+                    if (0..kv).any(|j| {
+                        let v = v_values[v_at(j) + i];
+                        v.is_nan() || v.abs() > F16_MAX
+                    }) {
+                        *b = f64::NAN;
+                    }
+                }
+            }
             return;
         }
         let live = |j: &usize| row.logits[*j] != f64::NEG_INFINITY;
