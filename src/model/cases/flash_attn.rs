@@ -1016,8 +1016,10 @@ impl CaseModel for FlashAttnCase {
         // get_fa_tuning_params) runs a one-row dispatch (N = 1, GQA not folded into rows) on that
         // scalar path whatever the coopmat configuration. Through ggml's host such a case is
         // judged with the loosest of the pinned model and an f16 candidate (FaArith::ScalarF16).
+        // With GGML_PREC_F32 too: its f32-accumulator module still stages Q·scale, K, V and P
+        // in f16 on an fp16 device (H100, 0.1.161: prec_f32 one-query cases 1.1–5× past the
+        // f32 model): see `later_scalar_arith`.
         let f16_arith_possible = lat.later_host
-            && !self.prec_f32
             && ctx.caps().fp16
             && self.later_host_runs_scalar();
         // Recent ggml (0.1.161) also dequantizes q8_0 K and V once into an f16 scratch for
@@ -1123,7 +1125,7 @@ impl CaseModel for FlashAttnCase {
                     Err(e) => return Err(format!("decoding inputs: {e}")),
                 };
                 let mut shape = self.shape(&plan, d_split);
-                shape.arith = FaArith::ScalarF16;
+                shape.arith = self.later_scalar_arith();
                 candidates.push((shape, terms));
             }
             let mut each: Vec<Vec<f64>> = candidates
@@ -1364,6 +1366,21 @@ impl FlashAttnCase {
     /// Query heads H.
     pub fn heads(&self) -> usize {
         self.kv_heads * self.gqa
+    }
+
+    /// The arithmetic of recent ggml's scalar flash attention on an fp16 device: with f16
+    /// accumulators (GGML_PREC_DEFAULT) [`FaArith::ScalarF16`]; with f32 ones Q·scale, K, V
+    /// and P are still f16 (FLOAT_TYPE) while S and O are f32, which is what the cm1 model with
+    /// f32 accumulators and f16-decoded V counts.
+    fn later_scalar_arith(&self) -> FaArith {
+        if self.prec_f32 {
+            FaArith::Cm1 {
+                f16acc: false,
+                v_decoded: true,
+            }
+        } else {
+            FaArith::ScalarF16
+        }
     }
 
     /// Whether recent ggml (0.1.161) runs the case on its scalar flash-attention path whatever
@@ -1708,10 +1725,9 @@ impl FlashAttnCase {
                 *e = mmq::key_latitude(qb, &k_values[key * d..][..d], &offsets[key], f16_logits);
             }
         });
-        // The f16 scalar model for the rest, also for the f32-accumulator module: looser than
-        // its f32 sums (as for the f16 scalar candidate above).
+        // The scalar path's f16 model for the rest (f16 or f32 accumulators, as above).
         let mut shape = self.shape(plan, d_split);
-        shape.arith = FaArith::ScalarF16;
+        shape.arith = self.later_scalar_arith();
         let bound = bounds::flash_attn_bounds(
             &shape,
             &centre,
