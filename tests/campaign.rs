@@ -149,3 +149,38 @@ fn a_time_budget_ends_the_campaign_and_a_cut_report_still_renders() {
         .unwrap()
         .contains("vkdiff report"));
 }
+
+/// `vkdiff report` over a backend report that never reached its summary (a run stopped at its
+/// time limit) still prints the pipeline coverage and writes coverage.txt beside the report.
+#[test]
+fn report_rebuilds_the_pipeline_coverage_of_a_cut_run() {
+    use vkdiff::report::{Coverage, Line};
+    let out = common::scratch("cut-coverage");
+    let config = "ggml T [ggml-version 0.26.0; has ; lacks ] config default";
+    let case = |pipelines: &[&str]| {
+        serde_json::json!({
+            "type": "case", "kernel": "mul_mat_vec", "variant": "v", "config": config,
+            "case": "c", "outcome": "pass", "ratio": 0.5, "gpu_ns": null, "detail": null,
+            "pipelines": pipelines,
+        })
+        .to_string()
+    };
+    let coverage = serde_json::to_string(&Line::Coverage(Box::new(Coverage {
+        config: config.into(),
+        possible: vec!["mod_a".into(), "mod_b".into(), "mod_c".into()],
+        ..Default::default()
+    })))
+    .unwrap();
+    let jsonl = out.join("report.jsonl");
+    let text = [coverage, case(&["mod_a"]), case(&["mod_b", "cpy"])].join("\n") + "\n";
+    std::fs::write(&jsonl, text).unwrap();
+    let (code, text) = vkdiff(&["report", jsonl.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("2 of 3 pipelines dispatched by judged cases (66.7%)")
+            && text.contains("never dispatched: mod_c"),
+        "{text}"
+    );
+    let listed = std::fs::read_to_string(out.join("coverage.txt")).unwrap();
+    assert!(listed.contains("never mod_c"), "{listed}");
+}
