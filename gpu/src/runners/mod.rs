@@ -29,8 +29,16 @@ pub struct KernelRun {
 /// The A types vkdiff's own shader tree (`shaders/`) has no decoder for: their cases run in
 /// backend mode only (`vkdiff run --ggml`). MXFP4 (ggml's type 39, added upstream after the
 /// July 2025 interface the tree follows) would need its own 17-byte block path: the tree's
-/// legacy-block decoders read 16-bit words, which a 17-byte stride does not align.
-pub const NOT_IN_OWN_TREE: &[DType] = &[DType::Mxfp4];
+/// legacy-block decoders read 16-bit words, which a 17-byte stride does not align. The same holds
+/// for the still later nvfp4, q1_0, q2_0, tq1_0 and tq2_0.
+pub const NOT_IN_OWN_TREE: &[DType] = &[
+    DType::Mxfp4,
+    DType::Nvfp4,
+    DType::Q1_0,
+    DType::Q2_0,
+    DType::Tq1_0,
+    DType::Tq2_0,
+];
 
 /// Ok when the own shader tree decodes A type `a`; else the reason, as
 /// [`GpuError::Unsupported`](crate::GpuError::Unsupported) (a visible skip).

@@ -1,7 +1,8 @@
 //! ggml element types and block formats, bit-exact with ggml (sections 2.1–2.5 and 2.7 of the
 //! interface spec; the K-quants live in `kquants.rs`, iq4_nl/iq4_xs in `iq4.rs`, the lattice
 //! i-quants iq1_s … iq3_s in `iq_grid.rs` with their tables in `iq_tables.rs`, MXFP4 in
-//! `mxfp4.rs`).
+//! `mxfp4.rs`, NVFP4 in `nvfp4.rs`, the 1- and 2-bit formats q1_0, q2_0, tq1_0 and tq2_0 in
+//! `lowbit.rs`).
 //!
 //! * [`dequantize`] / [`dequantize_into`] give the exact element values (as f64: every format
 //!   here decodes exactly into f64).
@@ -18,13 +19,17 @@ pub mod iq_grid;
 pub mod iq_tables;
 mod kquants;
 mod legacy;
+pub mod lowbit;
 pub mod mxfp4;
+pub mod nvfp4;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_iq;
 #[cfg(test)]
 mod tests_kquants;
+#[cfg(test)]
+mod tests_lowbit;
 #[cfg(test)]
 mod tests_mxfp4;
 
@@ -35,7 +40,9 @@ pub use iq_grid::{
 pub use iq_tables::{iq_grids, IqGrids};
 pub use kquants::{scale_min_k4, BlockQ2_K, BlockQ3_K, BlockQ4_K, BlockQ5_K, BlockQ6_K, QK_K};
 pub use legacy::{Block, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
+pub use lowbit::{BlockQ1_0, BlockQ2_0, BlockTq1_0, BlockTq2_0};
 pub use mxfp4::BlockMxfp4;
+pub use nvfp4::BlockNvfp4;
 
 use crate::{Error, Result};
 
@@ -103,6 +110,18 @@ pub enum DType {
     Iq4Xs,
     /// OCP MX: 32-element blocks of E2M1 codes with a shared E8M0 scale (17 bytes).
     Mxfp4,
+    /// 64-element blocks of E2M1 codes with four UE4M3 scales, one per 16 elements (36 bytes).
+    Nvfp4,
+    /// 128-element blocks of sign bits with an f16 scale: ±d (18 bytes).
+    Q1_0,
+    /// 64-element blocks of 2-bit codes with an f16 scale: d·(q − 1) (18 bytes).
+    Q2_0,
+    /// 256-element blocks of base-3 packed ternary codes with an f16 scale (54 bytes).
+    #[allow(non_camel_case_types)] // ggml's spelling
+    Tq1_0,
+    /// 256-element blocks of 2-bit ternary codes with an f16 scale (66 bytes).
+    #[allow(non_camel_case_types)] // ggml's spelling
+    Tq2_0,
     /// Little-endian 32-bit signed integers.
     I32,
 }
@@ -134,6 +153,11 @@ impl DType {
         DType::Iq4Nl,
         DType::Iq4Xs,
         DType::Mxfp4,
+        DType::Nvfp4,
+        DType::Q1_0,
+        DType::Q2_0,
+        DType::Tq1_0,
+        DType::Tq2_0,
         DType::I32,
     ];
 
@@ -160,6 +184,11 @@ impl DType {
         DType::Iq4Nl,
         DType::Iq4Xs,
         DType::Mxfp4,
+        DType::Nvfp4,
+        DType::Q1_0,
+        DType::Q2_0,
+        DType::Tq1_0,
+        DType::Tq2_0,
     ];
 
     /// The lattice i-quants (iq1_s … iq3_s: grid tables, [`iq_grid`]).
@@ -182,6 +211,10 @@ impl DType {
             }
             DType::Iq4Nl => iq4::QK4_NL,
             DType::Mxfp4 => mxfp4::QK_MXFP4,
+            DType::Nvfp4 => nvfp4::QK_NVFP4,
+            DType::Q1_0 => lowbit::QK1_0,
+            DType::Q2_0 => lowbit::QK2_0,
+            DType::Tq1_0 | DType::Tq2_0 => kquants::QK_K,
             DType::Q2_K
             | DType::Q3_K
             | DType::Q4_K
@@ -224,6 +257,10 @@ impl DType {
             DType::Iq4Nl => 18,
             DType::Iq4Xs => 136,
             DType::Mxfp4 => 17,
+            DType::Nvfp4 => 36,
+            DType::Q1_0 | DType::Q2_0 => 18,
+            DType::Tq1_0 => 54,
+            DType::Tq2_0 => 66,
         }
     }
 
@@ -254,6 +291,11 @@ impl DType {
             DType::Iq4Nl => "iq4_nl",
             DType::Iq4Xs => "iq4_xs",
             DType::Mxfp4 => "mxfp4",
+            DType::Nvfp4 => "nvfp4",
+            DType::Q1_0 => "q1_0",
+            DType::Q2_0 => "q2_0",
+            DType::Tq1_0 => "tq1_0",
+            DType::Tq2_0 => "tq2_0",
             DType::I32 => "i32",
         }
     }
@@ -275,11 +317,17 @@ impl DType {
     /// bit of a block is a free code bit, so a generator can write any scale it wants here and
     /// random bytes elsewhere. Empty for the scalar types, for iq1_m, whose f16 scale is
     /// spread over four nibbles (read and write scales through [`f16_scale`](Self::f16_scale)
-    /// and [`set_f16_scale`](Self::set_f16_scale), which cover every format), and for mxfp4,
-    /// whose scale is an E8M0 byte at offset 0 ([`mxfp4`]).
+    /// and [`set_f16_scale`](Self::set_f16_scale), which cover every format), and for mxfp4
+    /// and nvfp4, whose scales are bytes of their own formats ([`mxfp4`], [`nvfp4`]).
     pub const fn f16_fields(self) -> &'static [usize] {
         match self {
-            DType::F32 | DType::F16 | DType::Bf16 | DType::I32 | DType::Iq1M | DType::Mxfp4 => &[],
+            DType::F32
+            | DType::F16
+            | DType::Bf16
+            | DType::I32
+            | DType::Iq1M
+            | DType::Mxfp4
+            | DType::Nvfp4 => &[],
             DType::Q4_0
             | DType::Q5_0
             | DType::Q8_0
@@ -290,7 +338,11 @@ impl DType {
             | DType::Iq3Xxs
             | DType::Iq3S
             | DType::Iq4Nl
-            | DType::Iq4Xs => &[0],
+            | DType::Iq4Xs
+            | DType::Q1_0
+            | DType::Q2_0 => &[0],
+            DType::Tq1_0 => &[52],
+            DType::Tq2_0 => &[64],
             DType::Q4_1 | DType::Q5_1 | DType::Q8_1 | DType::Q4_K | DType::Q5_K => &[0, 2],
             DType::Q2_K => &[80, 82],
             DType::Q3_K => &[108],
@@ -338,7 +390,8 @@ impl DType {
     /// quantizer vkdiff does not reproduce (docs/interface.md §2.7: the K-quants and
     /// iq4_nl/iq4_xs, whose quantizers search over candidate scales, the lattice i-quants, and
     /// mxfp4, whose shared exponent depends on the C library's log2f: [`mxfp4::encode`] is the
-    /// MX specification's conversion instead); generate raw blocks for those instead.
+    /// MX specification's conversion instead, and the later nvfp4, q1_0, q2_0, tq1_0 and
+    /// tq2_0); generate raw blocks for those instead.
     pub const fn has_quantizer(self) -> bool {
         !matches!(
             self,
@@ -357,6 +410,11 @@ impl DType {
                 | DType::Iq4Nl
                 | DType::Iq4Xs
                 | DType::Mxfp4
+                | DType::Nvfp4
+                | DType::Q1_0
+                | DType::Q2_0
+                | DType::Tq1_0
+                | DType::Tq2_0
         )
     }
 
@@ -476,13 +534,18 @@ pub fn dequantize_into(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()
         DType::Iq4Nl => decode_blocks::<BlockIq4Nl>(bytes, out),
         DType::Iq4Xs => decode_blocks::<BlockIq4Xs>(bytes, out),
         DType::Mxfp4 => decode_blocks::<BlockMxfp4>(bytes, out),
+        DType::Nvfp4 => decode_blocks::<BlockNvfp4>(bytes, out),
+        DType::Q1_0 => decode_blocks::<BlockQ1_0>(bytes, out),
+        DType::Q2_0 => decode_blocks::<BlockQ2_0>(bytes, out),
+        DType::Tq1_0 => decode_blocks::<BlockTq1_0>(bytes, out),
+        DType::Tq2_0 => decode_blocks::<BlockTq2_0>(bytes, out),
     }
     Ok(())
 }
 
 /// Per element, the magnitudes an error bound scales with ([`Block::magnitude`]): |x| for
 /// scalar and scaled formats, |d·q| + |m| for q4_1 and q5_1, |d·sc·q| + |dmin·m| for q2_K,
-/// q4_K and q5_K.
+/// q4_K and q5_K, |d·q| + |d| for tq2_0 (its stored code q, [`BlockTq2_0`]).
 pub fn magnitude_into(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()> {
     fn blocks<B: Block>(bytes: &[u8], out: &mut [f64]) {
         for (b, o) in bytes
@@ -512,6 +575,10 @@ pub fn magnitude_into(dtype: DType, bytes: &[u8], out: &mut [f64]) -> Result<()>
         DType::Q5_K => {
             check_bytes(dtype, bytes.len(), out.len())?;
             blocks::<BlockQ5_K>(bytes, out)
+        }
+        DType::Tq2_0 => {
+            check_bytes(dtype, bytes.len(), out.len())?;
+            blocks::<BlockTq2_0>(bytes, out)
         }
         _ => {
             dequantize_into(dtype, bytes, out)?;
@@ -563,6 +630,11 @@ pub fn dequantize_f32_into(dtype: DType, bytes: &[u8], out: &mut [f32]) -> Resul
         DType::Iq4Nl => decode_blocks_f32::<BlockIq4Nl>(bytes, out),
         DType::Iq4Xs => decode_blocks_f32::<BlockIq4Xs>(bytes, out),
         DType::Mxfp4 => decode_blocks_f32::<BlockMxfp4>(bytes, out),
+        DType::Nvfp4 => decode_blocks_f32::<BlockNvfp4>(bytes, out),
+        DType::Q1_0 => decode_blocks_f32::<BlockQ1_0>(bytes, out),
+        DType::Q2_0 => decode_blocks_f32::<BlockQ2_0>(bytes, out),
+        DType::Tq1_0 => decode_blocks_f32::<BlockTq1_0>(bytes, out),
+        DType::Tq2_0 => decode_blocks_f32::<BlockTq2_0>(bytes, out),
     }
     Ok(())
 }
@@ -613,7 +685,12 @@ pub fn quantize_into(dtype: DType, src: &[f32], out: &mut [u8]) -> Result<()> {
         | DType::Iq3S
         | DType::Iq4Nl
         | DType::Iq4Xs
-        | DType::Mxfp4 => unreachable!("has_quantizer is false"),
+        | DType::Mxfp4
+        | DType::Nvfp4
+        | DType::Q1_0
+        | DType::Q2_0
+        | DType::Tq1_0
+        | DType::Tq2_0 => unreachable!("has_quantizer is false"),
     }
     Ok(())
 }

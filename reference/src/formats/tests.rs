@@ -54,7 +54,8 @@ fn dtype_table() {
         DType::ALL,
         &[
             F32, F16, Bf16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Iq1S,
-            Iq1M, Iq2Xxs, Iq2Xs, Iq2S, Iq3Xxs, Iq3S, Iq4Nl, Iq4Xs, Mxfp4, I32
+            Iq1M, Iq2Xxs, Iq2Xs, Iq2S, Iq3Xxs, Iq3S, Iq4Nl, Iq4Xs, Mxfp4, Nvfp4, Q1_0, Q2_0, Tq1_0,
+            Tq2_0, I32
         ]
     );
     let bytes: Vec<usize> = DType::ALL.iter().map(|t| t.block_bytes()).collect();
@@ -62,7 +63,7 @@ fn dtype_table() {
         bytes,
         [
             4, 2, 2, 18, 20, 22, 24, 34, 36, 84, 110, 144, 176, 210, 50, 56, 66, 74, 82, 98, 110,
-            18, 136, 17, 4
+            18, 136, 17, 36, 18, 18, 54, 66, 4
         ]
     );
     let lens: Vec<usize> = DType::ALL.iter().map(|t| t.block_len()).collect();
@@ -70,7 +71,7 @@ fn dtype_table() {
         lens,
         [
             1, 1, 1, 32, 32, 32, 32, 32, 32, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256,
-            256, 32, 256, 32, 1
+            256, 32, 256, 32, 64, 128, 64, 256, 256, 1
         ]
     );
     let names: Vec<&str> = DType::ALL.iter().map(|t| t.name()).collect();
@@ -79,7 +80,7 @@ fn dtype_table() {
         [
             "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "q2_K", "q3_K",
             "q4_K", "q5_K", "q6_K", "iq1_s", "iq1_m", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs",
-            "iq3_s", "iq4_nl", "iq4_xs", "mxfp4", "i32"
+            "iq3_s", "iq4_nl", "iq4_xs", "mxfp4", "nvfp4", "q1_0", "q2_0", "tq1_0", "tq2_0", "i32"
         ]
     );
     for &t in DType::ALL {

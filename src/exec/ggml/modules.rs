@@ -357,6 +357,35 @@ fn wide_reduction(n: &str) -> bool {
         .any(|t| a.starts_with(t))
 }
 
+/// Whether ggml's scalar host (no cooperative matrix) creates a pipeline from scalar matmul
+/// module `n`: it builds f32 × f32, f32 × f16 (MUL_MAT only), f16 × f16, f16 × f32, bf16 × bf16
+/// and quantized × f32, with f16 accumulators only where A is f16 or quantized. The library
+/// also holds quantized × f16 modules, f32-A and bf16 f16-accumulator ones, which only its
+/// cooperative-matrix builds use (read in 0.1.161's `ggml_vk_load_shaders`).
+fn scalar_matmul_created(n: &str) -> bool {
+    let Some(rest) = n.strip_prefix("matmul_") else {
+        return true;
+    };
+    if n.contains("_q8_1") || n.contains("_cm1") || n.contains("_cm2") {
+        return true;
+    }
+    let (id, rest) = match rest.strip_prefix("id_") {
+        Some(r) => (true, r.strip_prefix("subgroup_").unwrap_or(r)),
+        None => (false, rest),
+    };
+    let rest = rest.strip_suffix("_fp32").unwrap_or(rest);
+    let (acc16, base) = match rest.strip_suffix("_f16acc") {
+        Some(b) => (true, b),
+        None => (false, rest),
+    };
+    match base {
+        "f16" | "f16_f32" => true,
+        "f32_f32" | "bf16" => !acc16,
+        "f32_f16" => !acc16 && !id,
+        b => b.ends_with("_f32"),
+    }
+}
+
 fn is_mat_vec_reduction(n: &str) -> bool {
     n.starts_with("mul_mat_vec_")
         && !n.starts_with("mul_mat_vec_nc_")
@@ -430,6 +459,11 @@ pub const RULES: &[Rule] = &[
                     && !n.contains("_cm2"))
         },
         excluded: |f| !f.fp16,
+    },
+    Rule {
+        why: "scalar matmul modules the scalar host never creates (quantized × f16, f32-A and bf16 f16acc)",
+        applies: |n| !scalar_matmul_created(n),
+        excluded: |f| !f.coopmat && !f.coopmat2,
     },
     Rule {
         // ggml builds its matmul pipelines from one family: coopmat2 where the device has
@@ -600,6 +634,45 @@ mod tests {
             normalised_hash(&bytes(&base)),
             normalised_hash(&bytes(&other))
         );
+    }
+
+    #[test]
+    fn scalar_hosts_create_no_quantized_f16_matmuls() {
+        let created = [
+            "matmul_f32_f32",
+            "matmul_f32_f16",
+            "matmul_f16_f16acc",
+            "matmul_f16_f32_f16acc",
+            "matmul_bf16",
+            "matmul_quant_f32_f16acc",
+            "matmul_iq4_nl_f32",
+            "matmul_id_subgroup_nvfp4_f32_f16acc",
+            "matmul_id_f16_f32",
+            "matmul_q4_0_q8_1",
+            "matmul_quant_f16_cm1",
+            "matmul_f32_f32_fp32",
+        ];
+        let never = [
+            "matmul_quant_f16",
+            "matmul_iq4_nl_f16_f16acc",
+            "matmul_id_mxfp4_f16",
+            "matmul_f32_f32_f16acc",
+            "matmul_f32_f16_f16acc",
+            "matmul_bf16_f16acc",
+            "matmul_id_f32_f16",
+        ];
+        for n in created {
+            assert!(scalar_matmul_created(n), "{n}");
+        }
+        for n in never {
+            assert!(!scalar_matmul_created(n), "{n}");
+        }
+        let names: Vec<String> = never.iter().map(|s| s.to_string()).collect();
+        let scalar = Facts {
+            fp16: true,
+            ..Facts::default()
+        };
+        assert!(possible(&names, &scalar).0.is_empty());
     }
 
     #[test]

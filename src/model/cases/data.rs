@@ -149,7 +149,7 @@ pub enum Scales {
 pub enum Blocks {
     /// Float values from a distribution, quantized with ggml's reference quantizer.
     Quantized(Dist),
-    /// Every bit random except the f16 scale fields (MXFP4: its E8M0 scale byte), which follow
+    /// Every bit random except the f16 scale fields (MXFP4: its E8M0 scale byte; NVFP4: its UE4M3 bytes), which follow
     /// [`Scales`]: blocks no quantizer would produce, e.g. all 4-bit codes used with a
     /// subnormal scale.
     Raw(Scales),
@@ -350,10 +350,21 @@ fn generate(dtype: DType, ne: [usize; 4], blocks: Blocks, seed: u64, stream: u64
                         block[1..].fill(0);
                     }
                 }
+                if dtype == DType::Nvfp4 {
+                    for s in 0..4 {
+                        let (d, zero) = ue4m3_scale_byte(mode, &mut r);
+                        block[s] = d;
+                        if zero {
+                            block[4 + 8 * s..12 + 8 * s].fill(0);
+                        }
+                    }
+                }
             }
             if bytes.iter().all(|&b| b == 0) {
                 if dtype == DType::Mxfp4 {
                     bytes[0] = 127;
+                } else if dtype == DType::Nvfp4 {
+                    bytes[0] = 0x38;
                 } else {
                     dtype.set_f16_scale(&mut bytes[..dtype.block_bytes()], 0, f16::ONE);
                 }
@@ -403,6 +414,41 @@ pub fn scale_byte(mode: Scales, rng: &mut ChaCha8Rng) -> (u8, bool) {
                 Scales::Subnormal,
             ];
             scale_byte(modes[rng.gen_range(0..modes.len())], rng)
+        }
+    }
+}
+
+/// One UE4M3 scale byte of a raw NVFP4 block (`vkdiff_reference::formats::nvfp4`), by the
+/// [`Scales`] modes; `zero_sub_block` asks for that sub-block's codes to be cleared.
+///
+/// * Random: exponents 4 … 7, scales 2⁻³ … 1.875 (element values up to 11.25).
+/// * SomeZero: a quarter of the sub-blocks with scale 0 or their codes cleared.
+/// * Extreme: the ends of the format: the smallest subnormal and normal codes and their
+///   neighbours, the largest (448) and its neighbour, and 0x7F (E4M3's NaN, zero in ggml).
+/// * Subnormal: exponent 0 (man·2⁻⁹). Mixed: one of the above; AnyBits: any 7-bit code (bit 7
+///   is outside the format: ggml's quantizer never sets it and its Vulkan table has 128 rows).
+pub fn ue4m3_scale_byte(mode: Scales, rng: &mut ChaCha8Rng) -> (u8, bool) {
+    match mode {
+        Scales::Random => (rng.gen_range(0x20u8..0x40), false),
+        Scales::SomeZero => match rng.gen_range(0..8) {
+            0 => (0, false),
+            1 => (0x38, true),
+            _ => ue4m3_scale_byte(Scales::Random, rng),
+        },
+        Scales::Extreme => {
+            let choices = [0x01u8, 0x07, 0x08, 0x09, 0x7D, 0x7E, 0x7F];
+            (choices[rng.gen_range(0..choices.len())], false)
+        }
+        Scales::Subnormal => (rng.gen_range(0u8..=7), false),
+        Scales::AnyBits => (rng.gen_range(0u8..=0x7F), false),
+        Scales::Mixed => {
+            let modes = [
+                Scales::Random,
+                Scales::SomeZero,
+                Scales::Extreme,
+                Scales::Subnormal,
+            ];
+            ue4m3_scale_byte(modes[rng.gen_range(0..modes.len())], rng)
         }
     }
 }

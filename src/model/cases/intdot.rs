@@ -222,6 +222,7 @@ const MMVQ_TYPES: &[DType] = &[
     DType::Q5_0,
     DType::Q5_1,
     DType::Q8_0,
+    DType::Q2_0,
     DType::Mxfp4,
     DType::Q2_K,
     DType::Q3_K,
@@ -240,6 +241,7 @@ const MMQ_TYPES: &[DType] = &[
     DType::Q5_0,
     DType::Q5_1,
     DType::Q8_0,
+    DType::Q2_0,
     DType::Mxfp4,
     DType::Q2_K,
     DType::Q3_K,
@@ -248,11 +250,13 @@ const MMQ_TYPES: &[DType] = &[
     DType::Q6_K,
     DType::Iq3S,
     DType::Iq4Xs,
+    // cm1 devices only (`mul_mmq_cm1.comp`; no scalar MMQ body), on RDNA4 not at all.
+    DType::Nvfp4,
 ];
 
 /// The A types vkdiff knows that have an integer-dot body on `path` in the recent registry
-/// tree (llama.cpp 2026-11: `mul_mat_vecq_funcs.glsl`, `mul_mmq_funcs.glsl`; nvfp4 and q2_0,
-/// which vkdiff does not generate, have one too). mxfp4's codes are integers times its block
+/// tree (llama.cpp 2026-11: `mul_mat_vecq_funcs.glsl`, `mul_mmq_funcs.glsl`). q2_0's body is
+/// q4_0's with offset 1 (da·(Σq·db − s/2), 16 codes a piece). mxfp4's codes are integers times its block
 /// scale, like q8_0's, so its bodies are modelled as q8_0's (no offset, default depths). MMQ's iq4_nl body is cm1-only.
 pub fn int_dot_types(path: IntDotPath) -> &'static [DType] {
     match path {
@@ -267,6 +271,7 @@ pub fn uses_stored_sum(a: DType) -> bool {
     matches!(
         a,
         DType::Q4_0
+            | DType::Q2_0
             | DType::Q5_0
             | DType::Q4_1
             | DType::Q5_1
@@ -277,7 +282,7 @@ pub fn uses_stored_sum(a: DType) -> bool {
 }
 
 /// Per 32-element block of one A row (`row`: its bytes), the signed offset coefficient c with
-/// α·p_i = a_i + c (the integer codes' part of each value): q4_0 8·d, q5_0 16·d, q4_1 and q5_1
+/// α·p_i = a_i + c (the integer codes' part of each value): q4_0 8·d, q2_0 d, q5_0 16·d, q4_1 and q5_1
 /// −m, q4_K and q5_K dmin·m of the sub-block, iq1_s dl·(1 − δ); q2_K, whose mins change every
 /// 16 elements and whose bodies sum them with integer dots, the larger dmin·m of the two halves
 /// (only its magnitude enters the model). 0 for every other type.
@@ -289,6 +294,7 @@ pub fn offset_coefs(a: DType, row: &[u8]) -> Vec<f64> {
         for j in 0..per_block {
             out.push(match a {
                 DType::Q4_0 => 8.0 * f16_at(b, 0),
+                DType::Q2_0 => f16_at(b, 0),
                 DType::Q5_0 => 16.0 * f16_at(b, 0),
                 DType::Q4_1 | DType::Q5_1 => -f16_at(b, 2),
                 DType::Q4_K | DType::Q5_K => {

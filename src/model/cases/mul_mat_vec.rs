@@ -47,6 +47,11 @@ pub const A_TYPES: &[DType] = &[
     DType::Iq4Nl,
     DType::Iq4Xs,
     DType::Mxfp4,
+    DType::Nvfp4,
+    DType::Q1_0,
+    DType::Q2_0,
+    DType::Tq1_0,
+    DType::Tq2_0,
 ];
 
 /// One MUL_MAT through the mat-vec kernel: dst (M, N, ne02·r2, ne03) = A (K, M, ne02, ne03) × B.
@@ -140,7 +145,7 @@ impl KernelDef for MulMatVec {
     type Params = (DType, DType, Epilogue);
     const NAME: &'static str = "mul_mat_vec";
     const SHADER: &'static str = "mul_mat_vec.comp";
-    const SUMMARY: &'static str = "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs/mxfp4, B f32/f16";
+    const SUMMARY: &'static str = "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs/mxfp4/nvfp4/q1_0/q2_0/tq1_0/tq2_0 (mul_mat_vec_tq*.comp), B f32/f16";
     const ERROR_MODEL: &'static str = "γ(per-invocation chain + ⌈log₂ BLOCK_SIZE⌉)·Σ|a·b|, chain by body: float ⌈K/BS⌉+3, blocks 8·⌈K/8BS⌉ [+1 min], K-quants and iq1..iq3 16+S [2S with min]; mxfp4 also its flushed scales and a floor scaled by its block scales (src/model/cases/mul_mat_vec/bounds.rs, src/model/cases/mxfp4.rs); +add: one f32 rounding per node (src/model/cases/mul_mat_vec/epilogue.rs); with integer dot, B quantized to q8_1 (src/model/cases/intdot.rs)";
 
     fn variants() -> Vec<(String, Self::Params)> {

@@ -134,7 +134,7 @@ impl KernelDef for MulMm {
     type Params = Family;
     const NAME: &'static str = "mul_mm";
     const SHADER: &'static str = "mul_mm.comp";
-    const SUMMARY: &'static str = "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path (mul_mm.comp), KHR coopmat path (`_cm1` rows, mul_mm.comp with COOPMAT) and NV coopmat2 path (`_cm2` rows, mul_mm_cm2.comp): A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq1_s..iq3_s/iq4_nl/iq4_xs/mxfp4, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)";
+    const SUMMARY: &'static str = "matrix × matrix MUL_MAT (dst.ne1 > 8, or > 1 with batches), scalar fp16 path (mul_mm.comp), KHR coopmat path (`_cm1` rows, mul_mm.comp with COOPMAT) and NV coopmat2 path (`_cm2` rows, mul_mm_cm2.comp): A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K/iq1_s..iq3_s/iq4_nl/iq4_xs/mxfp4/nvfp4/q1_0/q2_0/tq1_0/tq2_0, B f32/f16/bf16, f16 or f32 accumulators, aligned twins, forced split_k (+ mul_mat_split_k_reduce.comp)";
     const ERROR_MODEL: &'static str = "scalar: running error bound along the exact partial sums (operands rounded to f16, products and adds in ACC_TYPE); cm1: the scalar operand roundings, then the cm2 step model over TK = 16; cm2: decoder roundings per type, then a running bound over BK-deep coopMatMulAdd steps whose inner order is free (γ over BK with directed-rounding units); flushed subnormals, split-k reduce in f32; possible f16 overflow may be ±∞ (src/model/cases/mul_mm/bounds.rs, bounds_cm2.rs)";
 
     fn variants() -> Vec<(String, Family)> {

@@ -66,17 +66,29 @@ pub fn mul_mat_vec_bounds(
 ///   with their groups' scales in a chain) stays below it, at 8 roundings inside a share
 ///   (7 + 2S in all with a min, 8 + S without); ggml's per-type bodies, whose min part is one
 ///   16-term chain, need the 16.
+/// * **tq2_0** (`mul_mat_vec_tq2_0.comp`): the K-quant share layout with one f16 d a
+///   super-block; a share forms Σ b·q and Σ b (16-term chains, q the stored code 0 … 3), their
+///   difference (1 rounding) and folds d·(difference) into the running sum (1): the K-quant
+///   depth with two folds. Its magnitudes count |d·q| + |d| ([`vkdiff_reference::formats`]'s
+///   `magnitude_into`), as the two sums cancel where q = 1.
+/// * **tq1_0** (`mul_mat_vec_tq1_0.comp`): 8 invocations per 256-element block, each adding
+///   its 34 terms (d·(trit − 1), exact, times b) one by one to its running sum, over blocks
+///   ⌊tid/8⌋, ⌊tid/8⌋ + BLOCK_SIZE/8, …: 34 roundings per block it takes, then the tree.
 pub fn mul_mat_vec_depth_of(a: vkdiff_reference::DType, k: usize, block_size: u32) -> f64 {
     use vkdiff_reference::DType;
     let bs = block_size.max(1) as usize;
     let tree = (bs as f64).log2().ceil();
     let per_super_block = match a {
-        DType::Q2_K | DType::Q4_K | DType::Q5_K => Some(2),
+        DType::Q2_K | DType::Q4_K | DType::Q5_K | DType::Tq2_0 => Some(2),
         DType::Q3_K | DType::Q6_K => Some(1),
         // The lattice i-quants share the K-quant body (mul_mat_vec_iq_lattice.comp).
         t if DType::LATTICE_IQUANTS.contains(&t) => Some(1),
         _ => None,
     };
+    if a == DType::Tq1_0 {
+        let s = (k / 256).div_ceil((bs / 8).max(1));
+        return (34 * s) as f64 + tree;
+    }
     if let Some(folds) = per_super_block {
         let lanes = (bs / 16).max(1);
         let s = (k / 256).div_ceil(lanes);
@@ -111,6 +123,8 @@ pub fn mul_mat_vec_bounds_of(
         DType::Q2_K | DType::Q3_K | DType::Q4_K | DType::Q5_K | DType::Q6_K => {
             subnormal_floor(3 * k) * f64::from(1u32 << 23)
         }
+        // Σ b·q and Σ b, then times d (< 2¹⁶).
+        DType::Tq2_0 => subnormal_floor(3 * k) * f64::from(1u32 << 16),
         // Group scales ≤ 65504·31 < 2²³ (iq3_s; the others are smaller).
         t if DType::LATTICE_IQUANTS.contains(&t) => subnormal_floor(3 * k) * f64::from(1u32 << 23),
         t if t.is_quantized() => subnormal_floor(k) * f64::from(1u32 << 16),

@@ -4,9 +4,9 @@
 //! § numbers: sections of docs/interface.md.
 
 #[allow(unused_imports)]
-use crate::model::tolerance::*;
-#[allow(unused_imports)]
 use super::bounds::*;
+#[allow(unused_imports)]
+use crate::model::tolerance::*;
 
 /// One quantized A element as the cm2 decode callback computes it (§3.2, shaders/
 /// dequant_funcs_cm2.comp): x = P − M exactly, where P is the scale·q part and M the min part
@@ -55,7 +55,13 @@ pub fn cm2_decode_terms(dtype: vkdiff_reference::DType, bytes: &[u8]) -> Option<
             .fold(f64::INFINITY, f64::min)
     };
     let mut out = Vec::with_capacity(bytes.len() / bb * qk);
+    // The later formats whose decoders are exact (values read from the reference, per block).
+    let decoded_whole = matches!(dtype, T::Q1_0 | T::Q2_0 | T::Tq1_0 | T::Tq2_0 | T::Nvfp4);
+    let mut exact = vec![0f64; if decoded_whole { qk } else { 0 }];
     for b in bytes.chunks_exact(bb) {
+        if decoded_whole {
+            vkdiff_reference::formats::dequantize_into(dtype, b, &mut exact).ok()?;
+        }
         for e in 0..qk {
             let nib = |qs: usize| {
                 let byte = b[qs + e % 16];
@@ -197,10 +203,34 @@ pub fn cm2_decode_terms(dtype: vkdiff_reference::DType, bytes: &[u8]) -> Option<
                     DecodeTerms {
                         p: x * q,
                         m: 0.0,
-                        tiny: if x < f64::from(f32::MIN_POSITIVE) { 0.0 } else { f64::INFINITY },
+                        tiny: if x < f64::from(f32::MIN_POSITIVE) {
+                            0.0
+                        } else {
+                            f64::INFINITY
+                        },
                         huge: 0.0,
                     }
                 }
+                // ±d, (q − 1)·d with q ≤ 3, d·(trit − 1): an f16 d times an integer of
+                // magnitude ≤ 2, exact in f16 unless it passes f16's range (the staged
+                // operand's overflow test covers that).
+                T::Q1_0 | T::Q2_0 | T::Tq1_0 | T::Tq2_0 => {
+                    let d = f16_at(b, dtype.f16_fields()[0]);
+                    DecodeTerms {
+                        p: exact[e],
+                        m: 0.0,
+                        tiny: tiny(&[d]),
+                        huge: 0.0,
+                    }
+                }
+                // kvalue·ue4m3/2 in f32, exact (≥ 2⁻¹¹ when not zero), then to f16, exact
+                // (≤ 2688 with at most 4 significant bits).
+                T::Nvfp4 => DecodeTerms {
+                    p: exact[e],
+                    m: 0.0,
+                    tiny: f64::INFINITY,
+                    huge: 0.0,
+                },
                 t if T::LATTICE_IQUANTS.contains(&t) => {
                     let parts = vkdiff_reference::formats::iq_grid::parts(t, b, e);
                     DecodeTerms {
@@ -227,7 +257,8 @@ const IQ4NL: [f64; 16] = [
 /// arithmetic written out in shaders/dequant_funcs_cm2.comp), and whether the f16 result may
 /// overflow. With u = 2⁻¹¹ (plus the f32 half-ulp of [`Fp::unit`]) and u₃₂ = 2⁻²⁴:
 ///
-/// * q4_0, q5_0, q8_0, iq4_nl: d·q in f16, one rounding: u·|x|.
+/// * q4_0, q5_0, q8_0, iq4_nl: d·q in f16, one rounding: u·|x|. So too the later q1_0, q2_0,
+///   tq1_0, tq2_0 (d times an integer ≤ 2 in magnitude) and nvfp4 (exact in f32 first).
 /// * iq1_s … iq3_s: the exact value formed in f32 (iq_decode.comp), one f16 rounding: u·|x|
 ///   (a subnormal d may still be flushed when read: `tiny` is d).
 /// * q3_K, q6_K, iq4_xs: (d·sc)·q in f16: u·|P| for d·sc (carried through the exact ·q), then
@@ -476,10 +507,24 @@ mod cm2_tests {
         assert_eq!(terms.p - terms.m, 0.0);
         let (e, ovf) = cm2_decode_error(DType::Q5_K, &terms);
         assert!(!ovf && e >= device.abs(), "{e} vs {device}");
-        let marked = crate::model::cases::mul_mm::uncertain_zeros(&[0.0, 0.0], &[Some(e), Some(0.0)]);
-        let sp = |a: f64| crate::model::tolerance::dot_special(&[a], &[f64::NEG_INFINITY], Fp::F16, Fp::F32, Fp::F32, false);
+        let marked =
+            crate::model::cases::mul_mm::uncertain_zeros(&[0.0, 0.0], &[Some(e), Some(0.0)]);
+        let sp = |a: f64| {
+            crate::model::tolerance::dot_special(
+                &[a],
+                &[f64::NEG_INFINITY],
+                Fp::F16,
+                Fp::F32,
+                Fp::F32,
+                false,
+            )
+        };
         assert_eq!(sp(marked[0]), crate::model::tolerance::Special::Undefined);
-        assert_eq!(sp(marked[1]), crate::model::tolerance::Special::Nan, "a certain zero");
+        assert_eq!(
+            sp(marked[1]),
+            crate::model::tolerance::Special::Nan,
+            "a certain zero"
+        );
     }
 
     #[test]
