@@ -275,6 +275,9 @@ pub struct Facts {
     pub intel: bool,
     /// An NVIDIA device (large mat-vec workgroups).
     pub nvidia: bool,
+    /// Mesa's lavapipe (llvmpipe): a CPU device without the NVIDIA, AMD or Intel properties
+    /// ggml reads a shader core count from, so its host never splits K.
+    pub llvmpipe: bool,
 }
 
 impl Facts {
@@ -296,6 +299,7 @@ impl Facts {
                     || caps.subgroup_size_range.is_some_and(|(_, max)| max >= 16)),
             intel: caps.name.to_lowercase().contains("intel"),
             nvidia: caps.name.to_lowercase().contains("nvidia"),
+            llvmpipe: caps.name.contains("llvmpipe"),
         }
     }
 }
@@ -442,10 +446,12 @@ pub const RULES: &[Rule] = &[
         excluded: |_| true,
     },
     Rule {
-        // Without fp16 ggml builds matmul and FA from the `_fp32` modules (fp32 shared memory
-        // and accumulators) ...
-        why: "`_fp32` modules are what ggml uses without fp16",
-        applies: |n| (is_matmul(n) || is_scalar_fa(n)) && n.contains("_fp32"),
+        // Without fp16 ggml builds matmul from the `_fp32` modules (fp32 shared memory and
+        // accumulators) ... Scalar FA's `_fp32` modules stay: bf16 K/V runs them on fp16
+        // devices too (measured on lavapipe, 0.1.161: `flash_attn_f32_f16_bf16` cases
+        // dispatched `flash_attn_f32_f16_fp32` and `_f16acc_fp32`).
+        why: "matmul `_fp32` modules are what ggml uses without fp16",
+        applies: |n| is_matmul(n) && n.contains("_fp32"),
         excluded: |f| f.fp16,
     },
     Rule {
@@ -469,6 +475,13 @@ pub const RULES: &[Rule] = &[
             n.starts_with("mul_mat_vec_id_bf16_") || n.starts_with("mul_mat_vec_bf16_f16_")
         },
         excluded: |_| true,
+    },
+    Rule {
+        // ggml splits K only with a shader core count (`ggml_vk_guess_split_k`), which it
+        // reads from NVIDIA SM builtins, AMD core properties or Intel's table: never lavapipe.
+        why: "`split_k_reduce` needs a device that reports shader cores (not lavapipe)",
+        applies: |n| n == "split_k_reduce",
+        excluded: |f| f.llvmpipe,
     },
     Rule {
         why: "scalar matmul modules the scalar host never creates (quantized × f16, f32-A and bf16 f16acc)",
@@ -678,13 +691,21 @@ mod tests {
             assert!(!scalar_matmul_created(n), "{n}");
         }
         let mut names: Vec<String> = never.iter().map(|s| s.to_string()).collect();
+        names.push("split_k_reduce".into());
         names.push("mul_mat_vec_id_bf16_f32_f32_subgroup_no_shmem".into());
         names.push("mul_mat_vec_bf16_f16_f32".into());
         let scalar = Facts {
             fp16: true,
+            llvmpipe: true,
             ..Facts::default()
         };
         assert!(possible(&names, &scalar).0.is_empty());
+        // A device with shader cores keeps the split-k reduce.
+        let gpu = Facts {
+            llvmpipe: false,
+            ..scalar
+        };
+        assert_eq!(possible(&names, &gpu).0, ["split_k_reduce"]);
     }
 
     #[test]
@@ -748,6 +769,8 @@ mod tests {
         assert!(cm2.contains(&"matmul_f16_cm2".to_string()));
         assert!(!cm2.iter().any(|n| n.starts_with("matmul_f32_f32")));
         assert!(!keep.contains(&"mul_mat_vec_q4_0_f32_f32".to_string()));
+        assert!(!keep.contains(&"matmul_f32_f32_fp32".to_string()));
+        assert!(keep.contains(&"flash_attn_f32_f16_fp32".to_string()));
         let fp32 = possible(
             &names,
             &Facts {
