@@ -50,7 +50,7 @@ fn decode_offset_codes_f32(codes: impl Iterator<Item = u8>, d: f16, out: &mut [f
     }
 }
 
-/// A q1_0 block (18 bytes): x[j] = ±d by bit j % 8 of `qs[j / 8]`.
+/// A q1_0 block (18 bytes): x_j = ±d by bit j % 8 of `qs[j / 8]`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockQ1_0 {
@@ -100,7 +100,7 @@ impl Block for BlockQ1_0 {
     }
 }
 
-/// A q2_0 block (18 bytes): x[j] = d·(q − 1), q the 2 bits at 2·(j % 4) of `qs[j / 4]`.
+/// A q2_0 block (18 bytes): x_j = d·(q − 1), q the 2 bits at 2·(j % 4) of `qs[j / 4]`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockQ2_0 {

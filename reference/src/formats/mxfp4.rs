@@ -41,8 +41,8 @@ pub const E8M0_NAN: u8 = 0xFF;
 /// The E2M1 magnitudes of codes 0 … 7, doubled (ggml's `kvalues_mxfp4` for the positive half).
 const E2M1_DOUBLED: [i32; 8] = [0, 1, 2, 3, 4, 6, 8, 12];
 
-/// An MXFP4 block (17 bytes): `e` at 0, `qs` at 1; x[j] = P(qs[j] & 0xF)·2^(e − 127),
-/// x[j + 16] = P(qs[j] >> 4)·2^(e − 127).
+/// An MXFP4 block (17 bytes): `e` at 0, `qs` at 1; x_j = P(qs_j & 0xF)·2^(e − 127),
+/// x_(j+16) = P(qs_j >> 4)·2^(e − 127).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockMxfp4 {

@@ -51,7 +51,9 @@
 
 use rayon::prelude::*;
 
-use super::kernel::{block, decode_fast, fast_format, pack_panel, zeroed, Values, LANES};
+use super::kernel::{
+    block, decode_fast, exact_products, fast_format, pack_panel, zeroed, Values, LANES,
+};
 use super::Output;
 use crate::formats::dequantize_into;
 use crate::tensor::{AsTensorView, Tensor, TensorView};
@@ -385,6 +387,9 @@ const QB: usize = 64;
 /// Keys per block of the V product (the decoded V block stays in L2).
 const KVB: usize = 256;
 
+/// Keys per block of the V product where V is decoded as it is used ([`KvHead::Streamed`]).
+const KVB_STREAMED: usize = 32;
+
 /// The first mask value without a defined result (NaN or +∞), in the order the op visits rows
 /// ((i3·N + q)·H + h) and keys, as [`Error::Value`].
 fn check_mask(ms: &[f64], mne: [usize; 4], [_, h, n, ne3]: [usize; 4], kv: usize) -> Result<()> {
@@ -566,17 +571,23 @@ fn pv_row_checked(t: &RowTerms, vd: &[f64], dvp: usize, out: &mut [f64]) {
     }
 }
 
-/// The K and V heads (ik2, iv2) of batch i3, decoded once for every query head that reads
-/// them (a GQA group).
-struct KvHead {
-    /// K as panels of [`LANES`] keys (k-major).
-    kp: Vec<f64>,
-    /// V rows, `dvp` values apart, when V holds NaN or ±∞ (else empty).
-    vd: Vec<f64>,
-    /// V in d-panels for the tiled product (empty when V holds NaN or ±∞).
-    vp: Vec<f64>,
-    /// V is finite everywhere.
-    v_finite: bool,
+/// The K and V heads (ik2, iv2) of batch i3 that a GQA group's query rows read.
+enum KvHead {
+    /// Decoded once, whole, for many query rows (a prefill): every block of rows reads them.
+    Whole {
+        /// K as panels of [`LANES`] keys (k-major).
+        kp: Vec<f64>,
+        /// V rows, `dvp` values apart, when V holds NaN or ±∞ (else empty).
+        vd: Vec<f64>,
+        /// V in d-panels for the tiled product (empty when V holds NaN or ±∞).
+        vp: Vec<f64>,
+        /// V is finite everywhere.
+        v_finite: bool,
+    },
+    /// For the few rows of a decode step: a K panel, and V a block of keys, decoded where
+    /// they are used. Decoded whole, K and V would be written out and read back (4 MiB each
+    /// in f64 for 4096 keys of 128) for a handful of products per element.
+    Streamed,
 }
 
 /// The query heads of each batch grouped by the (K head, V head) they read, in head order:
@@ -597,61 +608,76 @@ fn kv_groups(ne: [usize; 4], k_heads: usize, v_heads: usize) -> Vec<(usize, usiz
     groups
 }
 
-/// Decodes the K and V heads (ik2, iv2) of batch i3 ([`KvHead`]).
-fn kv_head(inputs: &Views, dv: usize, (i3, ik2, iv2): (usize, usize, usize)) -> Result<KvHead> {
-    let Views { q, k, v, .. } = inputs;
-    let (dk, kv) = (q.ne()[0], k.ne()[1]);
-    // K as panels of LANES keys (k-major).
-    let panels = kv.div_ceil(LANES);
-    let pack = |decode| -> Result<Vec<f64>> {
-        let mut kp = vec![0.0; panels * dk * LANES];
-        let mut tmp = vec![0.0; dk];
-        for (p, panel) in kp.chunks_exact_mut(dk * LANES).enumerate() {
-            let j0 = p * LANES;
-            pack_panel(
-                k,
-                (ik2, i3),
-                j0,
-                LANES.min(kv - j0),
-                (0, dk),
-                decode,
-                &mut tmp,
-                panel,
-            )?;
+/// Keys p·LANES .. of K head (ik2, i3) as a panel (k-major, LANES keys wide; zero past KV).
+fn k_panel(
+    k: &TensorView,
+    (ik2, i3): (usize, usize),
+    p: usize,
+    tmp: &mut [f64],
+    panel: &mut [f64],
+) -> Result<()> {
+    let [dk, kv, ..] = k.ne();
+    let j0 = p * LANES;
+    let (keys, d) = (LANES.min(kv - j0), (0, dk));
+    pack_panel(k, (ik2, i3), j0, keys, d, Values::Exact, tmp, panel)
+}
+
+/// V rows j0 .. j0 + jn of head (iv2, i3) decoded into d-panels, `out[(dp·jn + j)·LANES + l]` =
+/// V[j0 + j][LANES·dp + l] (zero past DV), through `row` (DV rounded up to LANES values);
+/// whether they are all finite.
+fn v_panels(
+    v: &TensorView,
+    (iv2, i3): (usize, usize),
+    (j0, jn): (usize, usize),
+    row: &mut [f64],
+    out: &mut [f64],
+) -> Result<bool> {
+    let mut finite = true;
+    for j in 0..jn {
+        v_row(v, (iv2, i3), j0 + j, row)?;
+        finite &= row.iter().all(|x| x.is_finite());
+        for (dp, lanes) in row.chunks_exact(LANES).enumerate() {
+            out[(dp * jn + j) * LANES..(dp * jn + j + 1) * LANES].copy_from_slice(lanes);
         }
-        Ok(kp)
-    };
-    let kp = pack(Values::Exact)?;
+    }
+    Ok(finite)
+}
+
+/// V row j of head (iv2, i3), decoded into `row[..DV]`.
+fn v_row(v: &TensorView, (iv2, i3): (usize, usize), j: usize, row: &mut [f64]) -> Result<()> {
+    let dv = v.ne()[0];
+    match v.row_bytes(j, iv2, i3, 0, dv) {
+        Some(bytes) if fast_format(v.dtype()) => decode_fast(v.dtype(), bytes, row, 1),
+        _ => v.decode_row(j, iv2, i3, 0, &mut row[..dv], dequantize_into)?,
+    }
+    Ok(())
+}
+
+/// Decodes the K and V heads (ik2, iv2) of batch i3 whole ([`KvHead::Whole`]).
+fn kv_head(inputs: &Views, dv: usize, (i3, ik2, iv2): (usize, usize, usize)) -> Result<KvHead> {
+    let Views { k, v, .. } = inputs;
+    let [dk, kv, ..] = k.ne();
+    let mut kp = vec![0.0; kv.div_ceil(LANES) * dk * LANES];
+    let mut tmp = vec![0.0; dk];
+    for (p, panel) in kp.chunks_exact_mut(dk * LANES).enumerate() {
+        k_panel(k, (ik2, i3), p, &mut tmp, panel)?;
+    }
     // V straight into d-panels for the tiled product: panel dp holds V[j][16·dp ..] for every
     // key j (k-major, as the tile reads it), so a block of keys is contiguous. Only a V
     // holding NaN or ±∞ is kept as rows too, for the checked product.
     let dvp = dv.div_ceil(LANES) * LANES;
-    let decode_v = |j: usize, row: &mut [f64]| -> Result<()> {
-        match v.row_bytes(j, iv2, i3, 0, dv) {
-            Some(bytes) if fast_format(v.dtype()) => decode_fast(v.dtype(), bytes, row, 1),
-            _ => v.decode_row(j, iv2, i3, 0, &mut row[..dv], dequantize_into)?,
-        }
-        Ok(())
-    };
     let mut vp = vec![0.0; kv * dvp];
     let mut row = vec![0.0; dvp];
-    let mut v_finite = true;
-    for j in 0..kv {
-        decode_v(j, &mut row)?;
-        v_finite &= row.iter().all(|x| x.is_finite());
-        for (dp, lanes) in row.chunks_exact(LANES).enumerate() {
-            vp[(dp * kv + j) * LANES..(dp * kv + j + 1) * LANES].copy_from_slice(lanes);
-        }
-    }
+    let v_finite = v_panels(v, (iv2, i3), (0, kv), &mut row, &mut vp)?;
     let mut vd = Vec::new();
     if !v_finite {
         vp = Vec::new();
         vd = vec![0.0; kv * dvp];
         for (j, row) in vd.chunks_exact_mut(dvp).enumerate() {
-            decode_v(j, row)?;
+            v_row(v, (iv2, i3), j, row)?;
         }
     }
-    Ok(KvHead {
+    Ok(KvHead::Whole {
         kp,
         vd,
         vp,
@@ -659,12 +685,109 @@ fn kv_head(inputs: &Views, dv: usize, (i3, ik2, iv2): (usize, usize, usize)) -> 
     })
 }
 
+/// `dots[r·P·LANES + j]` = q_r · k_j for every row of `qs` and key j (P key panels), each
+/// sequential in d from +0 (the reference's fold); with `q_abs` (|q| rows), the same over |q|
+/// and |K| (|x| of each exact value, the padding lanes stay +0) too, from the same panels.
+/// `fused`: the products are exact.
+fn qk(
+    k: &TensorView,
+    kh: (usize, usize),
+    kvh: &KvHead,
+    (qs, q_abs): (&[&[f64]], Option<&[&[f64]]>),
+    fused: bool,
+) -> Result<(Vec<f64>, Option<Vec<f64>>)> {
+    let [dk, kv, ..] = k.ne();
+    let panels = kv.div_ceil(LANES);
+    let mut dots = vec![0.0; qs.len() * panels * LANES];
+    let mut mags = q_abs.map(|_| dots.clone());
+    let mut acc = vec![[0.0; LANES]; qs.len()];
+    let streamed = matches!(kvh, KvHead::Streamed);
+    let mut own = vec![0.0; if streamed { dk * LANES } else { 0 }];
+    let mut abs = vec![0.0; if q_abs.is_some() { dk * LANES } else { 0 }];
+    let mut tmp = vec![0.0; if streamed { dk } else { 0 }];
+    for p in 0..panels {
+        let panel = match kvh {
+            KvHead::Whole { kp, .. } => &kp[p * dk * LANES..(p + 1) * dk * LANES],
+            KvHead::Streamed => {
+                k_panel(k, kh, p, &mut tmp, &mut own)?;
+                &own[..]
+            }
+        };
+        let mut products = |panel: &[f64], rows: &[&[f64]], out: &mut [f64]| {
+            acc.iter_mut().for_each(|a| *a = [0.0; LANES]);
+            block(dk, panel, LANES, rows, &mut acc, fused);
+            for (r, a) in acc.iter().enumerate() {
+                let at = r * panels * LANES + p * LANES;
+                out[at..at + LANES].copy_from_slice(a);
+            }
+        };
+        products(panel, qs, &mut dots);
+        if let (Some(q_abs), Some(mags)) = (q_abs, mags.as_mut()) {
+            for (a, x) in abs.iter_mut().zip(panel) {
+                *a = x.abs();
+            }
+            products(&abs, q_abs, mags);
+        }
+    }
+    Ok((dots, mags))
+}
+
+/// O = W · V for finite V: `acc[dp·R + r][l]` = Σ_j `w_r[j]·V[j][LANES·dp + l]`, sequential in
+/// j from +0, for the R rows of `w_rows` (KV weights each). None: V is streamed and holds NaN
+/// or ±∞ (which only the whole path handles).
+fn pv(
+    v: &TensorView,
+    vh: (usize, usize),
+    kvh: &KvHead,
+    w_rows: &[&[f64]],
+) -> Result<Option<Vec<[f64; LANES]>>> {
+    let [dv, kv, ..] = v.ne();
+    let d_panels = dv.div_ceil(LANES);
+    let qn = w_rows.len();
+    let mut acc = vec![[0.0; LANES]; d_panels * qn];
+    let streamed = matches!(kvh, KvHead::Streamed);
+    // Streamed, a block of keys short enough for its decoded V (32 KiB at DV = 128) to stay in
+    // L1 while the rows use it.
+    let kvb = if streamed { KVB_STREAMED } else { KVB };
+    let mut own = vec![0.0; if streamed { kvb * d_panels * LANES } else { 0 }];
+    let mut row = vec![0.0; if streamed { d_panels * LANES } else { 0 }];
+    for j0 in (0..kv).step_by(kvb) {
+        let jn = kvb.min(kv - j0);
+        // Panel dp's rows j0 .. j0 + jn: at vp[(dp·kv + j0)·LANES ..] whole, own[dp·jn·LANES ..]
+        // streamed.
+        let (src, at): (&[f64], _) = match kvh {
+            KvHead::Whole { vp, .. } => (vp, (kv, j0)),
+            KvHead::Streamed => {
+                if !v_panels(v, vh, (j0, jn), &mut row, &mut own)? {
+                    return Ok(None);
+                }
+                (&own, (jn, 0))
+            }
+        };
+        let w_blk: Vec<&[f64]> = w_rows.iter().map(|w| &w[j0..j0 + jn]).collect();
+        for (dp, tile) in acc.chunks_exact_mut(qn).enumerate() {
+            block(
+                jn,
+                &src[(dp * at.0 + at.1) * LANES..],
+                LANES,
+                &w_blk,
+                tile,
+                false,
+            );
+        }
+    }
+    Ok(Some(acc))
+}
+
+/// One output row and (with `keep`) its terms.
+type Row = (Vec<f64>, Option<RowTerms>);
+
 /// The op for the query heads `first .. end` of batch i3, whose K and V heads are `kvh` (a
 /// GQA group): every query row's output and (with `keep`) terms, head by head, in query order.
 /// The rows of all the group's heads are stacked (head-major) and go through the tiles
 /// together, so each K and V panel read serves every head of the group (decode: one row per
-/// head); every output is still its own sum in the reference's order.
-#[allow(clippy::type_complexity)]
+/// head); every output is still its own sum in the reference's order. None: `kvh` is
+/// [`KvHead::Streamed`] and V holds NaN or ±∞ (the whole path handles it).
 fn heads(
     inputs: &Views,
     ne: [usize; 4],
@@ -673,13 +796,13 @@ fn heads(
     sinks: Option<&[f64]>,
     keep: bool,
     kvh: &KvHead,
-) -> Result<Vec<(Vec<f64>, Option<RowTerms>)>> {
+) -> Result<Option<Vec<Row>>> {
     let Views {
         q, k, v, params, ..
     } = inputs;
     let [dv, h, n, _] = ne;
     let (dk, kv) = (q.ne()[0], k.ne()[1]);
-    let iv2 = first / (h / v.ne()[2]);
+    let (ik2, iv2) = (first / (h / k.ne()[2]), first / (h / v.ne()[2]));
     let mne = inputs.mask.map(|m| m.ne()).unwrap_or([0; 4]);
     let alibi = Alibi::new(params.max_bias, h);
     let sp = params.dot_scale() as f64;
@@ -692,47 +815,29 @@ fn heads(
         q.decode_row(g % n, first + g / n, i3, 0, row, dequantize_into)?;
     }
     let qd_abs: Option<Vec<f64>> = keep.then(|| qd.iter().map(|x| x.abs()).collect());
-    let (kp, vd, vp) = (&kvh.kp, &kvh.vd, &kvh.vp);
-    let v_finite = kvh.v_finite;
     let (panels, dvp) = (kv.div_ceil(LANES), dv.div_ceil(LANES) * LANES);
-    let d_panels = dvp / LANES;
+    // Q·K is exact term by term for f32 Q and f16 or q8_0 K, say: fused multiply-adds.
+    let fused = exact_products(q.dtype(), k.dtype());
+    // Only a whole V may hold NaN or ±∞ (`pv` refuses them streamed).
+    let (v_checked, vd) = match kvh {
+        KvHead::Whole { vd, v_finite, .. } => (!v_finite, &vd[..]),
+        KvHead::Streamed => (false, &[][..]),
+    };
 
-    let blocks: Vec<Vec<(Vec<f64>, Option<RowTerms>)>> = (0..rows_total)
+    let blocks: Vec<Option<Vec<Row>>> = (0..rows_total)
         .step_by(QB)
         .collect::<Vec<_>>()
         .into_par_iter()
         .map(|q0| {
             let qn = QB.min(rows_total - q0);
-            // dots[n][j] = q_n · k_j, sequential in d from +0 (the reference's fold).
-            // With `abs`, over |K| (|x| of each exact value, the padding lanes stay +0), taken
-            // a panel at a time.
-            let products = |qs: &[f64], abs: bool| -> Vec<f64> {
-                let q_rows: Vec<&[f64]> = qs[q0 * dk..(q0 + qn) * dk].chunks_exact(dk).collect();
-                let mut dots = vec![0.0; qn * panels * LANES];
-                let mut acc = vec![[0.0; LANES]; qn];
-                let mut abs_panel = vec![0.0; if abs { dk * LANES } else { 0 }];
-                for (p, panel) in kp.chunks_exact(dk * LANES).enumerate() {
-                    let panel = if abs {
-                        for (a, x) in abs_panel.iter_mut().zip(panel) {
-                            *a = x.abs();
-                        }
-                        &abs_panel[..]
-                    } else {
-                        panel
-                    };
-                    acc.iter_mut().for_each(|a| *a = [0.0; LANES]);
-                    block(dk, panel, LANES, &q_rows, &mut acc);
-                    for (r, a) in acc.iter().enumerate() {
-                        let at = r * panels * LANES + p * LANES;
-                        dots[at..at + LANES].copy_from_slice(a);
-                    }
-                }
-                dots
-            };
-            let dots = products(&qd, false);
-            let mags = qd_abs.as_ref().map(|qs| products(qs, true));
+            let span = q0 * dk..(q0 + qn) * dk;
+            let q_rows: Vec<&[f64]> = qd[span.clone()].chunks_exact(dk).collect();
+            let q_abs: Option<Vec<&[f64]>> = qd_abs
+                .as_ref()
+                .map(|qs| qs[span].chunks_exact(dk).collect());
+            let (dots, mags) = qk(k, (ik2, i3), kvh, (&q_rows, q_abs.as_deref()), fused)?;
             let mut weights = vec![0.0; qn * kv];
-            let mut rows: Vec<(Vec<f64>, Option<RowTerms>)> = Vec::with_capacity(qn);
+            let mut rows: Vec<Row> = Vec::with_capacity(qn);
             let mut computed = vec![false; qn];
             let mut scratch = None;
             for r in 0..qn {
@@ -773,7 +878,7 @@ fn heads(
                 // A fully masked row with a sink is computed: exactly 0.
                 computed[r] = !t.non_finite && (!t.fully_masked || t.sink.is_some());
                 let mut out = vec![f64::NAN; dv];
-                if !v_finite && computed[r] {
+                if v_checked && computed[r] {
                     pv_row_checked(&t, vd, dvp, &mut out);
                 }
                 if keep {
@@ -783,18 +888,13 @@ fn heads(
                     scratch = Some(t);
                 }
             }
-            if v_finite {
+            if !v_checked {
                 // O = W · V, sequential in j from +0. A masked key has weight 0 and a finite V
                 // row, so it adds ±0 to a sum that is never −0: the same bits as skipping it.
                 let w_rows: Vec<&[f64]> = weights.chunks_exact(kv).collect();
-                let mut acc = vec![[0.0; LANES]; d_panels * qn];
-                for j0 in (0..kv).step_by(KVB) {
-                    let jn = KVB.min(kv - j0);
-                    let w_blk: Vec<&[f64]> = w_rows.iter().map(|w| &w[j0..j0 + jn]).collect();
-                    for (dp, tile) in acc.chunks_exact_mut(qn).enumerate() {
-                        block(jn, &vp[(dp * kv + j0) * LANES..], LANES, &w_blk, tile);
-                    }
-                }
+                let Some(acc) = pv(v, (iv2, i3), kvh, &w_rows)? else {
+                    return Ok(None);
+                };
                 for (r, (out, _)) in rows.iter_mut().enumerate() {
                     if computed[r] {
                         for (d, o) in out.iter_mut().enumerate() {
@@ -803,10 +903,11 @@ fn heads(
                     }
                 }
             }
-            Ok(rows)
+            Ok(Some(rows))
         })
         .collect::<Result<_>>()?;
-    Ok(blocks.into_iter().flatten().collect())
+    let blocks: Option<Vec<Vec<Row>>> = blocks.into_iter().collect();
+    Ok(blocks.map(|b| b.into_iter().flatten().collect()))
 }
 
 /// The op on views; with `keep`, the terms of every row too.
@@ -832,14 +933,24 @@ fn run(inputs: &Views, keep: bool) -> Result<(Output, Vec<RowTerms>)> {
     let mut values = zeroed(OP, n_out)?;
     // K and V decoded once per GQA group, its query heads' rows together; heads in order.
     let (k_heads, v_heads) = (inputs.k.ne()[2], inputs.v.ne()[2]);
-    type Rows = Vec<(Vec<f64>, Option<RowTerms>)>;
-    let groups: Vec<Vec<Rows>> = kv_groups(ne, k_heads, v_heads)
+    let groups: Vec<Vec<Vec<Row>>> = kv_groups(ne, k_heads, v_heads)
         .into_par_iter()
         .map(|(i3, first, end)| {
             let kv_index = (i3, first / (h / k_heads), first / (h / v_heads));
-            let kvh = kv_head(inputs, dv, kv_index)?;
             let (ms, sinks) = (ms.as_deref(), sinks.as_deref());
-            let rows = heads(inputs, ne, (i3, first, end), ms, sinks, keep, &kvh)?;
+            let group = (i3, first, end);
+            // One block of query rows (a decode step) streams K and V: nothing to share.
+            let streamed = match (end - first) * n <= QB {
+                true => heads(inputs, ne, group, ms, sinks, keep, &KvHead::Streamed)?,
+                false => None,
+            };
+            let rows = match streamed {
+                Some(rows) => rows,
+                None => {
+                    let kvh = kv_head(inputs, dv, kv_index)?;
+                    heads(inputs, ne, group, ms, sinks, keep, &kvh)?.expect("whole K and V")
+                }
+            };
             // Back to one list of rows per head.
             let mut rows = rows.into_iter();
             Ok((first..end)

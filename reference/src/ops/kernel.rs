@@ -15,9 +15,14 @@
 //!   its caller's features).
 //! * A is decoded on the fly, a k block of [`LANES`] rows at a time, into a small transposed
 //!   panel (k-major): no decoded copy of the whole matrix is ever made. With many B rows the
-//!   block is [`KB`] long and the panel stays in L1 while every B row uses it; with few (a
-//!   mat-vec) it is `KB_FEW` long, so that A is read in long sequential runs. Eight rows at a
-//!   time are decoded "vertically" (`transpose.rs`) for the common formats.
+//!   block is [`KB`] long and the panel stays in L1 while every B row uses it. With few (a
+//!   mat-vec, `task_few`) the four panels of a task are packed together, [`KB_VEC`] long, and
+//!   each B row runs against all of them at once ([`wide`]): 64 independent sums in flight
+//!   hide the adds' latency, and A's rows are prefetched ahead. Eight rows at a time are
+//!   decoded "vertically" (`transpose.rs`) for the common formats.
+//! * Where every product a·b is exact in f64 ([`exact_products`]: f32, f16, bf16, q4_0, q5_0
+//!   and q8_0 values times f32, f16 or bf16 ones), `acc + a·b` and the fused multiply-add
+//!   round the same exact value once: the kernels then use FMA, with the same bits.
 //! * The k range is split into blocks whose partial sums are stored and reloaded between blocks
 //!   (an f64 store and load change nothing), so each output still sees k = 0, 1, 2, … in order.
 
@@ -56,9 +61,6 @@ pub(crate) const LANES: usize = 16;
 /// 256 · 16 · 8 bytes = 32 KiB of panel.
 pub(crate) const KB: usize = 256;
 
-/// Elements of k per panel when a job has at most 8 B rows (a multiple of [`KB`]).
-const KB_FEW: usize = 8 * KB;
-
 /// A rows per parallel task (four panels).
 const MT: usize = 4 * LANES;
 
@@ -72,9 +74,44 @@ pub(crate) fn sum_init() -> f64 {
     std::iter::empty::<f64>().sum()
 }
 
-/// `acc[r][l] = acc[r][l] + a[k·stride + l] · b[r][k]` for k = 0, 1, …, kn − 1 in order.
+/// `c + a·b` for the tile kernels; with `FUSED`, as one fused multiply-add, which is the same
+/// value when the product a·b is exact ([`exact_products`]): both round the exact a·b + c once.
 #[inline(always)]
-fn micro<const NR: usize>(
+fn madd<const FUSED: bool>(c: f64, a: f64, b: f64) -> f64 {
+    if FUSED {
+        a.mul_add(b, c)
+    } else {
+        c + a * b
+    }
+}
+
+/// Significant bits of every exact value of `dtype`, where at most 26 (so that any two of them
+/// multiply exactly in f64's 53): f32's 24, f16's 11, bf16's 8, and d·q for the blocks with one
+/// f16 scale d (11 bits) and no offset, q of 4 (q4_0), 5 (q5_0) or 8 (q8_0) bits. Their
+/// products also stay far inside f64's normal range (f32's smallest subnormal, 2⁻¹⁴⁹, squared
+/// is 2⁻²⁹⁸).
+fn value_bits(dtype: DType) -> Option<u32> {
+    match dtype {
+        DType::F32 => Some(24),
+        DType::F16 => Some(11),
+        DType::Bf16 => Some(8),
+        DType::Q4_0 => Some(15),
+        DType::Q5_0 => Some(16),
+        DType::Q8_0 => Some(19),
+        _ => None,
+    }
+}
+
+/// Whether the product of any exact value of `a` with any of `b` is exact in f64: then the
+/// tile kernels may fuse each product with its sum (see [`madd`]).
+pub(crate) fn exact_products(a: DType, b: DType) -> bool {
+    matches!((value_bits(a), value_bits(b)), (Some(x), Some(y)) if x + y <= 53)
+}
+
+/// `acc[r][l] = acc[r][l] + a[k·stride + l] · b[r][k]` for k = 0, 1, …, kn − 1 in order
+/// (fused as [`madd`] says).
+#[inline(always)]
+fn micro<const NR: usize, const FUSED: bool>(
     kn: usize,
     a: &[f64],
     stride: usize,
@@ -92,7 +129,7 @@ fn micro<const NR: usize>(
         for r in 0..NR {
             let bk = rows[r][k];
             for l in 0..LANES {
-                c[r][l] += av[l] * bk;
+                c[r][l] = madd::<FUSED>(c[r][l], av[l], bk);
             }
         }
     }
@@ -100,7 +137,7 @@ fn micro<const NR: usize>(
 }
 
 #[inline(always)]
-fn block_body<const NR: usize>(
+fn block_body<const NR: usize, const FUSED: bool>(
     kn: usize,
     a: &[f64],
     stride: usize,
@@ -112,7 +149,7 @@ fn block_body<const NR: usize>(
     for (bg, ag) in (&mut b_groups).zip(&mut acc_groups) {
         let bg: [&[f64]; NR] = bg.try_into().expect("NR rows");
         let ag: &mut [[f64; LANES]; NR] = ag.try_into().expect("NR rows");
-        micro::<NR>(kn, a, stride, bg, ag);
+        micro::<NR, FUSED>(kn, a, stride, bg, ag);
     }
     // The rest four rows at a time where NR is larger (a decode step's few rows), then one by
     // one.
@@ -122,39 +159,53 @@ fn block_body<const NR: usize>(
         let (ag, at) = std::mem::take(&mut acc_rest).split_at_mut(4);
         let bg: [&[f64]; 4] = bg.try_into().expect("4 rows");
         let ag: &mut [[f64; LANES]; 4] = ag.try_into().expect("4 rows");
-        micro::<4>(kn, a, stride, bg, ag);
+        micro::<4, FUSED>(kn, a, stride, bg, ag);
         (b_rest, acc_rest) = (bt, at);
     }
     for (br, ar) in b_rest.iter().zip(acc_rest) {
-        micro::<1>(kn, a, stride, [br], std::array::from_mut(ar));
+        micro::<1, FUSED>(kn, a, stride, [br], std::array::from_mut(ar));
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn block_avx512(
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn block_avx512<const FUSED: bool>(
     kn: usize,
     a: &[f64],
     stride: usize,
     b: &[&[f64]],
     acc: &mut [[f64; LANES]],
 ) {
-    block_body::<NR_AVX512>(kn, a, stride, b, acc)
+    block_body::<NR_AVX512, FUSED>(kn, a, stride, b, acc)
 }
 
 /// B rows per tile with AVX-512: 2·NR accumulators of the 32 registers.
 const NR_AVX512: usize = 8;
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-unsafe fn block_avx(kn: usize, a: &[f64], stride: usize, b: &[&[f64]], acc: &mut [[f64; LANES]]) {
-    block_body::<2>(kn, a, stride, b, acc)
+#[target_feature(enable = "avx2,fma")]
+unsafe fn block_avx2<const FUSED: bool>(
+    kn: usize,
+    a: &[f64],
+    stride: usize,
+    b: &[&[f64]],
+    acc: &mut [[f64; LANES]],
+) {
+    block_body::<2, FUSED>(kn, a, stride, b, acc)
 }
 
 /// For every B row r: `acc[r][l] = acc[r][l] + a[k·stride + l] · b[r][k]`, k = 0 … kn − 1 in
 /// order. `a` holds kn panel rows of at least [`LANES`] values, `stride` apart; each `b[r]` at
-/// least kn values; `acc` one tile row per B row.
-pub(crate) fn block(kn: usize, a: &[f64], stride: usize, b: &[&[f64]], acc: &mut [[f64; LANES]]) {
+/// least kn values; `acc` one tile row per B row. `fused`: every product is exact
+/// ([`exact_products`]).
+pub(crate) fn block(
+    kn: usize,
+    a: &[f64],
+    stride: usize,
+    b: &[&[f64]],
+    acc: &mut [[f64; LANES]],
+    fused: bool,
+) {
     debug_assert_eq!(b.len(), acc.len());
     if kn == 0 {
         return;
@@ -162,16 +213,124 @@ pub(crate) fn block(kn: usize, a: &[f64], stride: usize, b: &[&[f64]], acc: &mut
     assert!(a.len() >= (kn - 1) * stride + LANES, "panel too short");
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked just above).
-            return unsafe { block_avx512(kn, a, stride, b, acc) };
+        // SAFETY (each call): the CPU has the features its function is compiled with (checked
+        // just before).
+        if has_avx512() {
+            return match fused {
+                true => unsafe { block_avx512::<true>(kn, a, stride, b, acc) },
+                false => unsafe { block_avx512::<false>(kn, a, stride, b, acc) },
+            };
         }
-        if std::arch::is_x86_feature_detected!("avx") {
-            // SAFETY: the CPU has AVX (checked just above).
-            return unsafe { block_avx(kn, a, stride, b, acc) };
+        if has_avx2() {
+            return match fused {
+                true => unsafe { block_avx2::<true>(kn, a, stride, b, acc) },
+                false => unsafe { block_avx2::<false>(kn, a, stride, b, acc) },
+            };
         }
     }
-    block_body::<1>(kn, a, stride, b, acc)
+    block_body::<1, false>(kn, a, stride, b, acc)
+}
+
+/// For one B row and P panels side by side: `acc[p][l] = acc[p][l] + a[p·pstride + k·LANES + l]
+/// · b[k]` for k = 0 … kn − 1 in order. The P·LANES sums are independent, so that with P = 4
+/// (eight AVX-512 accumulators) the adds' latency hides behind one another: the mat-vec case,
+/// where the one-panel tile has only two chains.
+#[inline(always)]
+fn wide_body<const P: usize, const FUSED: bool>(
+    kn: usize,
+    a: &[f64],
+    pstride: usize,
+    b: &[f64],
+    acc: &mut [[f64; LANES]; P],
+) {
+    let b = &b[..kn];
+    let mut panels: [&[f64]; P] = [&[]; P];
+    for (p, x) in panels.iter_mut().enumerate() {
+        *x = &a[p * pstride..p * pstride + kn * LANES];
+    }
+    let mut c = *acc;
+    for (k, &bk) in b.iter().enumerate() {
+        for p in 0..P {
+            let av: &[f64; LANES] = panels[p][k * LANES..(k + 1) * LANES]
+                .try_into()
+                .expect("LANES");
+            for l in 0..LANES {
+                c[p][l] = madd::<FUSED>(c[p][l], av[l], bk);
+            }
+        }
+    }
+    *acc = c;
+}
+
+#[inline(always)]
+fn wide_dispatch<const FUSED: bool>(
+    kn: usize,
+    a: &[f64],
+    pstride: usize,
+    b: &[f64],
+    acc: &mut [[f64; LANES]],
+) {
+    match acc.len() {
+        4 => wide_body::<4, FUSED>(kn, a, pstride, b, acc.try_into().expect("4")),
+        3 => wide_body::<3, FUSED>(kn, a, pstride, b, acc.try_into().expect("3")),
+        2 => wide_body::<2, FUSED>(kn, a, pstride, b, acc.try_into().expect("2")),
+        _ => {
+            for (p, x) in acc.iter_mut().enumerate() {
+                let acc = std::array::from_mut(x);
+                wide_body::<1, FUSED>(kn, &a[p * pstride..], pstride, b, acc);
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn wide_avx512<const FUSED: bool>(
+    kn: usize,
+    a: &[f64],
+    pstride: usize,
+    b: &[f64],
+    acc: &mut [[f64; LANES]],
+) {
+    wide_dispatch::<FUSED>(kn, a, pstride, b, acc)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn wide_avx2<const FUSED: bool>(
+    kn: usize,
+    a: &[f64],
+    pstride: usize,
+    b: &[f64],
+    acc: &mut [[f64; LANES]],
+) {
+    wide_dispatch::<FUSED>(kn, a, pstride, b, acc)
+}
+
+/// [`wide_body`] for `acc.len()` panels `pstride` apart in `a`; `fused`: the products are exact
+/// ([`exact_products`]).
+fn wide(kn: usize, a: &[f64], pstride: usize, b: &[f64], acc: &mut [[f64; LANES]], fused: bool) {
+    if kn == 0 {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY (each call): the CPU has the features its function is compiled with (checked
+        // just before).
+        if has_avx512() {
+            return match fused {
+                true => unsafe { wide_avx512::<true>(kn, a, pstride, b, acc) },
+                false => unsafe { wide_avx512::<false>(kn, a, pstride, b, acc) },
+            };
+        }
+        if has_avx2() {
+            return match fused {
+                true => unsafe { wide_avx2::<true>(kn, a, pstride, b, acc) },
+                false => unsafe { wide_avx2::<false>(kn, a, pstride, b, acc) },
+            };
+        }
+    }
+    wide_dispatch::<false>(kn, a, pstride, b, acc)
 }
 
 /// Packs rows `m0 .. m0 + mn` (mn ≤ [`LANES`]) of matrix (i2, i3) of `a`, elements
@@ -203,7 +362,13 @@ pub(crate) fn pack_panel(
         if rows.iter().any(Option::is_none) {
             break;
         }
-        decode_rows8(a.dtype(), rows.map(|r| r.unwrap_or_default()), panel, l);
+        decode_rows8(
+            a.dtype(),
+            rows.map(|r| r.unwrap_or_default()),
+            None,
+            panel,
+            l,
+        );
         l += 8;
     }
     for l in l..mn {
@@ -273,39 +438,72 @@ fn legacy<B: LegacyBlock>(bytes: &[u8], out: &mut [f64], stride: usize) {
 }
 
 /// Rows l0 .. l0 + 8 of `panel` (k-major, [`LANES`] wide) from their bytes: whole 32-element
-/// groups of a [`fast_format`] type, the same number in each row.
-fn decode_rows8(dtype: DType, rows: [&[u8]; 8], panel: &mut [f64], l0: usize) {
+/// groups of a [`fast_format`] type, the same number in each row; `quarter` as
+/// [`transpose::decode_rows8`] takes it.
+fn decode_rows8(
+    dtype: DType,
+    rows: [&[u8]; 8],
+    quarter: Option<usize>,
+    panel: &mut [f64],
+    l0: usize,
+) {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") && has!("f16c") {
-            // SAFETY: the CPU has AVX-512F and F16C (checked just above).
-            return unsafe { decode_rows8_avx512(dtype, rows, panel, l0) };
+        if has_avx512() {
+            // SAFETY: the CPU has these features (checked just above).
+            return unsafe { decode_rows8_avx512(dtype, rows, quarter, panel, l0) };
         }
-        if has!("avx2") && has!("f16c") {
-            // SAFETY: the CPU has AVX2 and F16C (checked just above).
-            return unsafe { decode_rows8_avx2(dtype, rows, panel, l0) };
+        if has_avx2() {
+            // SAFETY: the CPU has these features (checked just above).
+            return unsafe { decode_rows8_avx2(dtype, rows, quarter, panel, l0) };
         }
     }
-    decode_rows8_body::<false>(dtype, rows, panel, l0)
+    decode_rows8_body::<{ transpose::BASE }>(dtype, rows, quarter, panel, l0)
+}
+
+/// Whether the CPU has what [`transpose::AVX512`] code uses.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx512() -> bool {
+    use std::arch::is_x86_feature_detected as has;
+    has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("f16c") && has!("fma")
+}
+
+/// Whether the CPU has what [`transpose::AVX2`] code uses.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx2() -> bool {
+    use std::arch::is_x86_feature_detected as has;
+    has!("avx2") && has!("f16c") && has!("fma")
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,f16c")]
-unsafe fn decode_rows8_avx512(dtype: DType, rows: [&[u8]; 8], panel: &mut [f64], l0: usize) {
-    decode_rows8_body::<true>(dtype, rows, panel, l0)
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,f16c,fma")]
+unsafe fn decode_rows8_avx512(
+    dtype: DType,
+    rows: [&[u8]; 8],
+    quarter: Option<usize>,
+    panel: &mut [f64],
+    l0: usize,
+) {
+    decode_rows8_body::<{ transpose::AVX512 }>(dtype, rows, quarter, panel, l0)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,f16c")]
-unsafe fn decode_rows8_avx2(dtype: DType, rows: [&[u8]; 8], panel: &mut [f64], l0: usize) {
-    decode_rows8_body::<true>(dtype, rows, panel, l0)
+#[target_feature(enable = "avx2,f16c,fma")]
+unsafe fn decode_rows8_avx2(
+    dtype: DType,
+    rows: [&[u8]; 8],
+    quarter: Option<usize>,
+    panel: &mut [f64],
+    l0: usize,
+) {
+    decode_rows8_body::<{ transpose::AVX2 }>(dtype, rows, quarter, panel, l0)
 }
 
 #[inline(always)]
-fn decode_rows8_body<const F16C: bool>(
+fn decode_rows8_body<const ISA: u8>(
     dtype: DType,
     rows: [&[u8]; 8],
+    quarter: Option<usize>,
     panel: &mut [f64],
     l0: usize,
 ) {
@@ -314,7 +512,7 @@ fn decode_rows8_body<const F16C: bool>(
         DType::Bf16 => rows8::<FastBf16>(rows, panel, l0),
         _ => {
             debug_assert!(transpose::vertical_format(dtype), "{dtype}");
-            transpose::decode_rows8::<F16C>(dtype, rows, panel, l0)
+            transpose::decode_rows8::<ISA>(dtype, rows, quarter, panel, l0)
         }
     }
 }
@@ -452,38 +650,55 @@ fn high_bits(h: u32) -> [i32; 32] {
 pub(crate) fn decode_fast(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked just above).
+        if has_avx512() {
+            // SAFETY: the CPU has these features (checked just above).
             return unsafe { decode_fast_avx512(dtype, bytes, out, stride) };
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
+        if has_avx2() {
+            // SAFETY: the CPU has these features (checked just above).
             return unsafe { decode_fast_avx2(dtype, bytes, out, stride) };
         }
     }
-    decode_fast_body(dtype, bytes, out, stride)
+    decode_fast_body::<{ transpose::BASE }>(dtype, bytes, out, stride)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,f16c,fma")]
 unsafe fn decode_fast_avx512(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) {
-    decode_fast_body(dtype, bytes, out, stride)
+    decode_fast_body::<{ transpose::AVX512 }>(dtype, bytes, out, stride)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c,fma")]
 unsafe fn decode_fast_avx2(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) {
-    decode_fast_body(dtype, bytes, out, stride)
+    decode_fast_body::<{ transpose::AVX2 }>(dtype, bytes, out, stride)
 }
 
 #[inline(always)]
-fn decode_fast_body(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) {
+fn decode_fast_body<const ISA: u8>(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) {
     let n = bytes.len() / dtype.block_bytes() * dtype.block_len();
     let out = &mut out[..(n.max(1) - 1) * stride + 1];
     match dtype {
         DType::F32 => {
             for (k, c) in bytes.chunks_exact(4).enumerate() {
                 out[k * stride] = f64::from(f32::from_le_bytes(c.try_into().expect("4 bytes")));
+            }
+        }
+        // Contiguous, eight at a time with F16C where the caller has it (a V row).
+        #[cfg(target_arch = "x86_64")]
+        DType::F16 if stride == 1 && ISA >= transpose::AVX2 => {
+            let (mut outs, mut ins) = (out.chunks_exact_mut(8), bytes.chunks_exact(16));
+            for (o, c) in (&mut outs).zip(&mut ins) {
+                let w: &[u8; 16] = c.try_into().expect("16 bytes");
+                transpose::f16x8_bytes::<ISA>(w, o.try_into().expect("8 values"));
+            }
+            let table: &[f64; 65536] = f16_table().try_into().expect("every f16");
+            for (o, c) in outs
+                .into_remainder()
+                .iter_mut()
+                .zip(ins.remainder().chunks_exact(2))
+            {
+                *o = table[usize::from(u16::from_le_bytes([c[0], c[1]]))];
             }
         }
         DType::F16 => {
@@ -549,16 +764,17 @@ pub(crate) struct Job {
 
 /// `dst[dst_row][m] = Σ_k A[m][k] · B[b_row][k]`, sequential in k from `init`, for every job and
 /// every m < ne1 of A (A's elements decoded as `values`); `bv` holds B's decoded rows (K
-/// values each), `dst` the dst rows (ne1 of A values each).
+/// values each, of type `b_dtype`), `dst` the dst rows (ne1 of A values each).
 pub(crate) fn gemm(
     a: &TensorView,
     values: Values,
-    jobs: &[Job],
+    (jobs, b_dtype): (&[Job], DType),
     bv: &[f64],
     init: f64,
     dst: &mut [f64],
 ) -> Result<()> {
     let [k, m, ..] = a.ne();
+    let fused = values == Values::Exact && exact_products(a.dtype(), b_dtype);
     let tasks: Vec<(usize, usize)> = jobs
         .iter()
         .enumerate()
@@ -570,14 +786,15 @@ pub(crate) fn gemm(
         .map(|&(j, m0)| {
             let job = &jobs[j];
             let mt = MT.min(m - m0);
+            if job.b_rows.len() <= FEW {
+                return task_few(a, values, job, bv, init, m0, mt, fused);
+            }
             let panels = mt.div_ceil(LANES);
             let n_all = job.b_rows.len();
             // out[n][0..mt]: this task's part of every dst row of the job.
             let mut out = vec![0.0; n_all * mt];
-            // Few B rows (mat-vec): long k blocks, so that each A row is read in long
-            // sequential runs (prefetch-friendly); the panel then lives in L2, which is fine as
-            // it is used by few rows. Many B rows: short blocks, the panel stays in L1.
-            let kb = if n_all <= 8 { KB_FEW } else { KB };
+            // Short k blocks: the panel stays in L1 while the many B rows use it.
+            let kb = KB;
             let mut panel = vec![0.0; kb * LANES];
             let mut tmp = vec![0.0; kb];
             let mut b_slices: Vec<&[f64]> = Vec::with_capacity(NCH);
@@ -612,6 +829,7 @@ pub(crate) fn gemm(
                             LANES,
                             &b_slices,
                             &mut acc[p * nch..(p + 1) * nch],
+                            fused,
                         );
                     }
                 }
@@ -634,10 +852,133 @@ pub(crate) fn gemm(
     Ok(())
 }
 
+/// B rows up to which a job takes [`task_few`] (a decode step's few tokens).
+const FEW: usize = 8;
+
+/// Elements of k per panel in [`task_few`] where whole rows are decoded eight at a time: the
+/// task's four panels then take 32 KiB, in L1 while the B rows use them.
+const KB_VEC: usize = 64;
+
+/// Bytes ahead of the current k block that [`task_few`] asks the CPU to fetch in each A row:
+/// its 64 rows are read a few dozen bytes at a time each (36 for q4_0, 128 for f16), too many
+/// short runs for the hardware prefetcher to follow (measured: f16 mat-vec 2× faster with it;
+/// 256 and 512 bytes did alike, 1536 worse).
+const PREFETCH_AHEAD: usize = 256;
+
+/// One task of [`gemm`] for a job with few B rows (a mat-vec): for each k block, every panel
+/// of the task is packed first, then each B row runs against all of them at once ([`wide`]),
+/// so that the sums of 64 A rows are in flight together instead of the tile's 16. `fused`:
+/// the products are exact ([`exact_products`]).
+#[allow(clippy::too_many_arguments)]
+fn task_few(
+    a: &TensorView,
+    values: Values,
+    job: &Job,
+    bv: &[f64],
+    init: f64,
+    m0: usize,
+    mt: usize,
+    fused: bool,
+) -> Result<Vec<f64>> {
+    let (dtype, k) = (a.dtype(), a.ne()[0]);
+    let (i2, i3) = job.a_mat;
+    let panels = mt.div_ceil(LANES);
+    // Whole rows of bytes, eight at a time, where the vertical decoders take them; else panels
+    // as `pack_panel` makes them, in blocks of KB.
+    let rows: Option<Vec<&[u8]>> =
+        (values == Values::Exact && fast_format(dtype) && mt % 8 == 0 && k % 32 == 0)
+            .then(|| {
+                (m0..m0 + mt)
+                    .map(|m| a.row_bytes(m, i2, i3, 0, k))
+                    .collect()
+            })
+            .flatten();
+    let kb = if rows.is_some() { KB_VEC } else { KB };
+    let (block, bytes) = (dtype.block_len(), dtype.block_bytes());
+    let mut panel = vec![0.0; panels * kb * LANES];
+    let mut tmp = vec![0.0; kb];
+    // acc[n·panels + p]: B row n's sums over panel p.
+    let mut acc = vec![[init; LANES]; job.b_rows.len() * panels];
+    for k0 in (0..k).step_by(kb) {
+        let kn = kb.min(k - k0);
+        match &rows {
+            Some(rows) => {
+                // The k block's bytes in each row: for q4_K a quarter of a super-block.
+                let (span, quarter) = match block {
+                    256 => (
+                        k0 / 256 * bytes..(k0 / 256 + 1) * bytes,
+                        Some(k0 % 256 / 64),
+                    ),
+                    _ => (k0 / block * bytes..(k0 + kn) / block * bytes, None),
+                };
+                // The bytes as far ahead, once per span.
+                let ahead = span.end + PREFETCH_AHEAD..span.end + PREFETCH_AHEAD + span.len();
+                let ahead = if quarter.unwrap_or(0) == 0 {
+                    ahead
+                } else {
+                    0..0
+                };
+                for (g, group) in rows.chunks_exact(8).enumerate() {
+                    for row in group {
+                        for line in row.get(ahead.clone()).unwrap_or_default().chunks(64) {
+                            prefetch(line);
+                        }
+                    }
+                    let group: [&[u8]; 8] = std::array::from_fn(|r| &group[r][span.clone()]);
+                    let pan = &mut panel[g / 2 * kb * LANES..];
+                    decode_rows8(dtype, group, quarter, pan, g % 2 * 8);
+                }
+            }
+            None => {
+                for (p, pan) in panel.chunks_exact_mut(kb * LANES).enumerate() {
+                    let (m, mp) = (m0 + p * LANES, LANES.min(mt - p * LANES));
+                    pack_panel(a, job.a_mat, m, mp, (k0, kn), values, &mut tmp, pan)?;
+                }
+            }
+        }
+        for (&r, acc) in job.b_rows.iter().zip(acc.chunks_exact_mut(panels)) {
+            let b = &bv[r * k + k0..r * k + k0 + kn];
+            wide(kn, &panel, kb * LANES, b, acc, fused);
+        }
+    }
+    let mut out = vec![0.0; job.b_rows.len() * mt];
+    for (row, acc) in out.chunks_exact_mut(mt).zip(acc.chunks_exact(panels)) {
+        for (chunk, a) in row.chunks_mut(LANES).zip(acc) {
+            chunk.copy_from_slice(&a[..chunk.len()]);
+        }
+    }
+    Ok(out)
+}
+
+/// Hints the CPU to bring the first cache line of `bytes` into cache (a no-op for an empty
+/// slice, or where there is no such hint).
+#[inline(always)]
+pub(crate) fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if !bytes.is_empty() {
+        // SAFETY: SSE is part of x86_64; a prefetch never faults and the address is valid.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                bytes.as_ptr() as *const i8
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
 /// A zeroed f64 buffer of `n` values (None: more than a usize can count), or
 /// [`crate::Error::Shape`] when they cannot be allocated (instead of a capacity-overflow panic
 /// or an abort).
 pub(crate) fn zeroed(op: &'static str, n: Option<usize>) -> Result<Vec<f64>> {
+    let mut v = reserved(op, n)?;
+    v.resize(n.unwrap_or_default(), 0.0);
+    Ok(v)
+}
+
+/// An empty f64 buffer with room for exactly `n` values, for a result written in order
+/// (no zeroing pass), or [`crate::Error::Shape`] as [`zeroed`] says.
+pub(crate) fn reserved(op: &'static str, n: Option<usize>) -> Result<Vec<f64>> {
     let too_large = |n: Option<usize>| crate::Error::Shape {
         op,
         reason: match n {
@@ -648,7 +989,6 @@ pub(crate) fn zeroed(op: &'static str, n: Option<usize>) -> Result<Vec<f64>> {
     let n = n.ok_or_else(|| too_large(None))?;
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| too_large(Some(n)))?;
-    v.resize(n, 0.0);
     Ok(v)
 }
 
@@ -703,24 +1043,35 @@ mod tests {
         }
     }
 
-    /// Every ISA version of the tile gives the sequential dot product's bits.
-    #[test]
-    fn block_is_the_sequential_dot_product_on_every_isa() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
+    /// Values with a wide exponent range, both signs, some exact zeros and negative zeros; with
+    /// `exact`, rounded to f16 (the A side) or f32 (the B side) so that their products are exact.
+    fn test_values(seed: u64) -> impl FnMut(Option<DType>) -> f64 {
+        let mut seed = seed;
+        move |round: Option<DType>| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
-            // Wide exponent range, both signs, some exact zeros and negative zeros.
-            match seed % 16 {
+            let x = match seed % 16 {
                 0 => 0.0,
                 1 => -0.0,
                 _ => {
                     ((seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5)
                         * 2f64.powi((seed % 40) as i32 - 20)
                 }
+            };
+            match round {
+                Some(DType::F16) => half::f16::from_f64(x).to_f64(),
+                Some(_) => f64::from(x as f32),
+                None => x,
             }
-        };
+        }
+    }
+
+    /// Every ISA version of the tile gives the sequential dot product's bits; fused too where
+    /// the products are exact (f16 × f32 values).
+    #[test]
+    fn block_is_the_sequential_dot_product_on_every_isa() {
+        let mut next = test_values(0x9e37_79b9_7f4a_7c15);
         for (kn, nrows, stride) in [
             (1, 1, LANES),
             (7, 5, LANES),
@@ -728,38 +1079,74 @@ mod tests {
             (64, 4, 40),
             (50, 14, LANES),
         ] {
-            let a: Vec<f64> = (0..kn * stride + LANES).map(|_| next()).collect();
-            let b: Vec<Vec<f64>> = (0..nrows)
-                .map(|_| (0..kn).map(|_| next()).collect())
-                .collect();
-            let b_refs: Vec<&[f64]> = b.iter().map(|r| r.as_slice()).collect();
-            let want: Vec<[f64; LANES]> = b
-                .iter()
-                .map(|row| {
-                    std::array::from_fn(|l| {
-                        (0..kn).map(|k| a[k * stride + l] * row[k]).sum::<f64>()
+            for exact in [false, true] {
+                assert!(exact_products(DType::F16, DType::F32));
+                let (ra, rb) = match exact {
+                    true => (Some(DType::F16), Some(DType::F32)),
+                    false => (None, None),
+                };
+                let a: Vec<f64> = (0..kn * stride + LANES).map(|_| next(ra)).collect();
+                let b: Vec<Vec<f64>> = (0..nrows)
+                    .map(|_| (0..kn).map(|_| next(rb)).collect())
+                    .collect();
+                let b_refs: Vec<&[f64]> = b.iter().map(|r| r.as_slice()).collect();
+                let want: Vec<[f64; LANES]> = b
+                    .iter()
+                    .map(|row| {
+                        std::array::from_fn(|l| {
+                            (0..kn).map(|k| a[k * stride + l] * row[k]).sum::<f64>()
+                        })
                     })
-                })
-                .collect();
-            let check = |acc: &[[f64; LANES]]| {
-                for (g, w) in acc.iter().zip(&want) {
-                    for (x, y) in g.iter().zip(w) {
-                        assert_eq!(x.to_bits(), y.to_bits(), "kn {kn} rows {nrows}");
+                    .collect();
+                let check = |acc: &[[f64; LANES]]| {
+                    for (g, w) in acc.iter().zip(&want) {
+                        for (x, y) in g.iter().zip(w) {
+                            assert_eq!(x.to_bits(), y.to_bits(), "kn {kn} rows {nrows} {exact}");
+                        }
+                    }
+                };
+                let mut acc = vec![[sum_init(); LANES]; nrows];
+                block(kn, &a, stride, &b_refs, &mut acc, exact);
+                check(&acc);
+                let mut acc = vec![[sum_init(); LANES]; nrows];
+                block_body::<1, false>(kn, &a, stride, &b_refs, &mut acc);
+                check(&acc);
+                #[cfg(target_arch = "x86_64")]
+                if has_avx2() {
+                    let mut acc = vec![[sum_init(); LANES]; nrows];
+                    // SAFETY: the CPU has AVX2 and FMA.
+                    match exact {
+                        true => unsafe { block_avx2::<true>(kn, &a, stride, &b_refs, &mut acc) },
+                        false => unsafe { block_avx2::<false>(kn, &a, stride, &b_refs, &mut acc) },
+                    }
+                    check(&acc);
+                }
+            }
+        }
+    }
+
+    /// The mat-vec kernel over 1 to 4 panels gives the sequential dot product's bits, plain
+    /// and (exact products) fused.
+    #[test]
+    fn wide_is_the_sequential_dot_product() {
+        let mut next = test_values(0x2545_f491_4f6c_dd1d);
+        for (kn, panels) in [(1, 1), (7, 2), (64, 3), (300, 4), (33, 4)] {
+            for exact in [false, true] {
+                let (ra, rb) = match exact {
+                    true => (Some(DType::F16), Some(DType::F32)),
+                    false => (None, None),
+                };
+                let pstride = kn * LANES + 8;
+                let a: Vec<f64> = (0..panels * pstride).map(|_| next(ra)).collect();
+                let b: Vec<f64> = (0..kn).map(|_| next(rb)).collect();
+                let mut acc = vec![[sum_init(); LANES]; panels];
+                wide(kn, &a, pstride, &b, &mut acc, exact);
+                for (p, got) in acc.iter().enumerate() {
+                    for (l, g) in got.iter().enumerate() {
+                        let w: f64 = (0..kn).map(|k| a[p * pstride + k * LANES + l] * b[k]).sum();
+                        assert_eq!(g.to_bits(), w.to_bits(), "kn {kn} panel {p} {exact}");
                     }
                 }
-            };
-            let mut acc = vec![[sum_init(); LANES]; nrows];
-            block(kn, &a, stride, &b_refs, &mut acc);
-            check(&acc);
-            let mut acc = vec![[sum_init(); LANES]; nrows];
-            block_body::<1>(kn, &a, stride, &b_refs, &mut acc);
-            check(&acc);
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx") {
-                let mut acc = vec![[sum_init(); LANES]; nrows];
-                // SAFETY: AVX is present.
-                unsafe { block_avx(kn, &a, stride, &b_refs, &mut acc) };
-                check(&acc);
             }
         }
     }

@@ -127,7 +127,7 @@ fn product(a: &TensorView, b: &TensorView, kind: Values) -> Result<Output> {
         job.b_rows.extend(batch * n_rows..(batch + 1) * n_rows);
         job.dst_rows.extend(batch * n_rows..(batch + 1) * n_rows);
     }
-    gemm(a, kind, &jobs, &bv, sum_init(), &mut values)?;
+    gemm(a, kind, (&jobs, b.dtype()), &bv, sum_init(), &mut values)?;
     Ok(Output { ne, values })
 }
 

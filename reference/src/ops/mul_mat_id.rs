@@ -175,7 +175,7 @@ fn product(as_: &TensorView, b: &TensorView, ids: &TensorView, kind: Values) -> 
         jobs[x].b_rows.push(t * ne11 + e % ne11);
         jobs[x].dst_rows.push(row);
     }
-    gemm(as_, kind, &jobs, &bv, sum_init(), &mut values)?;
+    gemm(as_, kind, (&jobs, b.dtype()), &bv, sum_init(), &mut values)?;
     Ok(Output { ne, values })
 }
 

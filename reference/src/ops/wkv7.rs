@@ -8,7 +8,7 @@
 
 use rayon::prelude::*;
 
-use super::kernel::{sum_init, zeroed};
+use super::kernel::{self, reserved, sum_init};
 use super::Output;
 use crate::tensor::{AsTensorView, Tensor, TensorView};
 use crate::{DType, Error, Result};
@@ -125,20 +125,12 @@ fn f32_at(data: &[u8], i: usize) -> f64 {
 /// Tokens ahead whose inputs are prefetched.
 const PREFETCH: usize = 4;
 
-/// Hints the CPU to bring `bytes` into cache (a no-op where there is no such hint).
+/// Hints the CPU to bring `bytes` into cache.
 #[inline(always)]
 fn prefetch(bytes: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
     for line in bytes.chunks(64) {
-        // SAFETY: SSE is part of x86_64; a prefetch never faults and `line` is a valid address.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                line.as_ptr() as *const i8
-            )
-        };
+        kernel::prefetch(line);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
 }
 
 /// Lanes of i kept in registers across the loops over j.
@@ -155,13 +147,14 @@ fn head_body(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec
     let c = s * h;
     let tokens = t / seqs;
     let init = sum_init();
-    let mut st = vec![0.0; s * s];
     let base = seq * c * s + head * s * s;
-    for i in 0..s {
-        for j in 0..s {
-            st[j * s + i] = f32_at(data[6], base + i * s + j);
-        }
+    // (A loop, not an iterator chain: its closure would not get the target features.)
+    let mut state = vec![0.0; s * s];
+    for (x, b) in state.iter_mut().zip(data[6][4 * base..].chunks_exact(4)) {
+        *x = f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
     }
+    let mut st = vec![0.0; s * s];
+    transpose(s, &state, &mut st);
     let mut ys = vec![0.0; tokens * s];
     let mut vecs = vec![0.0; 6 * s];
     let mut sa = vec![0.0; s];
@@ -236,13 +229,40 @@ fn head_body(data: &[&[u8]; 7], dims: Wkv7Dims, seq: usize, head: usize) -> (Vec
         }
     }
     // Back to row-major St[i][j].
-    let mut out = vec![0.0; s * s];
-    for i in 0..s {
-        for j in 0..s {
-            out[i * s + j] = st[j * s + i];
+    let mut out = state;
+    transpose(s, &st, &mut out);
+    (ys, out)
+}
+
+/// `dst[j·s + i] = src[i·s + j]` for an s × s matrix, in 8 × 8 tiles held as arrays (a
+/// plain loop strides one side by s·8 bytes and checks every index), then the edges.
+#[inline(always)]
+fn transpose(s: usize, src: &[f64], dst: &mut [f64]) {
+    let (src, dst) = (&src[..s * s], &mut dst[..s * s]);
+    let whole = s / 8 * 8;
+    for i0 in (0..whole).step_by(8) {
+        for j0 in (0..whole).step_by(8) {
+            let mut tile = [[0.0; 8]; 8];
+            for (r, t) in tile.iter_mut().enumerate() {
+                *t = src[(i0 + r) * s + j0..][..8].try_into().expect("8 values");
+            }
+            for c in 0..8 {
+                let col: &mut [f64; 8] = (&mut dst[(j0 + c) * s + i0..][..8])
+                    .try_into()
+                    .expect("8 values");
+                for r in 0..8 {
+                    col[r] = tile[r][c];
+                }
+            }
         }
     }
-    (ys, out)
+    for i in 0..s {
+        let from = if i < whole { whole } else { 0 };
+        for j in from..s {
+            dst[j * s + i] = src[i * s + j];
+            dst[i * s + j] = src[j * s + i];
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -316,20 +336,24 @@ pub fn wkv7<T: AsTensorView + ?Sized>(inputs: &Wkv7Inputs<'_, T>) -> Result<Outp
     let data: [&[u8]; 7] = views.map(|x| x.data());
     let tokens_per_seq = t / seqs;
     let n_out = t.checked_add(s * seqs).and_then(|rows| rows.checked_mul(c));
-    let mut values = zeroed(OP, n_out)?;
+    let mut values = reserved(OP, n_out)?;
     // Each (sequence, head) is independent: compute its y rows and final state.
     let per_head: Vec<(Vec<f64>, Vec<f64>)> = (0..seqs * h)
         .into_par_iter()
         .map(|sh| run_head(&data, dims, sh / h, sh % h))
         .collect();
-    for (sh, (ys, st)) in per_head.iter().enumerate() {
-        let (seq, head) = (sh / h, sh % h);
+    // dst in order: each token's row of y (head by head), then each (sequence, head)'s state.
+    for heads in per_head.chunks_exact(h) {
         for tt in 0..tokens_per_seq {
-            let row = seq * tokens_per_seq + tt;
-            values[row * c + head * s..][..s].copy_from_slice(&ys[tt * s..(tt + 1) * s]);
+            for (ys, _) in heads {
+                values.extend_from_slice(&ys[tt * s..(tt + 1) * s]);
+            }
         }
-        values[t * c + seq * c * s + head * s * s..][..s * s].copy_from_slice(st);
     }
+    for (_, st) in &per_head {
+        values.extend_from_slice(st);
+    }
+    debug_assert_eq!(Some(values.len()), n_out);
     Ok(Output {
         ne: [c, t + s * seqs, 1, 1],
         values,
