@@ -816,11 +816,10 @@ pub fn long_strategy(path: Path, k: DType, v: DType) -> impl Strategy<Value = Fl
             let top = if softcap != 0.0 { -3.0 } else { 1.0 };
             (Just(softcap), Just(q_dist), prop_oneof![Just(0.125f32), continuous_scale(top)])
         });
-    let prec = if path == Path::Scalar {
-        Just(false).boxed()
-    } else {
-        any::<bool>().boxed()
-    };
+    // Every path draws both precisions: the pinned host's scalar path ignores the request, but
+    // later hosts build scalar f32-accumulator modules (`flash_attn_f32_f16*` without `f16acc`)
+    // and select them by it.
+    let prec = any::<bool>();
     (
         (d, n, kv, heads),
         layouts,
