@@ -170,7 +170,8 @@ pub struct FlashAttnCase {
     /// The device path asked for (upstream's fallbacks may still run scalar).
     #[serde(default = "scalar_path")]
     pub path: Path,
-    /// The op asks GGML_PREC_F32 (f32 accumulators on the coopmat paths; no effect on scalar).
+    /// The op asks GGML_PREC_F32 (f32 accumulators on the coopmat paths and, in later hosts, on the
+    /// scalar path; the pinned host's scalar path ignores it).
     #[serde(default)]
     pub prec_f32: bool,
     /// K's type (and V's, unless `v_type` is set).
@@ -662,12 +663,14 @@ pub fn strategy_kv(path: Path, k: DType, v: DType) -> impl Strategy<Value = Flas
             (Just(softcap), Just(q_dist), scale, k_blocks.clone())
         })
     });
-    // GGML_PREC_F32 or not (coopmat paths only; `Just` draws nothing, so the scalar variants'
-    // cases are the ones they always were).
-    let prec = if coopmat {
-        any::<bool>().boxed()
+    // GGML_PREC_F32 or not, on every path: the pinned host's scalar path ignores the request,
+    // but later hosts build scalar f32-accumulator modules and select them by it. The scalar
+    // draw comes last (`scalar_prec`), so the other fields of the scalar rows' cases are the
+    // ones they were before it existed (`Just` draws nothing).
+    let (prec, scalar_prec) = if coopmat {
+        (any::<bool>().boxed(), Just(false).boxed())
     } else {
-        Just(false).boxed()
+        (Just(false).boxed(), any::<bool>().boxed())
     };
     // V all zeros now and then: every output is then exactly 0 and so is every split's O,
     // which a split-k reduce that reads O where it means L (the live test) takes for "no key"
@@ -687,6 +690,7 @@ pub fn strategy_kv(path: Path, k: DType, v: DType) -> impl Strategy<Value = Flas
         v_blocks,
         any::<u64>(),
         sinks_strategy(path, k, v),
+        scalar_prec,
     )
         .prop_map(
             move |(
@@ -696,11 +700,13 @@ pub fn strategy_kv(path: Path, k: DType, v: DType) -> impl Strategy<Value = Flas
                 (q_layout, kv_layout),
                 (mask, mask_pad, max_bias),
                 (softcap, q_dist, scale, k_blocks),
-                prec_f32,
+                prec,
                 v_blocks,
                 seed,
                 sinks,
+                scalar_prec,
             )| {
+                let prec_f32 = prec || scalar_prec;
                 let many_splits = past_one_reduce_pass(split_k);
                 FlashAttnCase {
                     path,
