@@ -13,6 +13,10 @@
 //! runs, the median or the 90th percentile of its ratios grew by [`FACTOR`] = 8× or more: 2³,
 //! well above a reordering and three orders of magnitude below a change of format. Ratios under
 //! [`FLOOR`] count as [`FLOOR`] (an exact result against a tiny one is no regression).
+//!
+//! A variant whose cases dispatch several modules of their own (a backend case records them:
+//! f16 or f32 accumulators by the precision request, say) is also compared per module, so that
+//! one module's regression is not averaged away by the cases of the others.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -170,28 +174,65 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[i]
 }
 
+/// Helper modules that many variants share (split-k reduces, flash attention's mask and sparse
+/// passes, q8_1 quantizers, expert counts): not what tells a variant's cases apart.
+const SHARED_HELPERS: &[&str] = &["fa_", "split_k_reduce", "quantize_q8_1", "count_experts"];
+
+/// The modules a case dispatched less the shared helpers, joined with `+` (empty where the
+/// report does not say).
+fn own_modules(r: &CaseRecord) -> String {
+    let mut own: Vec<&str> = r
+        .pipelines
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !SHARED_HELPERS.iter().any(|h| p.starts_with(h)))
+        .collect();
+    own.sort_unstable();
+    own.join("+")
+}
+
 /// The variants (kernel, variant, configuration) whose error/bound ratios over the cases that
 /// pass in both runs moved up by [`FACTOR`] or more in median or 90th percentile, with at least
-/// [`MIN_CASES`] such cases.
+/// [`MIN_CASES`] such cases; then, for the variants whose cases ran more than one module of
+/// their own in run A, the same per module (the variant shown as `variant [module]`).
 pub fn precision_moves(
     ra: &BTreeMap<Key, CaseRecord>,
     rb: &BTreeMap<Key, CaseRecord>,
 ) -> Vec<Moved> {
     type Pair<'a> = (&'a str, f64, f64, &'a CaseRecord, &'a CaseRecord);
     let mut by_variant: BTreeMap<(String, String, String), Vec<Pair>> = BTreeMap::new();
+    let mut by_module: BTreeMap<(String, String, String), Vec<Pair>> = BTreeMap::new();
     for (key, x) in ra {
         let Some(y) = rb.get(key) else { continue };
         if let (Some(p), Some(q)) = (x.ratio, y.ratio) {
             if x.outcome == "pass" && y.outcome == "pass" && p.is_finite() && q.is_finite() {
+                let pair = (key.3.as_str(), p.max(FLOOR), q.max(FLOOR), x, y);
                 by_variant
                     .entry((key.0.clone(), key.1.clone(), key.2.clone()))
                     .or_default()
-                    .push((&key.3, p.max(FLOOR), q.max(FLOOR), x, y));
+                    .push(pair);
+                let variant = format!("{} [{}]", key.1, own_modules(x));
+                by_module
+                    .entry((key.0.clone(), variant, key.2.clone()))
+                    .or_default()
+                    .push(pair);
             }
         }
     }
+    // Module groups only where a variant has several (else they repeat the variant's line).
+    let mut modules_of: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (k, v, c) in by_module.keys() {
+        let variant = v.rsplit_once(" [").map_or(v.as_str(), |(v, _)| v);
+        *modules_of
+            .entry((format!("{k}/{variant}"), c.clone()))
+            .or_default() += 1;
+    }
+    by_module.retain(|(k, v, c), _| {
+        let variant = v.rsplit_once(" [").map_or(v.as_str(), |(v, _)| v);
+        modules_of[&(format!("{k}/{variant}"), c.clone())] > 1
+    });
     let mut out = Vec::new();
-    for (key, mut pairs) in by_variant {
+    for (key, mut pairs) in by_variant.into_iter().chain(by_module) {
         if pairs.len() < MIN_CASES {
             continue;
         }
@@ -315,6 +356,38 @@ mod tests {
             .as_ref()
             .unwrap()
             .contains("(fits f32 scalar → f16 scalar)"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A variant whose cases run two modules (by their precision request), one of which moved
+    /// to f16 arithmetic in B: its 8 cases are too few to move the variant's median or 90th
+    /// percentile among 80 others, but the module's own line flags them.
+    #[test]
+    fn flags_one_module_of_a_variant_that_the_others_would_hide() {
+        let dir = std::env::temp_dir().join(format!("vkdiff-diff-mod-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let with = |mut r: CaseRecord, modules: &[&str]| {
+            r.pipelines = modules.iter().map(|m| m.to_string()).collect();
+            r
+        };
+        let (old, new) = ("ggml /a [x] config default", "ggml /b [y] config default");
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for i in 0..88 {
+            let r = 1e-3 * (1.0 + i as f64 / 100.0);
+            let (module, moved) = if i < 80 {
+                ("flash_attn_f32_f16_f16acc", r)
+            } else {
+                ("flash_attn_f32_f16", r * 300.0)
+            };
+            let m = [module, "fa_split_k_reduce"];
+            a.push(with(record("fa_f16", old, i, r, ""), &m));
+            b.push(with(record("fa_f16", new, i, moved, ""), &m));
+        }
+        let (pa, pb) = (write(&dir, "a.jsonl", &a), write(&dir, "b.jsonl", &b));
+        let moved = precision_moves(&cases(&pa).unwrap(), &cases(&pb).unwrap());
+        assert_eq!(moved.len(), 1, "{moved:?}");
+        assert_eq!(moved[0].key.1, "fa_f16 [flash_attn_f32_f16]");
+        assert_eq!(moved[0].cases, 8);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
