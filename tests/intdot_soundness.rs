@@ -156,9 +156,16 @@ fn pieces(
                     .sum();
                 let share = s * (piece_len as f32 / QK8_1 as f32);
                 let off = (cj as f32) * share;
-                if dev.ggml_order && matches!(a_type, DType::Q4_0 | DType::Q5_0) && cj != 0.0 {
-                    // c = 8·da (q4_0) or 16·da (q5_0); Σ p·q = v/da exactly.
-                    let k = if a_type == DType::Q4_0 { 8.0 } else { 16.0 };
+                if dev.ggml_order
+                    && matches!(a_type, DType::Q4_0 | DType::Q5_0 | DType::Q2_0)
+                    && cj != 0.0
+                {
+                    // c = 8·da (q4_0), 16·da (q5_0) or da (q2_0); Σ p·q = v/da exactly.
+                    let k = match a_type {
+                        DType::Q4_0 => 8.0,
+                        DType::Q5_0 => 16.0,
+                        _ => 1.0,
+                    };
                     let da = cj / k;
                     let q_sum = (v / da) as f32;
                     let share = k as f32 * piece_len as f32 / QK8_1 as f32;
