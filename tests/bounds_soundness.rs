@@ -1179,3 +1179,160 @@ fn fused_epilogue_bound_needs_the_add_s_rounding() {
     assert_eq!(want, exact + 1.0);
     assert!(err <= bound, "|err| = {err:e} > composed bound {bound:e}");
 }
+
+/// ggml's tq2_0 mat-vec body (mul_mat_vec_tq2_0.comp in 0.1.161): thread t = tid mod 16 of
+/// super-blocks ⌊tid/16⌋, ⌊tid/16⌋ + lanes, … takes elements 128⌊t/8⌋ + 2(t mod 8) + l + 16j
+/// (l = 0, 1; j = 0 … 7); per l, sumq ← fma(b_j, q_j, …) nested from j = 7 in, sumb ← sumb +
+/// (b_0 + … + b_7) left to right; then acc ← fma(d, sumq − sumb, acc). `codes` are the stored
+/// codes 0 … 3 (x = d·(q − 1)). Then the tree.
+fn tq2_0_mat_vec_emulated(
+    d: &[f32],
+    codes: &[u8],
+    b: &[f32],
+    block_size: usize,
+    pairing: u64,
+) -> f32 {
+    let lanes = (block_size / 16).max(1);
+    let mut partial = vec![0.0f32; block_size.max(16)];
+    for (tid, acc) in partial.iter_mut().enumerate() {
+        let t = tid % 16;
+        let first = 128 * (t / 8) + 2 * (t % 8);
+        let mut sb = tid / 16;
+        while sb < d.len() {
+            let (mut sumq, mut sumb) = (0.0f32, 0.0f32);
+            for l in 0..2 {
+                let e = |j: usize| sb * 256 + first + l + 16 * j;
+                sumq = (0..8)
+                    .rev()
+                    .fold(sumq, |s, j| b[e(j)].mul_add(f32::from(codes[e(j)]), s));
+                sumb += (1..8).fold(b[e(0)], |s, j| s + b[e(j)]);
+            }
+            *acc = d[sb].mul_add(sumq - sumb, *acc);
+            sb += lanes;
+        }
+    }
+    tree_sum(partial, pairing)
+}
+
+/// ggml's tq1_0 mat-vec body (mul_mat_vec_tq1_0.comp): invocation tid takes blocks ⌊tid/8⌋,
+/// ⌊tid/8⌋ + BLOCK_SIZE/8, … and in each its bytes m ≡ tid (mod 8): every term d·(trit − 1)
+/// (exact) times b added to its running sum in turn; `order` permutes a block's 256 elements
+/// among the invocations' 34-term shares (any split into 8 shares of at most 34 terms each
+/// reaches the same depth). Then the tree.
+fn tq1_0_mat_vec_emulated(
+    d: &[f32],
+    trits: &[u8],
+    b: &[f32],
+    block_size: usize,
+    order: &[usize],
+    pairing: u64,
+) -> f32 {
+    let lanes = (block_size / 8).max(1);
+    let mut partial = vec![0.0f32; block_size.max(8)];
+    for (tid, acc) in partial.iter_mut().enumerate() {
+        let mut blk = tid / 8;
+        while blk < d.len() {
+            for &i in order.iter().skip(tid % 8).step_by(8).take(34) {
+                let e = blk * 256 + i;
+                let x = d[blk] * (f32::from(trits[e]) - 1.0);
+                *acc += x * b[e];
+            }
+            blk += lanes;
+        }
+    }
+    tree_sum(partial, pairing)
+}
+
+/// f16 scales, codes below `levels`, and b values for `blocks` 256-element blocks.
+fn ternary_inputs(levels: u8) -> impl Strategy<Value = (Vec<f32>, Vec<u8>, Vec<f32>, usize, u64)> {
+    (1usize..=4, prop_oneof![Just(16usize), Just(32), Just(64)]).prop_flat_map(move |(n, bs)| {
+        let d =
+            prop_oneof![1e-3f32..1.0, 1.0f32..100.0].prop_map(|x| half::f16::from_f32(x).to_f32());
+        let val = prop_oneof![-4.0f32..4.0, 1.0f32..1.001, -1e3f32..1e3];
+        (
+            prop::collection::vec(d, n),
+            prop::collection::vec(0..levels, n * 256),
+            prop::collection::vec(val, n * 256),
+            Just(bs),
+            any::<u64>(),
+        )
+    })
+}
+
+/// Exact value of Σ d·(q − 1)·b and the model's magnitude (`formats::magnitude_into`'s
+/// formula: |d·q| + |d| per tq2_0 element, |x| per tq1_0 element, times |b|).
+fn ternary_exact(dtype: vkdiff_reference::DType, d: &[f32], codes: &[u8], b: &[f32]) -> (f64, f64) {
+    let mut exact = 0.0f64;
+    for (e, (&q, &x)) in codes.iter().zip(b).enumerate() {
+        exact += f64::from(d[e / 256]) * (f64::from(q) - 1.0) * f64::from(x);
+    }
+    // |d·q| + |d| for tq2_0 (its stored code), |x| otherwise.
+    let mag: f64 = codes
+        .iter()
+        .zip(b)
+        .enumerate()
+        .map(|(e, (&q, &x))| {
+            let d = f64::from(d[e / 256]).abs();
+            let m = if dtype == vkdiff_reference::DType::Tq2_0 {
+                d * f64::from(q) + d
+            } else {
+                d * (f64::from(q) - 1.0).abs()
+            };
+            m * f64::from(x).abs()
+        })
+        .sum();
+    (exact, mag)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1500))]
+
+    /// tq2_0: the K-quant depth with two folds and magnitudes |d·q| + |d| cover ggml's body,
+    /// whose Σ b·q and Σ b cancel where q = 1.
+    #[test]
+    fn tq2_0_mat_vec_bound_covers_emulated_f32((d, codes, b, bs, pairing) in ternary_inputs(4)) {
+        let got = tq2_0_mat_vec_emulated(&d, &codes, &b, bs, pairing);
+        let (exact, mag) = ternary_exact(vkdiff_reference::DType::Tq2_0, &d, &codes, &b);
+        let bound = vkdiff::cases::mul_mat_vec::bounds::mul_mat_vec_bounds_of(
+            &[mag], b.len(), bs as u32, vkdiff_reference::DType::Tq2_0)[0];
+        let err = (got as f64 - exact).abs();
+        prop_assert!(err <= bound, "K={} BLOCK_SIZE={}: {:e} > {:e}", b.len(), bs, err, bound);
+    }
+
+    /// tq1_0: 34 sequential terms per block and invocation, then the tree.
+    #[test]
+    fn tq1_0_mat_vec_bound_covers_emulated_f32(
+        ((d, trits, b, bs, pairing), order) in (ternary_inputs(3), Just((0..256).collect::<Vec<usize>>()).prop_shuffle())
+    ) {
+        let got = tq1_0_mat_vec_emulated(&d, &trits, &b, bs, &order, pairing);
+        let (exact, mag) = ternary_exact(vkdiff_reference::DType::Tq1_0, &d, &trits, &b);
+        let bound = vkdiff::cases::mul_mat_vec::bounds::mul_mat_vec_bounds_of(
+            &[mag], b.len(), bs as u32, vkdiff_reference::DType::Tq1_0)[0];
+        let err = (got as f64 - exact).abs();
+        prop_assert!(err <= bound, "K={} BLOCK_SIZE={}: {:e} > {:e}", b.len(), bs, err, bound);
+    }
+}
+
+/// Why tq2_0's magnitudes count |d| beside |d·(q − 1)|: with every code 1 every value is 0, yet
+/// ggml's body forms Σ b·1 and Σ b in different orders and returns their rounded difference;
+/// a bound scaled by |x| alone (0) is then broken, the one the model uses is not.
+#[test]
+fn tq2_0_needs_the_offset_in_its_magnitudes() {
+    let n = 4;
+    let b: Vec<f32> = (0..n * 256).map(|i| 1.0 + (i % 7) as f32 * 0.1).collect();
+    let (d, codes) = (vec![0.75f32; n], vec![1u8; n * 256]);
+    let got = tq2_0_mat_vec_emulated(&d, &codes, &b, 16, 3);
+    let (exact, mag) = ternary_exact(vkdiff_reference::DType::Tq2_0, &d, &codes, &b);
+    assert_eq!(exact, 0.0);
+    let bound = |m: f64| {
+        vkdiff::cases::mul_mat_vec::bounds::mul_mat_vec_bounds_of(
+            &[m],
+            b.len(),
+            16,
+            vkdiff_reference::DType::Tq2_0,
+        )[0]
+    };
+    let err = (got as f64).abs();
+    assert!(err > bound(0.0), "{err:e} within the floor alone");
+    assert!(err <= bound(mag), "{err:e} > {:e}", bound(mag));
+}
