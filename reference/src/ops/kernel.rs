@@ -20,6 +20,10 @@
 //!   each B row runs against all of them at once ([`wide`]): 64 independent sums in flight
 //!   hide the adds' latency, and A's rows are prefetched ahead. Eight rows at a time are
 //!   decoded "vertically" (`transpose.rs`) for the common formats.
+//! * With one B row and A in a block format decoded vertically, there is no panel at all
+//!   ([`dot_rows8`]): each block's quants of the task's 64 rows are transposed into a few
+//!   hundred bytes, then each element's eight-row values are made in registers and summed
+//!   at once (the panel's store and reload were as costly as the arithmetic).
 //! * Where every product a·b is exact in f64 ([`exact_products`]: f32, f16, bf16, q4_0, q5_0
 //!   and q8_0 values times f32, f16 or bf16 ones), `acc + a·b` and the fused multiply-add
 //!   round the same exact value once: the kernels then use FMA, with the same bits.
@@ -77,7 +81,7 @@ pub(crate) fn sum_init() -> f64 {
 /// `c + a·b` for the tile kernels; with `FUSED`, as one fused multiply-add, which is the same
 /// value when the product a·b is exact ([`exact_products`]): both round the exact a·b + c once.
 #[inline(always)]
-fn madd<const FUSED: bool>(c: f64, a: f64, b: f64) -> f64 {
+pub(crate) fn madd<const FUSED: bool>(c: f64, a: f64, b: f64) -> f64 {
     if FUSED {
         a.mul_add(b, c)
     } else {
@@ -499,6 +503,61 @@ unsafe fn decode_rows8_avx2(
     decode_rows8_body::<{ transpose::AVX2 }>(dtype, rows, quarter, panel, l0)
 }
 
+/// The mat-vec of groups of eight rows straight from their bytes ([`transpose::dot_rows8`]):
+/// `acc[g][r] = acc[g][r] + x · b[k]` in k order for row r of `groups[g]`; `fused`: the products
+/// are exact ([`exact_products`]).
+fn dot_rows8(
+    dtype: DType,
+    groups: &[[&[u8]; 8]],
+    quarter: Option<usize>,
+    b: &[f64],
+    acc: &mut [[f64; 8]],
+    fused: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY (each call): the CPU has the features its function is compiled with (checked
+        // just before).
+        if has_avx512() {
+            return match fused {
+                true => unsafe { dot_rows8_avx512::<true>(dtype, groups, quarter, b, acc) },
+                false => unsafe { dot_rows8_avx512::<false>(dtype, groups, quarter, b, acc) },
+            };
+        }
+        if has_avx2() {
+            return match fused {
+                true => unsafe { dot_rows8_avx2::<true>(dtype, groups, quarter, b, acc) },
+                false => unsafe { dot_rows8_avx2::<false>(dtype, groups, quarter, b, acc) },
+            };
+        }
+    }
+    transpose::dot_rows8::<{ transpose::BASE }, false>(dtype, groups, quarter, b, acc)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,f16c,fma")]
+unsafe fn dot_rows8_avx512<const FUSED: bool>(
+    dtype: DType,
+    groups: &[[&[u8]; 8]],
+    quarter: Option<usize>,
+    b: &[f64],
+    acc: &mut [[f64; 8]],
+) {
+    transpose::dot_rows8::<{ transpose::AVX512 }, FUSED>(dtype, groups, quarter, b, acc)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c,fma")]
+unsafe fn dot_rows8_avx2<const FUSED: bool>(
+    dtype: DType,
+    groups: &[[&[u8]; 8]],
+    quarter: Option<usize>,
+    b: &[f64],
+    acc: &mut [[f64; 8]],
+) {
+    transpose::dot_rows8::<{ transpose::AVX2 }, FUSED>(dtype, groups, quarter, b, acc)
+}
+
 #[inline(always)]
 fn decode_rows8_body<const ISA: u8>(
     dtype: DType,
@@ -867,8 +926,9 @@ const PREFETCH_AHEAD: usize = 256;
 
 /// One task of [`gemm`] for a job with few B rows (a mat-vec): for each k block, every panel
 /// of the task is packed first, then each B row runs against all of them at once ([`wide`]),
-/// so that the sums of 64 A rows are in flight together instead of the tile's 16. `fused`:
-/// the products are exact ([`exact_products`]).
+/// so that the sums of 64 A rows are in flight together instead of the tile's 16. With one B
+/// row and rows the vertical decoders take, no panel: [`dot_rows8`] decodes into registers.
+/// `fused`: the products are exact ([`exact_products`]).
 #[allow(clippy::too_many_arguments)]
 fn task_few(
     a: &TensorView,
@@ -893,19 +953,36 @@ fn task_few(
                     .collect()
             })
             .flatten();
-    let kb = if rows.is_some() { KB_VEC } else { KB };
+    // f16 keeps the panel: its rows are four times q4_0's bytes, and the direct path, which
+    // loads them in short bursts between long runs of arithmetic, waits on memory (measured
+    // 1.3–1.4× slower on 14336×4096).
+    let direct = rows.is_some()
+        && job.b_rows.len() == 1
+        && transpose::vertical_format(dtype)
+        && dtype != DType::F16;
     let (block, bytes) = (dtype.block_len(), dtype.block_bytes());
-    let mut panel = vec![0.0; panels * kb * LANES];
+    // The direct path takes KB at a time (a q4_K super-block: its scales read once; fewer
+    // rounds of slicing, prefetching and dispatch); panels are KB_VEC long so that they stay
+    // in L1.
+    let kb = match (&rows, direct) {
+        (Some(_), true) => KB,
+        (Some(_), false) => KB_VEC,
+        (None, _) => KB,
+    };
+    let mut panel = vec![0.0; if direct { 0 } else { panels * kb * LANES }];
     let mut tmp = vec![0.0; kb];
     // acc[n·panels + p]: B row n's sums over panel p.
     let mut acc = vec![[init; LANES]; job.b_rows.len() * panels];
+    // The direct path's sums and each k block's bytes, eight rows a group.
+    let mut acc8 = vec![[init; 8]; if direct { mt / 8 } else { 0 }];
+    let mut groups = [[&[][..]; 8]; MT / 8];
     for k0 in (0..k).step_by(kb) {
         let kn = kb.min(k - k0);
         match &rows {
             Some(rows) => {
                 // The k block's bytes in each row: for q4_K a quarter of a super-block.
                 let (span, quarter) = match block {
-                    256 => (
+                    256 if kb < 256 => (
                         k0 / 256 * bytes..(k0 / 256 + 1) * bytes,
                         Some(k0 % 256 / 64),
                     ),
@@ -925,8 +1002,18 @@ fn task_few(
                         }
                     }
                     let group: [&[u8]; 8] = std::array::from_fn(|r| &group[r][span.clone()]);
-                    let pan = &mut panel[g / 2 * kb * LANES..];
-                    decode_rows8(dtype, group, quarter, pan, g % 2 * 8);
+                    match direct {
+                        true => groups[g] = group,
+                        false => {
+                            let pan = &mut panel[g / 2 * kb * LANES..];
+                            decode_rows8(dtype, group, quarter, pan, g % 2 * 8);
+                        }
+                    }
+                }
+                if direct {
+                    let b = &bv[job.b_rows[0] * k + k0..][..kn];
+                    dot_rows8(dtype, &groups[..mt / 8], quarter, b, &mut acc8, fused);
+                    continue;
                 }
             }
             None => {
@@ -940,6 +1027,9 @@ fn task_few(
             let b = &bv[r * k + k0..r * k + k0 + kn];
             wide(kn, &panel, kb * LANES, b, acc, fused);
         }
+    }
+    if direct {
+        return Ok(acc8.concat());
     }
     let mut out = vec![0.0; job.b_rows.len() * mt];
     for (row, acc) in out.chunks_exact_mut(mt).zip(acc.chunks_exact(panels)) {

@@ -190,6 +190,37 @@ fn mul_mat_is_the_definition_bit_for_bit() {
     }
 }
 
+/// One B column, the mat-vec that decodes A straight into registers where its rows are whole
+/// blocks of a vertical format: random formats, lengths and row counts (multiples of 8 below,
+/// at and above a task's 64, and not), one or two A matrices.
+#[test]
+fn mat_vec_is_the_definition_bit_for_bit() {
+    let mut rng = Rng(7);
+    for case in 0..80 {
+        let at = rng.pick(&[
+            DType::Q4_0,
+            DType::Q4_1,
+            DType::Q5_0,
+            DType::Q5_1,
+            DType::Q8_0,
+            DType::Q4_K,
+            DType::F16,
+        ]);
+        let bt = rng.pick(&[DType::F32, DType::F16, DType::Bf16]);
+        let k = at.block_len().max(32) * rng.pick(&[1, 2, 3, 5, 8]);
+        let m = rng.pick(&[8, 24, 56, 64, 72, 130, 200]);
+        let ne02 = rng.pick(&[1, 2]);
+        let a = rng.tensor(at, [k, m, ne02, 1]);
+        let b = rng.tensor(bt, [k, 1, ne02, 1]);
+        let b = rng.restride(&b);
+        same_bits(
+            &format!("case {case}: {at} {:?} × {bt} {:?}", a.ne(), b.ne()),
+            &mul_mat(&a, &b).unwrap(),
+            &naive::mul_mat(&a, &b, false),
+        );
+    }
+}
+
 #[test]
 fn mul_mat_of_all_negative_zero_products_keeps_the_sums_sign() {
     // Every product −0: the sum is Σ's empty value plus −0s, whatever that is, in both paths.
