@@ -58,6 +58,44 @@ impl Values {
     }
 }
 
+/// Returns the AVX-512 build of a function's result where the CPU has what it is compiled
+/// with, else the AVX2 build's; on other CPUs (and targets) it falls through to the portable
+/// code after it. With `fused: FLAG` first, the const-generic instance FLAG names.
+macro_rules! isa_dispatch {
+    ($avx512:ident, $avx2:ident, ($($arg:expr),*)) => {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_avx512() {
+                // SAFETY: the CPU has the features the function is compiled with (just checked).
+                return unsafe { $avx512($($arg),*) };
+            }
+            if has_avx2() {
+                // SAFETY: as above.
+                return unsafe { $avx2($($arg),*) };
+            }
+        }
+    };
+    (fused: $fused:expr, $avx512:ident, $avx2:ident, ($($arg:expr),*)) => {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_avx512() {
+                // SAFETY: the CPU has the features the function is compiled with (just checked).
+                return match $fused {
+                    true => unsafe { $avx512::<true>($($arg),*) },
+                    false => unsafe { $avx512::<false>($($arg),*) },
+                };
+            }
+            if has_avx2() {
+                // SAFETY: as above.
+                return match $fused {
+                    true => unsafe { $avx2::<true>($($arg),*) },
+                    false => unsafe { $avx2::<false>($($arg),*) },
+                };
+            }
+        }
+    };
+}
+
 /// A rows per panel: the vector width of the tile (two AVX-512 registers of f64).
 pub(crate) const LANES: usize = 16;
 
@@ -215,23 +253,7 @@ pub(crate) fn block(
         return;
     }
     assert!(a.len() >= (kn - 1) * stride + LANES, "panel too short");
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY (each call): the CPU has the features its function is compiled with (checked
-        // just before).
-        if has_avx512() {
-            return match fused {
-                true => unsafe { block_avx512::<true>(kn, a, stride, b, acc) },
-                false => unsafe { block_avx512::<false>(kn, a, stride, b, acc) },
-            };
-        }
-        if has_avx2() {
-            return match fused {
-                true => unsafe { block_avx2::<true>(kn, a, stride, b, acc) },
-                false => unsafe { block_avx2::<false>(kn, a, stride, b, acc) },
-            };
-        }
-    }
+    isa_dispatch!(fused: fused, block_avx512, block_avx2, (kn, a, stride, b, acc));
     block_body::<1, false>(kn, a, stride, b, acc)
 }
 
@@ -317,23 +339,7 @@ fn wide(kn: usize, a: &[f64], pstride: usize, b: &[f64], acc: &mut [[f64; LANES]
     if kn == 0 {
         return;
     }
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY (each call): the CPU has the features its function is compiled with (checked
-        // just before).
-        if has_avx512() {
-            return match fused {
-                true => unsafe { wide_avx512::<true>(kn, a, pstride, b, acc) },
-                false => unsafe { wide_avx512::<false>(kn, a, pstride, b, acc) },
-            };
-        }
-        if has_avx2() {
-            return match fused {
-                true => unsafe { wide_avx2::<true>(kn, a, pstride, b, acc) },
-                false => unsafe { wide_avx2::<false>(kn, a, pstride, b, acc) },
-            };
-        }
-    }
+    isa_dispatch!(fused: fused, wide_avx512, wide_avx2, (kn, a, pstride, b, acc));
     wide_dispatch::<false>(kn, a, pstride, b, acc)
 }
 
@@ -451,17 +457,11 @@ fn decode_rows8(
     panel: &mut [f64],
     l0: usize,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if has_avx512() {
-            // SAFETY: the CPU has these features (checked just above).
-            return unsafe { decode_rows8_avx512(dtype, rows, quarter, panel, l0) };
-        }
-        if has_avx2() {
-            // SAFETY: the CPU has these features (checked just above).
-            return unsafe { decode_rows8_avx2(dtype, rows, quarter, panel, l0) };
-        }
-    }
+    isa_dispatch!(
+        decode_rows8_avx512,
+        decode_rows8_avx2,
+        (dtype, rows, quarter, panel, l0)
+    );
     decode_rows8_body::<{ transpose::BASE }>(dtype, rows, quarter, panel, l0)
 }
 
@@ -514,23 +514,7 @@ fn dot_rows8(
     acc: &mut [[f64; 8]],
     fused: bool,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY (each call): the CPU has the features its function is compiled with (checked
-        // just before).
-        if has_avx512() {
-            return match fused {
-                true => unsafe { dot_rows8_avx512::<true>(dtype, groups, quarter, b, acc) },
-                false => unsafe { dot_rows8_avx512::<false>(dtype, groups, quarter, b, acc) },
-            };
-        }
-        if has_avx2() {
-            return match fused {
-                true => unsafe { dot_rows8_avx2::<true>(dtype, groups, quarter, b, acc) },
-                false => unsafe { dot_rows8_avx2::<false>(dtype, groups, quarter, b, acc) },
-            };
-        }
-    }
+    isa_dispatch!(fused: fused, dot_rows8_avx512, dot_rows8_avx2, (dtype, groups, quarter, b, acc));
     transpose::dot_rows8::<{ transpose::BASE }, false>(dtype, groups, quarter, b, acc)
 }
 
@@ -707,17 +691,11 @@ fn high_bits(h: u32) -> [i32; 32] {
 /// [`dequantize_into`] (the same expressions on the same
 /// operands; `fast_decode_is_dequantize` checks it), without its per-block copies.
 pub(crate) fn decode_fast(dtype: DType, bytes: &[u8], out: &mut [f64], stride: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if has_avx512() {
-            // SAFETY: the CPU has these features (checked just above).
-            return unsafe { decode_fast_avx512(dtype, bytes, out, stride) };
-        }
-        if has_avx2() {
-            // SAFETY: the CPU has these features (checked just above).
-            return unsafe { decode_fast_avx2(dtype, bytes, out, stride) };
-        }
-    }
+    isa_dispatch!(
+        decode_fast_avx512,
+        decode_fast_avx2,
+        (dtype, bytes, out, stride)
+    );
     decode_fast_body::<{ transpose::BASE }>(dtype, bytes, out, stride)
 }
 
