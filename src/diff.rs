@@ -200,39 +200,37 @@ pub fn precision_moves(
     rb: &BTreeMap<Key, CaseRecord>,
 ) -> Vec<Moved> {
     type Pair<'a> = (&'a str, f64, f64, &'a CaseRecord, &'a CaseRecord);
-    let mut by_variant: BTreeMap<(String, String, String), Vec<Pair>> = BTreeMap::new();
-    let mut by_module: BTreeMap<(String, String, String), Vec<Pair>> = BTreeMap::new();
+    // Per variant: its pairs in key order, and the same split by the modules of their own.
+    type Groups<'a> = (Vec<Pair<'a>>, BTreeMap<String, Vec<Pair<'a>>>);
+    let mut by_variant: BTreeMap<(String, String, String), Groups> = BTreeMap::new();
     for (key, x) in ra {
         let Some(y) = rb.get(key) else { continue };
         if let (Some(p), Some(q)) = (x.ratio, y.ratio) {
             if x.outcome == "pass" && y.outcome == "pass" && p.is_finite() && q.is_finite() {
                 let pair = (key.3.as_str(), p.max(FLOOR), q.max(FLOOR), x, y);
-                by_variant
+                let (all, modules) = by_variant
                     .entry((key.0.clone(), key.1.clone(), key.2.clone()))
-                    .or_default()
-                    .push(pair);
-                let variant = format!("{} [{}]", key.1, own_modules(x));
-                by_module
-                    .entry((key.0.clone(), variant, key.2.clone()))
-                    .or_default()
-                    .push(pair);
+                    .or_default();
+                all.push(pair);
+                modules.entry(own_modules(x)).or_default().push(pair);
             }
         }
     }
-    // Module groups only where a variant has several (else they repeat the variant's line).
-    let mut modules_of: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for (k, v, c) in by_module.keys() {
-        let variant = v.rsplit_once(" [").map_or(v.as_str(), |(v, _)| v);
-        *modules_of
-            .entry((format!("{k}/{variant}"), c.clone()))
-            .or_default() += 1;
+    // The variants, then their modules where a variant has several (one would repeat it).
+    let mut by_module = Vec::new();
+    let mut groups = Vec::new();
+    for ((k, v, c), (all, modules)) in by_variant {
+        if modules.len() > 1 {
+            by_module.extend(
+                modules
+                    .into_iter()
+                    .map(|(m, pairs)| ((k.clone(), format!("{v} [{m}]"), c.clone()), pairs)),
+            );
+        }
+        groups.push(((k, v, c), all));
     }
-    by_module.retain(|(k, v, c), _| {
-        let variant = v.rsplit_once(" [").map_or(v.as_str(), |(v, _)| v);
-        modules_of[&(format!("{k}/{variant}"), c.clone())] > 1
-    });
     let mut out = Vec::new();
-    for (key, mut pairs) in by_variant.into_iter().chain(by_module) {
+    for (key, mut pairs) in groups.into_iter().chain(by_module) {
         if pairs.len() < MIN_CASES {
             continue;
         }

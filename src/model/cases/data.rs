@@ -184,6 +184,19 @@ impl Blocks {
     }
 }
 
+impl Scales {
+    /// The mode a [`Scales::Mixed`] block takes: one of the four plain ones, uniformly.
+    fn mixed_pick(rng: &mut ChaCha8Rng) -> Scales {
+        let modes = [
+            Scales::Random,
+            Scales::SomeZero,
+            Scales::Extreme,
+            Scales::Subnormal,
+        ];
+        modes[rng.gen_range(0..modes.len())]
+    }
+}
+
 fn scale(mode: Scales, rng: &mut ChaCha8Rng) -> f16 {
     let sign = if rng.gen_bool(0.5) { -1.0f32 } else { 1.0 };
     match mode {
@@ -208,15 +221,7 @@ fn scale(mode: Scales, rng: &mut ChaCha8Rng) -> f16 {
             f16::from_bits(rng.gen_range(1u16..0x400) | if sign < 0.0 { 0x8000 } else { 0 })
         }
         Scales::AnyBits => f16::from_bits(rng.gen()),
-        Scales::Mixed => {
-            let modes = [
-                Scales::Random,
-                Scales::SomeZero,
-                Scales::Extreme,
-                Scales::Subnormal,
-            ];
-            scale(modes[rng.gen_range(0..modes.len())], rng)
-        }
+        Scales::Mixed => scale(Scales::mixed_pick(rng), rng),
     }
 }
 
@@ -406,15 +411,7 @@ pub fn scale_byte(mode: Scales, rng: &mut ChaCha8Rng) -> (u8, bool) {
         }
         Scales::Subnormal => (rng.gen_range(0u8..=2), false),
         Scales::AnyBits => (rng.gen(), false),
-        Scales::Mixed => {
-            let modes = [
-                Scales::Random,
-                Scales::SomeZero,
-                Scales::Extreme,
-                Scales::Subnormal,
-            ];
-            scale_byte(modes[rng.gen_range(0..modes.len())], rng)
-        }
+        Scales::Mixed => scale_byte(Scales::mixed_pick(rng), rng),
     }
 }
 
@@ -441,15 +438,7 @@ pub fn ue4m3_scale_byte(mode: Scales, rng: &mut ChaCha8Rng) -> (u8, bool) {
         }
         Scales::Subnormal => (rng.gen_range(0u8..=7), false),
         Scales::AnyBits => (rng.gen_range(0u8..=0x7F), false),
-        Scales::Mixed => {
-            let modes = [
-                Scales::Random,
-                Scales::SomeZero,
-                Scales::Extreme,
-                Scales::Subnormal,
-            ];
-            ue4m3_scale_byte(modes[rng.gen_range(0..modes.len())], rng)
-        }
+        Scales::Mixed => ue4m3_scale_byte(Scales::mixed_pick(rng), rng),
     }
 }
 
