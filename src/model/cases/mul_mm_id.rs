@@ -125,11 +125,11 @@ impl KernelDef for MulMmId {
     }
 
     fn requires(p: &Family, caps: &DeviceCaps) -> Option<String> {
-        super::mul_mm::requires(p, caps)
+        super::mul_mm::requires(&host_slot(p), caps)
     }
 
     fn ggml_skip(p: &Family, family: Shaders) -> Option<String> {
-        super::mul_mm::ggml_skip(p, family)
+        super::mul_mm::ggml_skip(&host_slot(p), family)
     }
 
     const BENCH_ORDER: u8 = 3;
@@ -168,6 +168,18 @@ impl KernelDef for MulMmId {
             }
         }
         rows
+    }
+}
+
+/// What a row asks of the device. A quantized expert type has one row per path, standing for
+/// the host's one slot of that type, and the device decides its accumulators: f16 where it
+/// has them, the `_fp32` (scalar) or f32-accumulator (cm1) variant where not
+/// (`runners::mul_mm::id_pipeline`, `device_staging`). So that row does not ask for f16
+/// accumulators; without this, no quantized experts ran on a device without them.
+fn host_slot(p: &Family) -> Family {
+    Family {
+        acc16: p.acc16 && !p.a.is_quantized(),
+        ..*p
     }
 }
 
@@ -721,6 +733,38 @@ mod tests {
     use super::*;
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
+
+    /// Without f16 accumulators (no shaderFloat16, or ggml's scalar-fp32 configuration) a
+    /// quantized expert row still runs, as the `_fp32` variant the plan selects; the f16
+    /// experts' f16-accumulator row, one of two for its type, still skips.
+    #[test]
+    fn quantized_rows_run_without_f16_accumulators() {
+        let caps = DeviceCaps {
+            fp16: false,
+            ..crate::model::cases::model_devices::lavapipe()
+        };
+        let row = |a| Family {
+            a,
+            b: DType::F32,
+            acc16: true,
+            mode: Mode::Fp16,
+        };
+        for a in [DType::Q4_0, DType::Q4_K, DType::Iq4Xs] {
+            assert_eq!(MulMmId::requires(&row(a), &caps), None, "{a}");
+            assert_eq!(MulMmId::ggml_skip(&row(a), Shaders::ScalarFp32), None, "{a}");
+            let mut runner = TestRunner::deterministic();
+            let c = strategy(a, DType::F32, true, Mode::Fp16)
+                .new_tree(&mut runner)
+                .unwrap()
+                .current();
+            let (ta, tb, ti) = c.inputs().unwrap();
+            let mode = mode_on(false, false, &caps);
+            let p = runners::mul_mm::plan_id(&caps, mode, &ta, &tb, &ti, c.prec).unwrap();
+            assert!(!p.staging.selection.acc16 && mode == Mode::Fp32, "{c}: {p:?}");
+        }
+        assert!(MulMmId::requires(&row(DType::F16), &caps).is_some());
+        assert!(MulMmId::ggml_skip(&row(DType::F16), Shaders::ScalarFp32).is_some());
+    }
 
     #[test]
     fn every_case_of_a_row_runs_that_row_and_chunks_happen() {
