@@ -295,6 +295,9 @@ pub struct Member {
     pub variant: String,
     /// Device configuration.
     pub config: String,
+    /// The Vulkan driver it ran on ([`VariantReport::driver`]).
+    #[serde(default)]
+    pub driver: String,
     /// The variant's failing cases in the group.
     pub cases: u32,
     /// The fine signature of the group's shrunk case.
@@ -482,6 +485,7 @@ pub fn distinct(reports: &[VariantReport], known: &[Known]) -> Vec<Distinct> {
             let member = Member {
                 variant: r.variant.clone(),
                 config: r.config.clone(),
+                driver: r.driver.clone(),
                 cases: f.cases,
                 signature: f.signature.clone(),
                 case: f.case.clone(),
@@ -616,12 +620,18 @@ pub fn scope_term_holds(term: &str, target: &str) -> bool {
 }
 
 impl Known {
-    /// True when the entry is about runs like the one whose report config is `config`.
-    pub fn applies_to(&self, config: &str) -> bool {
+    /// True when the entry is about runs like the one whose report config is `config` on the
+    /// Vulkan driver `driver` (a `driver:TEXT` term holds where the driver's name and version
+    /// contain TEXT; the other terms: [`scope_term_holds`]).
+    pub fn applies_to(&self, config: &str, driver: &str) -> bool {
         let target = run_target(config);
         self.scope.iter().all(|s| {
             s.split(',')
-                .any(|alt| scope_term_holds(alt.trim(), &target))
+                .map(str::trim)
+                .any(|alt| match alt.strip_prefix("driver:") {
+                    Some(text) => driver.contains(text),
+                    None => scope_term_holds(alt, &target),
+                })
         })
     }
 
@@ -633,7 +643,7 @@ impl Known {
     /// True when the entry is about the member's run and every pattern occurs in the
     /// finding's key or in the member's fine signature.
     pub fn matches_member(&self, key: &FindingKey, m: &Member) -> bool {
-        self.applies_to(&m.config) && self.matches(&format!("{key} || {}", m.signature))
+        self.applies_to(&m.config, &m.driver) && self.matches(&format!("{key} || {}", m.signature))
     }
 
     /// True when the entry explains the whole finding: it matches with every member.
@@ -719,7 +729,7 @@ pub fn stale<'a>(
         .filter(|k| {
             let covered = reports
                 .iter()
-                .any(|r| k.applies_to(&r.config) && r.paths.iter().any(|p| k.covers(p)));
+                .any(|r| k.applies_to(&r.config, &r.driver) && r.paths.iter().any(|p| k.covers(p)));
             covered
                 && !found
                     .iter()
@@ -773,6 +783,32 @@ mod tests {
         assert!(parse_known("no separators").is_err());
     }
 
+    /// `@driver:` scopes an entry by the Vulkan driver a run used, not by what it ran.
+    #[test]
+    fn driver_scoped_entries_apply_only_on_that_driver() {
+        let k = parse_known("@ggml & @driver:Mesa 22.3 & crash after earlier cases :: x :: -\n")
+            .unwrap();
+        let run = "ggml /t/ggml [ggml-version 0.26.0; has ; lacks ] config default";
+        assert!(k[0].applies_to(run, "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)"));
+        assert!(!k[0].applies_to(run, "llvmpipe Mesa 25.0.7-1~bpo12+1 (LLVM 19.1.7)"));
+        assert!(!k[0].applies_to(run, ""), "a report without a driver");
+        assert!(
+            !k[0].applies_to("", "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)"),
+            "shader mode"
+        );
+        // Through a whole finding: the entry explains it on Mesa 22.3 only.
+        let f = |driver: &str| {
+            let mut r = report(
+                "rwkv_wkv7_f32",
+                vec![finding(AFTER_EARLIER_KIND, Reach::default())],
+            );
+            (r.config, r.driver) = (run.into(), driver.into());
+            distinct(&[r], &k)[0].known.is_some()
+        };
+        assert!(f("llvmpipe Mesa 22.3.6 (LLVM 15.0.6)"));
+        assert!(!f("NVIDIA 580.95.05"));
+    }
+
     #[test]
     fn scoped_entries_apply_only_to_their_runs() {
         let k = parse_known(
@@ -786,9 +822,13 @@ mod tests {
             "ggml /x/llama-cpp-sys-2-0.1.109/llama.cpp/ggml config cm2",
             "ggml .devbin/ggml-0.1.161 config cm2",
         );
-        assert!(k[0].applies_to(shaders) && k[0].applies_to(lp) && k[0].applies_to(old));
-        assert!(!k[0].applies_to(new));
-        assert!(!k[1].applies_to(shaders) && k[1].applies_to(old) && k[1].applies_to(new));
+        assert!(
+            k[0].applies_to(shaders, "") && k[0].applies_to(lp, "") && k[0].applies_to(old, "")
+        );
+        assert!(!k[0].applies_to(new, ""));
+        assert!(
+            !k[1].applies_to(shaders, "") && k[1].applies_to(old, "") && k[1].applies_to(new, "")
+        );
         // A backend run over the recent tree: the pinned entry neither matches nor goes stale.
         let mut r = report("a", vec![finding("NaN", Reach::default())]);
         r.config = new.into();
@@ -864,7 +904,12 @@ mod tests {
         assert!(id(&new).ends_with("; lacks "), "{}", id(&new));
         let target =
             |d: &std::path::Path| format!("ggml {} [{}] config scalar-fp16", d.display(), id(d));
-        let verdicts = |t: &str| known.iter().map(|k| k.applies_to(t)).collect::<Vec<_>>();
+        let verdicts = |t: &str| {
+            known
+                .iter()
+                .map(|k| k.applies_to(t, ""))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(verdicts(&target(&a))[..3], verdicts(&target(&b))[..3]);
         assert_eq!(verdicts(&target(&a))[..3], [true, false, true]);
         assert_eq!(verdicts(&target(&new))[..3], [false, true, true]);

@@ -209,6 +209,10 @@ pub struct VariantReport {
     pub variant: String,
     /// Device name.
     pub device: String,
+    /// The Vulkan driver and its version (`llvmpipe Mesa 22.3.6 (LLVM 15.0.6)`): what a known
+    /// entry about a driver's own bug is scoped by (`@driver:`). Empty in older reports.
+    #[serde(default)]
+    pub driver: String,
     /// The device configuration, when a campaign sweeps several (e.g. LP_NATIVE_VECTOR_WIDTH=128).
     pub config: String,
     /// Cases generated.
@@ -291,6 +295,7 @@ pub fn run_variant_observed(
         kernel: kernel.name.into(),
         variant: variant.name.clone(),
         device: eval.caps().name.clone(),
+        driver: eval.caps().driver.clone(),
         ..Default::default()
     };
     if let Some(reason) = eval.variant_skip(variant) {
@@ -724,6 +729,7 @@ mod tests {
             kernel: "mul_mm".into(),
             variant: variant.into(),
             device: "H100".into(),
+            driver: String::new(),
             config: String::new(),
             cases: 200,
             passed: 200 - u32::from(skip.is_some()),
