@@ -267,6 +267,18 @@ pub trait CaseModel: fmt::Display {
 /// rejected as invalid rather than allowed to exhaust host memory.
 pub const MAX_ELEMENTS: usize = 1 << 28;
 
+/// The skip of an A type newer than the pinned July 2025 host, so absent from vkdiff's own
+/// runners and shader tree (`vkdiff_gpu::runners::NOT_IN_OWN_TREE`: mxfp4, nvfp4, q1_0, q2_0,
+/// tq1_0, tq2_0), taken before any input or reference is computed; None through a later host
+/// (backend mode), which runs it. A named precondition: outside the pinned host's domain.
+pub fn later_type_skip(ctx: &Ctx, a: vkdiff_reference::DType) -> Option<Outcome> {
+    (!ctx.latitude().later_host && vkdiff_gpu::runners::NOT_IN_OWN_TREE.contains(&a)).then(|| {
+        Outcome::Skip(format!(
+            "precondition: {a} is a later ggml type than the pinned July 2025 host that vkdiff's own runners and shaders follow; run it in backend mode (--ggml)"
+        ))
+    })
+}
+
 /// Checks that every named size is at least 1 and their product at most [`MAX_ELEMENTS`].
 pub fn check_sizes(what: &str, sizes: &[(&str, usize)]) -> Result<(), String> {
     if let Some((name, _)) = sizes.iter().find(|(_, v)| *v == 0) {

@@ -347,7 +347,7 @@ impl CaseModel for MulMatVecIdCase {
         if let Some(reason) = ctx.driver.fused_skip().filter(|_| !self.epilogue.is_none()) {
             return Outcome::Skip(reason);
         }
-        if let Some(skip) = super::mxfp4::pinned_host_skip(ctx, self.a_type) {
+        if let Some(skip) = super::later_type_skip(ctx, self.a_type) {
             return skip;
         }
         let (a, b, ids) = match self.inputs() {

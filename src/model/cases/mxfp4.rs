@@ -29,18 +29,6 @@
 use vkdiff_reference::tensor::Tensor;
 use vkdiff_reference::DType;
 
-/// The skip of an A type that the pinned July 2025 host, and so vkdiff's own runners and
-/// shader tree, do not have (`vkdiff_gpu::runners::NOT_IN_OWN_TREE`: mxfp4), taken before any
-/// input or reference is computed; None through a later host (backend mode), which runs it.
-/// A named precondition: outside the pinned host's domain, as the differential suite counts.
-pub fn pinned_host_skip(ctx: &crate::model::driver::Ctx, a: DType) -> Option<super::Outcome> {
-    (!ctx.latitude().later_host && vkdiff_gpu::runners::NOT_IN_OWN_TREE.contains(&a)).then(|| {
-        super::Outcome::Skip(format!(
-            "precondition: {a} is a later ggml type than the pinned July 2025 host that vkdiff's own runners and shaders follow; run it in backend mode (--ggml)"
-        ))
-    })
-}
-
 /// E8M0 codes whose scale (2^(e − 127), or its half in mul_mm) is an f32 subnormal.
 pub const FLUSHED_SCALES: u8 = 1;
 
