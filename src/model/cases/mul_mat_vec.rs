@@ -22,37 +22,13 @@ use crate::model::facts::{bucket, k_fact, rows};
 use crate::model::kernels::KernelDef;
 use crate::model::tolerance::{self, Fp};
 
-/// A types the mat-vec kernel takes, in table order.
-pub const A_TYPES: &[DType] = &[
-    DType::F32,
-    DType::F16,
-    DType::Bf16,
-    DType::Q4_0,
-    DType::Q4_1,
-    DType::Q5_0,
-    DType::Q5_1,
-    DType::Q8_0,
-    DType::Q2_K,
-    DType::Q3_K,
-    DType::Q4_K,
-    DType::Q5_K,
-    DType::Q6_K,
-    DType::Iq1S,
-    DType::Iq1M,
-    DType::Iq2Xxs,
-    DType::Iq2Xs,
-    DType::Iq2S,
-    DType::Iq3Xxs,
-    DType::Iq3S,
-    DType::Iq4Nl,
-    DType::Iq4Xs,
-    DType::Mxfp4,
-    DType::Nvfp4,
-    DType::Q1_0,
-    DType::Q2_0,
-    DType::Tq1_0,
-    DType::Tq2_0,
-];
+/// A types the mat-vec kernel takes, in table order: the float types, then every weight
+/// quantization the reference decodes.
+pub fn a_types() -> impl Iterator<Item = DType> {
+    [DType::F32, DType::F16, DType::Bf16]
+        .into_iter()
+        .chain(DType::WEIGHT_QUANTS.iter().copied())
+}
 
 /// One MUL_MAT through the mat-vec kernel: dst (M, N, ne02·r2, ne03) = A (K, M, ne02, ne03) × B.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -150,7 +126,7 @@ impl KernelDef for MulMatVec {
 
     fn variants() -> Vec<(String, Self::Params)> {
         let mut v = Vec::new();
-        for &a in A_TYPES {
+        for a in a_types() {
             for b in [DType::F32, DType::F16] {
                 // bf16 × f16 is rejected by upstream's supports_op: no such variant is ever selected.
                 if a == DType::Bf16 && b == DType::F16 {
@@ -191,7 +167,7 @@ impl KernelDef for MulMatVec {
         let weights = Blocks::Quantized(Dist::Normal);
         let mut rows = Vec::new();
         let mut push = |label: String, case| rows.push((label, case));
-        for &a_type in A_TYPES.iter().filter(|t| !UNBENCHED_TYPES.contains(t)) {
+        for a_type in a_types().filter(|t| !UNBENCHED_TYPES.contains(t)) {
             let sweep = shapes.all || COLUMN_SWEEP_TYPES.contains(&a_type);
             for (m, k, cols) in [
                 (4096, 4096, &[1, 2, 4, 8][..]),
@@ -311,7 +287,7 @@ impl CaseModel for MulMatVecCase {
     }
 
     fn validate(&self) -> Result<(), String> {
-        if !A_TYPES.contains(&self.a_type) {
+        if !a_types().any(|t| t == self.a_type) {
             return Err(format!("mat-vec A may not be {}", self.a_type));
         }
         if !matches!(self.b_type, DType::F32 | DType::F16) {

@@ -30,10 +30,7 @@ use crate::model::kernels::KernelDef;
 /// routes to the matrix-matrix ID kernel even for one token (interface.md §4.3; its
 /// `mul_mat_vec_id_bf16_f32` is compiled but never selected).
 pub fn a_types() -> impl Iterator<Item = DType> {
-    super::mul_mat_vec::A_TYPES
-        .iter()
-        .copied()
-        .filter(|&a| a != DType::Bf16)
+    super::mul_mat_vec::a_types().filter(|&a| a != DType::Bf16)
 }
 
 /// How the token's expert slots pick experts.
