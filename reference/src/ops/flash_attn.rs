@@ -51,9 +51,8 @@
 
 use rayon::prelude::*;
 
-use super::kernel::{
-    block, decode_fast, exact_products, fast_format, pack_panel, zeroed, Values, LANES,
-};
+use super::kernel::{block, decode_fast, exact_products, fast_format, pack_panel, zeroed, Values};
+use super::prim::LANES;
 use super::Output;
 use crate::formats::dequantize_into;
 use crate::tensor::{AsTensorView, Tensor, TensorView};

@@ -32,8 +32,9 @@
 
 use rayon::prelude::*;
 
-use std::sync::OnceLock;
-
+use super::prim::{f16_at, f16_table, madd, LANES};
+#[cfg(target_arch = "x86_64")]
+use super::prim::{has_avx2, has_avx512};
 use super::transpose;
 use crate::formats::{dequantize_into, float, magnitude_into, scale_min_k4};
 use crate::tensor::{Decoder, TensorView};
@@ -96,9 +97,6 @@ macro_rules! isa_dispatch {
     };
 }
 
-/// A rows per panel: the vector width of the tile (two AVX-512 registers of f64).
-pub(crate) const LANES: usize = 16;
-
 /// Elements of k decoded per panel: a multiple of every block length (1, 32, 256), and
 /// 256 · 16 · 8 bytes = 32 KiB of panel.
 pub(crate) const KB: usize = 256;
@@ -108,24 +106,6 @@ const MT: usize = 4 * LANES;
 
 /// B rows per pass over a task's A rows: bounds the accumulators of a task to NCH · MT f64.
 const NCH: usize = 256;
-
-/// The value of an empty `Iterator::sum::<f64>()`: the reference's dot products are
-/// `iter.map(|(x, y)| x * y).sum()`, and the sum's starting value decides the sign of an
-/// all-(−0) sum, so the fast paths start from exactly the same value.
-pub(crate) fn sum_init() -> f64 {
-    std::iter::empty::<f64>().sum()
-}
-
-/// `c + a·b` for the tile kernels; with `FUSED`, as one fused multiply-add, which is the same
-/// value when the product a·b is exact ([`exact_products`]): both round the exact a·b + c once.
-#[inline(always)]
-pub(crate) fn madd<const FUSED: bool>(c: f64, a: f64, b: f64) -> f64 {
-    if FUSED {
-        a.mul_add(b, c)
-    } else {
-        c + a * b
-    }
-}
 
 /// Significant bits of every exact value of `dtype`, where at most 26 (so that any two of them
 /// multiply exactly in f64's 53): f32's 24, f16's 11, bf16's 8, and d·q for the blocks with one
@@ -412,18 +392,6 @@ pub(crate) fn fast_format(dtype: DType) -> bool {
     )
 }
 
-/// Every f16 value, exactly as [`float::f16_to_f64`] gives it (so the table is bit-identical to
-/// the decoder by construction): 512 KiB, built once.
-pub(crate) fn f16_table() -> &'static [f64] {
-    static TABLE: OnceLock<Vec<f64>> = OnceLock::new();
-    TABLE.get_or_init(|| (0..=u16::MAX).map(float::f16_to_f64).collect())
-}
-
-#[inline(always)]
-pub(crate) fn f16_at(b: &[u8], at: usize) -> f64 {
-    float::f16_to_f64(u16::from_le_bytes([b[at], b[at + 1]]))
-}
-
 /// One block of a legacy 32-element format decoded to its exact values.
 trait LegacyBlock {
     const BYTES: usize;
@@ -463,20 +431,6 @@ fn decode_rows8(
         (dtype, rows, quarter, panel, l0)
     );
     decode_rows8_body::<{ transpose::BASE }>(dtype, rows, quarter, panel, l0)
-}
-
-/// Whether the CPU has what [`transpose::AVX512`] code uses.
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn has_avx512() -> bool {
-    use std::arch::is_x86_feature_detected as has;
-    has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("f16c") && has!("fma")
-}
-
-/// Whether the CPU has what [`transpose::AVX2`] code uses.
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn has_avx2() -> bool {
-    use std::arch::is_x86_feature_detected as has;
-    has!("avx2") && has!("f16c") && has!("fma")
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -1063,6 +1017,7 @@ pub(crate) fn reserved(op: &'static str, n: Option<usize>) -> Result<Vec<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::prim::sum_init;
 
     /// The fast decoders give `dequantize_into`'s bits (NaN payloads aside): every f16 and bf16
     /// value, and random

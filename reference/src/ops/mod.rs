@@ -8,6 +8,7 @@ pub mod mul_mat;
 pub mod mul_mat_id;
 #[cfg(test)]
 mod naive;
+mod prim;
 #[cfg(test)]
 mod tests_fast;
 mod transpose;

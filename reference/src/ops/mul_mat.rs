@@ -36,7 +36,8 @@
 //! # Ok::<(), vkdiff_reference::Error>(())
 //! ```
 
-use super::kernel::{gemm, sum_init, zeroed, Job, Values};
+use super::kernel::{gemm, zeroed, Job, Values};
+use super::prim::sum_init;
 use super::Output;
 use crate::tensor::TensorView;
 use crate::{DType, Error, Result};

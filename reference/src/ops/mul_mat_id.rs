@@ -18,7 +18,8 @@
 //! defined result, so the reference returns [`Error::Value`] naming the first bad id instead of a
 //! number.
 
-use super::kernel::{gemm, sum_init, zeroed, Job, Values};
+use super::kernel::{gemm, zeroed, Job, Values};
+use super::prim::sum_init;
 use super::Output;
 use crate::tensor::TensorView;
 use crate::{DType, Error, Result};

@@ -12,7 +12,7 @@
 //! as it is made (`dot_rows8_is_the_sequential_dot_product`). Both go through one [`Step`] per
 //! format.
 
-use super::kernel::{f16_at, f16_table, madd, LANES};
+use super::prim::{f16_at, f16_table, madd, LANES};
 use crate::DType;
 
 /// Whether [`decode_rows8`] handles `dtype` (whole blocks, 32 elements but q4_K's 256; for
@@ -690,7 +690,8 @@ fn dot<S: Step, const ISA: u8, const FUSED: bool, const G: usize>(
 mod tests {
     use super::*;
     use crate::formats::dequantize_into;
-    use crate::ops::kernel::{exact_products, sum_init};
+    use crate::ops::kernel::exact_products;
+    use crate::ops::prim::sum_init;
 
     /// The mat-vec straight from the rows, every format and every ISA's body (fused where the
     /// products are exact, as the kernel runs it), whole rows and q4_K quarters, with eight
@@ -768,7 +769,7 @@ mod tests {
                 check(&acc, "portable");
                 #[cfg(target_arch = "x86_64")]
                 {
-                    use crate::ops::kernel::{has_avx2, has_avx512};
+                    use crate::ops::prim::{has_avx2, has_avx512};
                     type Args<'a> = (&'a [[&'a [u8]; 8]], Option<usize>, &'a [f64]);
                     #[target_feature(enable = "avx2,f16c,fma")]
                     unsafe fn avx2<const F: bool>(t: DType, (g, q, b): Args, acc: &mut [[f64; 8]]) {
@@ -845,7 +846,7 @@ mod tests {
             check(&panel, "portable");
             #[cfg(target_arch = "x86_64")]
             {
-                use crate::ops::kernel::{has_avx2, has_avx512};
+                use crate::ops::prim::{has_avx2, has_avx512};
                 #[target_feature(enable = "avx2,f16c,fma")]
                 unsafe fn avx2(dtype: DType, rows: [&[u8]; 8], panel: &mut [f64]) {
                     decode_rows8::<AVX2>(dtype, rows, None, panel, 3)

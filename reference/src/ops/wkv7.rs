@@ -8,7 +8,8 @@
 
 use rayon::prelude::*;
 
-use super::kernel::{self, reserved, sum_init};
+use super::kernel::{self, reserved};
+use super::prim::sum_init;
 use super::Output;
 use crate::tensor::{AsTensorView, Tensor, TensorView};
 use crate::{DType, Error, Result};
