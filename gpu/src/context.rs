@@ -97,6 +97,13 @@ pub enum MemoryMode {
     Staged,
 }
 
+/// A background load that timed jobs stop for (the bench's heater, [`crate::heat::Heater`]):
+/// `pause` returns once it is idle, and it resumes when the guard is dropped.
+pub trait Pausable: Send + Sync {
+    /// Pauses until the returned guard is dropped.
+    fn pause(self: std::sync::Arc<Self>) -> Box<dyn Send>;
+}
+
 /// A device with everything needed to run cases on it. Dropping it waits for the device and
 /// frees everything in reverse order of creation.
 pub struct Gpu {
@@ -121,7 +128,7 @@ pub struct Gpu {
     /// The median time of the last timed job (bench mode).
     last_bench_ns: Option<f64>,
     /// Paused for the span of every timed job (bench mode), when set.
-    heater: Option<std::sync::Arc<crate::heat::Heater>>,
+    heater: Option<std::sync::Arc<dyn Pausable>>,
     /// Loaded where the device has VK_KHR_pipeline_executable_properties (enabled then).
     statistics_loader: Option<ash::khr::pipeline_executable_properties::Device>,
     /// Create pipelines with their compiler statistics (bench; off by default).
@@ -314,12 +321,12 @@ impl Gpu {
     }
 
     /// Keeps `heater` running except during this Gpu's timed jobs ([`crate::heat`]).
-    pub fn set_heater(&mut self, heater: Option<std::sync::Arc<crate::heat::Heater>>) {
+    pub fn set_heater(&mut self, heater: Option<std::sync::Arc<dyn Pausable>>) {
         self.heater = heater;
     }
 
     /// The heater in use.
-    pub fn heater(&self) -> Option<std::sync::Arc<crate::heat::Heater>> {
+    pub fn heater(&self) -> Option<std::sync::Arc<dyn Pausable>> {
         self.heater.clone()
     }
 
@@ -1058,7 +1065,7 @@ impl Job<'_> {
                 .heater
                 .as_ref()
                 .filter(|_| gpu.bench.is_some())
-                .map(|h| h.pause());
+                .map(|h| h.clone().pause());
             let cbs = [cb];
             d.reset_fences(&[gpu.fence]).during("vkResetFences")?;
             d.queue_submit(

@@ -105,6 +105,12 @@ impl Heater {
     }
 }
 
+impl crate::context::Pausable for Heater {
+    fn pause(self: Arc<Self>) -> Box<dyn Send> {
+        Box::new(Heater::pause(&self))
+    }
+}
+
 /// Resumes the heater when dropped (see [`Heater::pause`]).
 pub struct PauseGuard(Arc<Heater>);
 

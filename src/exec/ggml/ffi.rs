@@ -184,7 +184,7 @@ pub struct Timing {
     /// timed jobs. Paused for the whole case (inputs, reference, uploads: seconds of host work
     /// on the large rows) the GPU clocked down and ggml's computes ran up to 4x slower in the
     /// first rounds of a row (H100, 2026-12-06).
-    pub heater: Option<std::sync::Arc<vkdiff_gpu::heat::Heater>>,
+    pub heater: Option<std::sync::Arc<dyn vkdiff_gpu::context::Pausable>>,
 }
 
 /// Why a graph gave no result.
@@ -550,7 +550,7 @@ impl Ggml {
         // is ggml's whole cost of the op (command recording, submit, GPU time, wait).
         let mut compute_cpu_s = None;
         let compute_ns = timing.filter(|_| status == 0).map(|t| {
-            let _paused = t.heater.as_ref().map(|h| h.pause());
+            let _paused = t.heater.as_ref().map(|h| h.clone().pause());
             for _ in 0..t.warmup {
                 (a.ggml_backend_graph_compute)(self.backend, graph);
             }
