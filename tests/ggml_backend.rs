@@ -337,6 +337,15 @@ fn the_default_and_intdot_configurations_judge_ggmls_production_paths() {
             &[]
         };
         assert_eq!(c.overridden, overridden, "{c:?}");
+        // A case that took integer-dot modules only through the override is forced-only: no
+        // real device reports acceleration with lavapipe's other properties.
+        let int_dot = c.pipelines.iter().any(|p| p.contains("_q8_1"));
+        let forced_by_device = c
+            .reach
+            .forced
+            .iter()
+            .any(|r| r.starts_with(vkdiff::campaign::OVERRIDDEN_DEVICE));
+        assert_eq!(forced_by_device, intdot && int_dot, "{c:?}");
     }
     let dispatched = |config: &str, variant: &str, prefix: &str| {
         cases.iter().any(|c| {
@@ -369,8 +378,10 @@ fn the_default_and_intdot_configurations_judge_ggmls_production_paths() {
             && !c.pipelines.iter().any(|p| p.starts_with("add"))),
         "{cases:#?}"
     );
+    // The wrong element fails both: reachable under `default` (exit bit 1), forced-only where
+    // the override made ggml take MMVQ or MMQ (bit 4).
     let (code, text, _) = run("inject", &[("VKDIFF_GGML_INJECT", "MUL_MAT")]);
-    assert_eq!(code, 1, "an injected error passed:\n{text}");
+    assert_eq!(code & 5, 5, "an injected error passed:\n{text}");
 }
 
 #[test]

@@ -130,6 +130,29 @@ const PIPELINES_DISPATCHED: &str = "pipelines dispatched:";
 /// How a finding's explanation names the properties vkdiff's layer overrode for it.
 const OVERRIDDEN: &str = "ran with device properties overridden by vkdiff's layer:";
 
+/// How a case's reach names a device made to report integer dot ([`device_reach`]).
+pub const OVERRIDDEN_DEVICE: &str =
+    "integer-dot modules ran because vkdiff's layer reported a property the driver does not";
+
+/// `reach` less reachable where the case took integer-dot modules only because vkdiff's layer
+/// overrode a device property (`--config intdot` on lavapipe): no real device has that
+/// combination, so the finding is forced-only there, as one from forced inputs is, and the
+/// same failure on a device that reports the property is a finding of its own.
+fn device_reach(mut reach: Reach, dispatched: Option<&crate::exec::ggml::Dispatched>) -> Reach {
+    if let Some(d) = dispatched {
+        let int_dot = d
+            .pipelines
+            .iter()
+            .any(|p| crate::exec::ggml::modules::needs_integer_dot(p));
+        if !d.overridden.is_empty() && int_dot {
+            reach
+                .forced
+                .push(format!("{OVERRIDDEN_DEVICE} ({})", d.overridden.join(", ")));
+        }
+    }
+    reach
+}
+
 /// A finding's explanation with the pipelines its case dispatched (backend mode), so it says
 /// whether the pipeline one changed ran.
 fn explained(outcome: &Outcome, dispatched: Option<&crate::exec::ggml::Dispatched>) -> String {
@@ -330,7 +353,7 @@ pub fn run_variant_observed(
         report.cases += 1;
         let outcome = eval.evaluate(&case);
         let dispatched = eval.take_dispatched();
-        let reach = eval.reach(&case);
+        let reach = device_reach(eval.reach(&case), dispatched.as_ref());
         if matches!(outcome, Outcome::Pass { .. }) || outcome.is_failure() {
             let path = findings::path_of(&case);
             if !report.paths.contains(&path) {
@@ -454,7 +477,7 @@ fn shrink(
             let candidate = value.current();
             let outcome = eval.evaluate(&candidate);
             let dispatched = eval.take_dispatched();
-            let reach = eval.reach(&candidate);
+            let reach = device_reach(eval.reach(&candidate), dispatched.as_ref());
             let next = if outcome.is_failure()
                 && findings::keeps_group(
                     &key,

@@ -390,6 +390,12 @@ fn scalar_matmul_created(n: &str) -> bool {
     }
 }
 
+/// Whether ggml runs module `n` only with integer dot (MMVQ, MMQ, FA with integer dot and the
+/// q8_1 quantizers).
+pub fn needs_integer_dot(n: &str) -> bool {
+    n.contains("_q8_1") || n.starts_with("quantize_q8_1") || n.ends_with("_int8")
+}
+
 fn is_mat_vec_reduction(n: &str) -> bool {
     n.starts_with("mul_mat_vec_")
         && !n.starts_with("mul_mat_vec_nc_")
@@ -428,7 +434,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         // MMVQ, MMQ, FA with integer dot and the q8_1 quantizers: integer dot, accelerated.
         why: "q8_1 / int8 modules need integer dot (accelerated 4x8 packed signed)",
-        applies: |n| n.contains("_q8_1") || n.starts_with("quantize_q8_1") || n.ends_with("_int8"),
+        applies: needs_integer_dot,
         excluded: |f| !f.integer_dot,
     },
     Rule {
