@@ -18,17 +18,19 @@ use crate::DType;
 /// Whether [`decode_rows8`] handles `dtype` (whole blocks, 32 elements but q4_K's 256; for
 /// f16 whole groups of 32).
 pub(crate) fn vertical_format(dtype: DType) -> bool {
-    matches!(
-        dtype,
-        DType::F16
-            | DType::Q4_0
-            | DType::Q4_1
-            | DType::Q5_0
-            | DType::Q5_1
-            | DType::Q8_0
-            | DType::Q4_K
-    )
+    VERTICAL_FORMATS.contains(&dtype)
 }
+
+/// The formats [`vertical_format`] takes, in the order the tests walk them.
+pub(crate) const VERTICAL_FORMATS: [DType; 7] = [
+    DType::F16,
+    DType::Q4_0,
+    DType::Q4_1,
+    DType::Q5_0,
+    DType::Q5_1,
+    DType::Q8_0,
+    DType::Q4_K,
+];
 
 /// Column j of an 8 × 16 byte matrix: the eight rows' byte j.
 type Cols16 = [[u8; 8]; 16];
@@ -707,15 +709,7 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             seed >> 32
         };
-        for dtype in [
-            DType::F16,
-            DType::Q4_0,
-            DType::Q4_1,
-            DType::Q5_0,
-            DType::Q5_1,
-            DType::Q8_0,
-            DType::Q4_K,
-        ] {
+        for dtype in VERTICAL_FORMATS {
             let fused = exact_products(dtype, DType::F32);
             for (groups, quarter) in [(1, None), (3, None), (8, None), (11, None), (9, Some(2))] {
                 if quarter.is_some() && dtype != DType::Q4_K {
@@ -814,15 +808,7 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (seed >> 56) as u8
         };
-        for dtype in [
-            DType::F16,
-            DType::Q4_0,
-            DType::Q4_1,
-            DType::Q5_0,
-            DType::Q5_1,
-            DType::Q8_0,
-            DType::Q4_K,
-        ] {
+        for dtype in VERTICAL_FORMATS {
             assert!(vertical_format(dtype));
             let n = 32 * 40;
             let row_bytes = dtype.row_bytes(n).unwrap();
