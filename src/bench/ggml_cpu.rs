@@ -7,8 +7,9 @@
 //! timing the two sides back to back, each on its second call in a row: the reference's op
 //! function (the call a standalone user makes: `mul_mat`, `mul_mat_id`, `flash_attn_ext` with
 //! its row terms, `wkv7`; no error bounds) after an untimed call, then one
-//! `ggml_backend_graph_compute` of the op as a one-op graph after an untimed compute of it. Each side's median round is reported, and their ratio. On a
-//! shared machine the rounds interleave the two sides so that both see the same load.
+//! `ggml_backend_graph_compute` of the op as a one-op graph after an untimed compute of it.
+//! Each side's median round is reported, and their ratio. On a shared machine the rounds
+//! interleave the two sides so that both see the same load.
 //!
 //! The rows: without `--all`, the decode mat-vec rows of f16, q4_0 and q4_K (one column), the
 //! f16 and q4_0 mul_mm rows at 4096×512×4096, flash attention with D = 128 and KV = 4096 at
