@@ -549,7 +549,8 @@ pub struct Known {
     /// Which runs the entry is about (`@…` patterns): each must hold for the run's target, one
     /// of its comma-separated alternatives holding ([`scope_term_holds`]: `has:CHANGE`,
     /// `lacks:CHANGE`, `ggml-version:V`, `git:PREFIX`, else a substring of [`run_target`]
-    /// outside its identity, e.g. `@shaders`, `@ggml`, `@shaders,0.1.109`). Empty: every run.
+    /// outside its identity, e.g. `@shaders`, `@ggml`, `@shaders,0.1.109`; and `driver:TEXT`,
+    /// [`Known::applies_to`]). Empty: every run.
     #[serde(default)]
     pub scope: Vec<String>,
     /// What the bug is.
