@@ -130,7 +130,7 @@ const PIPELINES_DISPATCHED: &str = "pipelines dispatched:";
 /// How a finding's explanation names the properties vkdiff's layer overrode for it.
 const OVERRIDDEN: &str = "ran with device properties overridden by vkdiff's layer:";
 
-/// How a case's reach names a device made to report integer dot ([`device_reach`]).
+/// How a case's reach names a device made to report integer dot (see `device_reach`).
 pub const OVERRIDDEN_DEVICE: &str =
     "integer-dot modules ran because vkdiff's layer reported a property the driver does not";
 
