@@ -9,6 +9,7 @@
 #      bash ci/gpu.sh stage
 #      UPSTREAM=0.1.109 bash ci/gpu.sh stage          # + upstream's shader tree, for --against
 #      GGML="0.1.109 0.1.161" bash ci/gpu.sh stage    # + ggml's own backend, built per tree
+#      GGML="/src/ggml-a /src/ggml-b" bash ci/gpu.sh stage  # (or a checkout's folder)
 #    A shader experiment (patched trees and scripts) is staged on top with ci/stage-trees.sh.
 # 3. Run (there): copy the working tree to the GPU machine together with the ignored folders
 #    .gl and .devbin (64 MiB at most; stage prints their size), then, from the repository root:
@@ -44,7 +45,13 @@ stage)
     # Unpacked copies (from a local `ci/gpu.sh ggml`) would be carried twice.
     [ -z "${GGML:-}" ] || rm -rf .devbin/ggml-*/ .devbin/ggml-*.tgz
     for v in ${GGML:-}; do
-        tree=$(bash ci/upstream-tree.sh "$v")
+        # A registry version, or a ggml checkout's folder (packed under the folder's name).
+        if [ -d "$v" ]; then
+            tree=$v
+            v=$(basename "$v")
+        else
+            tree=$(bash ci/upstream-tree.sh "$v")
+        fi
         # Builds once per tree (cached in ~/.cache/vkdiff-ggml); --cases 0 runs nothing.
         said=$("$CARGO_TARGET_DIR/release/vkdiff" run --ggml "$tree" -o wkv7 --cases 0 \
             --config scalar-fp32 --out "$(mktemp -d)" 2>&1 || true)

@@ -575,6 +575,7 @@ fn the_mat_vec_case_judges_an_emulated_mmvq_host() {
                 b_dist: Dist::Normal,
                 seed,
                 epilogue: Default::default(),
+                a_layout: Default::default(),
             };
             let judge = |fault, integer_dot| {
                 let caps = vkdiff_gpu::DeviceCaps {

@@ -108,9 +108,6 @@ pub fn precondition(a: &Tensor, b: &Tensor) -> std::result::Result<(), String> {
             na[3], nb[3]
         ));
     }
-    if !a.is_contiguous() {
-        return Err("a non-contiguous A is routed to other kernels (nc/p021 or a copy)".into());
-    }
     if !(nb[1] == 1 || (nb[1] <= 8 && nb[2] * nb[3] == 1)) {
         return Err(format!(
             "dst.ne1 = {} with {} batches is routed to the matrix-matrix kernel",
@@ -127,6 +124,16 @@ pub fn run(gpu: &mut Gpu, tree: &mut ShaderTree, a: &Tensor, b: &Tensor) -> Resu
     super::own_tree_decodes(a.dtype())?;
     let ne = mul_mat::check(a, b).map_err(|e| GpuError::Unsupported(e.to_string()))?;
     precondition(a, b).map_err(GpuError::Unsupported)?;
+    if !a.is_contiguous() {
+        // ggml's host accepts it and takes mul_mat_vec_nc / p021 (f16) or copies A first;
+        // this host does not model those routes (backend mode runs them).
+        return Err(GpuError::Unsupported(
+            "shader mode: a non-contiguous A goes to ggml's mul_mat_vec_nc/p021 kernels (f16) \
+             or is copied first, which the pinned interface leaves out and vkdiff's shaders do \
+             not have; backend mode (--ggml) runs it"
+                .into(),
+        ));
+    }
     let b = b.to_contiguous();
     let ([k, m, ne02, _], [_, n, ne12, ne13]) = (a.ne(), b.ne());
     let batch_n = n > 1;

@@ -60,6 +60,42 @@ pub struct MulMatVecCase {
     /// The nodes the graph puts after the MUL_MAT (none: the op alone).
     #[serde(default, skip_serializing_if = "Epilogue::is_none")]
     pub epilogue: Epilogue,
+    /// How A lies in memory (dense unless said).
+    #[serde(default, skip_serializing_if = "ALayout::is_dense")]
+    pub a_layout: ALayout,
+}
+
+/// A's memory layout. An f16 A that is a view, as attention without flash attention reads the
+/// KV cache, goes to ggml's own mat-vec kernels for it: `mul_mat_vec_nc_f16_f32` for rows
+/// further apart than K (a view of wider rows), `mul_mat_vec_p021_f16_f32` for a 0213
+/// permutation of A and B (heads interleaved within each row of the cache).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ALayout {
+    /// Rows K elements apart, matrices one after another.
+    #[default]
+    Dense,
+    /// Each row `pad` elements longer than K (a view of the first K).
+    RowPad(usize),
+    /// Stored as (K, ne02, M): A's dim-1 and dim-2 strides swapped (a 0213 permute), and B
+    /// stored as (K, ne12) viewed as (K, 1, ne12) the same way.
+    Permuted,
+}
+
+impl ALayout {
+    /// A dense A.
+    pub fn is_dense(&self) -> bool {
+        *self == ALayout::Dense
+    }
+
+    /// The variant of ggml's kernel for this layout (None: the dense kernels).
+    pub fn variant(self) -> Option<&'static str> {
+        match self {
+            ALayout::Dense => None,
+            ALayout::RowPad(_) => Some("mul_mat_vec_nc_f16_f32"),
+            ALayout::Permuted => Some("mul_mat_vec_p021_f16_f32"),
+        }
+    }
 }
 
 /// The element-wise nodes after the MUL_MAT in a decode graph, which ggml's Vulkan host fuses
@@ -118,7 +154,7 @@ pub const COLUMN_SWEEP_TYPES: [DType; 4] = [DType::F16, DType::Q4_0, DType::Q8_0
 
 impl KernelDef for MulMatVec {
     type Case = MulMatVecCase;
-    type Params = (DType, DType, Epilogue);
+    type Params = (DType, DType, Epilogue, ALayout);
     const NAME: &'static str = "mul_mat_vec";
     const SHADER: &'static str = "mul_mat_vec.comp";
     const SUMMARY: &'static str = "matrix × vector MUL_MAT (dst.ne1 ≤ 8), A in f32/f16/bf16/q4_0..q8_0/q2_K..q6_K (mul_mat_vec_q*_k.comp)/iq1_s..iq3_s (mul_mat_vec_iq*.comp)/iq4_nl/iq4_xs/mxfp4/nvfp4/q1_0/q2_0/tq1_0/tq2_0 (mul_mat_vec_tq*.comp), B f32/f16";
@@ -132,20 +168,29 @@ impl KernelDef for MulMatVec {
                 if a == DType::Bf16 && b == DType::F16 {
                     continue;
                 }
-                v.push((runners::mul_mat_vec::variant(a, b).name, (a, b, Epilogue::None)));
+                let p = (a, b, Epilogue::None, ALayout::Dense);
+                v.push((runners::mul_mat_vec::variant(a, b).name, p));
             }
         }
         for e in [Epilogue::Add, Epilogue::AddAdd] {
             for a in FUSED_TYPES {
                 let name = runners::mul_mat_vec::variant(a, DType::F32).name + e.suffix();
-                v.push((name, (a, DType::F32, e)));
+                v.push((name, (a, DType::F32, e, ALayout::Dense)));
             }
+        }
+        // ggml's kernels for an f16 A view (B f32); the row pad is drawn.
+        for layout in [ALayout::RowPad(1), ALayout::Permuted] {
+            let name = layout.variant().expect("a view").to_string();
+            v.push((name, (DType::F16, DType::F32, Epilogue::None, layout)));
         }
         v
     }
 
     fn strategy(p: &Self::Params) -> BoxedStrategy<Self::Case> {
         let epilogue = p.2;
+        if !p.3.is_dense() {
+            return view_strategy(p.3).boxed();
+        }
         if epilogue.is_none() {
             return strategy(p.0, p.1).boxed();
         }
@@ -190,6 +235,7 @@ impl KernelDef for MulMatVec {
                         b_dist: Dist::Normal,
                         seed: 1,
                         epilogue: Epilogue::None,
+                        a_layout: ALayout::Dense,
                     };
                     push(
                         format!("{m}×{k} {a_type} · {n} col"),
@@ -251,16 +297,54 @@ pub fn strategy(a: DType, b: DType) -> impl Strategy<Value = MulMatVecCase> {
                     b_dist,
                     seed,
                     epilogue: Epilogue::None,
+                    a_layout: ALayout::Dense,
                 }
             },
         )
+}
+
+/// f16 A views (B f32, one column), as attention without flash attention multiplies the KV
+/// cache: rows padded beyond K with any batches, or a 0213 permutation of A and B with
+/// grouped-query broadcast (ne02 ≥ 2: with one matrix the permutation is the dense layout).
+pub fn view_strategy(layout: ALayout) -> impl Strategy<Value = MulMatVecCase> {
+    let permuted = layout == ALayout::Permuted;
+    let pad = if permuted {
+        Just(0usize).boxed()
+    } else {
+        prop_oneof![1usize..=8, Just(64usize)].boxed()
+    };
+    let batches = if permuted {
+        (2usize..=8, 1usize..=4, Just(1usize)).boxed()
+    } else {
+        (1usize..=3, 1usize..=3, 1usize..=2).boxed()
+    };
+    (
+        strategy(DType::F16, DType::F32),
+        pad,
+        batches,
+        prop_oneof![3 => Just(0usize), 1 => 1usize..=5],
+    )
+        .prop_map(move |(c, pad, (ne02, r2, ne03), b_row_pad)| MulMatVecCase {
+            n: 1,
+            ne02,
+            r2,
+            ne03,
+            b_row_pad: if permuted { 0 } else { b_row_pad },
+            m: c.m.min(4096),
+            a_layout: if permuted {
+                ALayout::Permuted
+            } else {
+                ALayout::RowPad(pad)
+            },
+            ..c
+        })
 }
 
 impl fmt::Display for MulMatVecCase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}×{} K={} M={} N={} batches {}·{}×{} pad {} A {:?} B {:?} seed {}{}",
+            "{}×{} K={} M={} N={} batches {}·{}×{} pad {} A {:?} B {:?} seed {}{}{}",
             self.a_type,
             self.b_type,
             self.k,
@@ -276,6 +360,11 @@ impl fmt::Display for MulMatVecCase {
             match self.epilogue {
                 Epilogue::None => String::new(),
                 e => format!(" graph {}", &e.suffix()[1..]),
+            },
+            match self.a_layout {
+                ALayout::Dense => String::new(),
+                ALayout::RowPad(p) => format!(" A rows padded by {p}"),
+                ALayout::Permuted => " A and B permuted 0213".into(),
             }
         )
     }
@@ -283,7 +372,13 @@ impl fmt::Display for MulMatVecCase {
 
 impl CaseModel for MulMatVecCase {
     fn variant(&self) -> String {
-        runners::mul_mat_vec::variant(self.a_type, self.b_type).name + self.epilogue.suffix()
+        match self.a_layout.variant() {
+            Some(view) => view.to_string(),
+            None => {
+                runners::mul_mat_vec::variant(self.a_type, self.b_type).name
+                    + self.epilogue.suffix()
+            }
+        }
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -292,6 +387,22 @@ impl CaseModel for MulMatVecCase {
         }
         if !matches!(self.b_type, DType::F32 | DType::F16) {
             return Err(format!("mat-vec B must be f32 or f16, not {}", self.b_type));
+        }
+        if let Some(view) = self.a_layout.variant() {
+            // The cases of ggml's two view kernels; other views of A are not modelled.
+            let permuted = self.a_layout == ALayout::Permuted;
+            let fits = self.a_type == DType::F16
+                && self.b_type == DType::F32
+                && self.n == 1
+                && self.epilogue.is_none()
+                && self.a_layout != ALayout::RowPad(0)
+                && (!permuted || (self.ne02 >= 2 && self.ne03 == 1 && self.b_row_pad == 0));
+            if !fits {
+                return Err(format!(
+                    "{view} cases are f16 × f32, N = 1, no graph after it, a row pad ≥ 1, \
+                     and when permuted ne02 ≥ 2, ne03 = 1 and B unpadded"
+                ));
+            }
         }
         if self.k % self.a_type.block_len() != 0 {
             return Err(format!(
@@ -344,8 +455,13 @@ impl CaseModel for MulMatVecCase {
                 return Outcome::Skip(format!("ggml rejects the shapes: {e}"))
             }
         };
-        let block_size =
-            runners::mul_mat_vec::spec_constants(ctx.caps(), self.a_type, self.n as u32)[0];
+        // ggml's view kernels (nc, p021) sum in an order vkdiff does not model: a block size of
+        // one gives the bound of any order of K additions.
+        let block_size = if self.a_layout.is_dense() {
+            runners::mul_mat_vec::spec_constants(ctx.caps(), self.a_type, self.n as u32)[0]
+        } else {
+            1
+        };
         let mut bounds =
             crate::model::cases::mul_mat_vec::bounds::mul_mat_vec_bounds_of(&magnitude.values, self.k, block_size, self.a_type);
         // NaN and ±∞: IEEE propagation through f32 arithmetic on the operands as stored (their
@@ -479,6 +595,14 @@ impl CaseModel for MulMatVecCase {
         if !self.epilogue.is_none() {
             f.push(format!("graph mul_mat{}", self.epilogue.suffix()));
         }
+        if self.b_row_pad > 0 {
+            f.push("padded B rows".into());
+        }
+        match self.a_layout {
+            ALayout::Dense => {}
+            ALayout::RowPad(_) => f.push("A rows padded".into()),
+            ALayout::Permuted => f.push("A and B permuted 0213".into()),
+        }
         f
     }
 
@@ -505,6 +629,7 @@ impl MulMatVecCase {
     fn int_dot_plan(&self, ctx: &Ctx) -> Option<super::intdot::IntDotPlan> {
         use super::intdot::{int_dot_types, IntDotPath, IntDotPlan};
         let usable = ctx.latitude().later_host
+            && self.a_layout.is_dense()
             && ctx.caps().integer_dot
             && self.b_type == DType::F32
             && self.b_row_pad == 0
@@ -534,13 +659,33 @@ impl MulMatVecCase {
     /// A and B, regenerated from the seed. B's rows are `b_row_pad` elements apart beyond K.
     pub fn inputs(&self) -> Result<(Tensor, Tensor), String> {
         let ne12 = self.ne02 * self.r2;
-        let a = tensor(
-            self.a_type,
-            [self.k, self.m, self.ne02, self.ne03],
-            self.a_blocks,
-            self.seed,
-            0,
-        );
+        let (k, m, ne02, ne03) = (self.k, self.m, self.ne02, self.ne03);
+        let a = match self.a_layout {
+            ALayout::Dense => tensor(self.a_type, [k, m, ne02, ne03], self.a_blocks, self.seed, 0),
+            ALayout::RowPad(pad) => {
+                let dense =
+                    tensor(self.a_type, [k + pad, m, ne02, ne03], self.a_blocks, self.seed, 0);
+                let ne = [k, m, ne02, ne03];
+                Tensor::new(self.a_type, ne, dense.nb(), dense.into_data())
+                    .map_err(|e| e.to_string())?
+            }
+            ALayout::Permuted => {
+                let dense = tensor(self.a_type, [k, ne02, m, ne03], self.a_blocks, self.seed, 0);
+                let nb = dense.nb();
+                let ne = [k, m, ne02, ne03];
+                Tensor::new(self.a_type, ne, [nb[0], nb[2], nb[1], nb[3]], dense.into_data())
+                    .map_err(|e| e.to_string())?
+            }
+        };
+        if self.a_layout == ALayout::Permuted {
+            // B as the permuted query: stored (K, ne12), viewed (K, 1, ne12) with nb1 > nb2.
+            let dense = tensor(self.b_type, [k, ne12, 1, ne03], Blocks::Quantized(self.b_dist), self.seed, 1);
+            let nb = dense.nb();
+            let ne = [k, 1, ne12, ne03];
+            let b = Tensor::new(self.b_type, ne, [nb[0], nb[2], nb[1], nb[3]], dense.into_data())
+                .map_err(|e| e.to_string())?;
+            return Ok((a, b));
+        }
         let b_dense = tensor(
             self.b_type,
             [self.k + self.b_row_pad, self.n, ne12, self.ne03],
@@ -605,5 +750,35 @@ mod tests {
             format!("{nan} NaN, {inf} ±∞, {undefined} undefined, {subnormal} subnormal inputs");
         println!("{counts}");
         assert!(nan > 0 && inf > 0 && subnormal > 0, "{counts}");
+    }
+
+    /// The view cases reach ggml's routes as its host tests them (0.1.161's
+    /// `ggml_vk_mul_mat`): p021 wants A and B permuted 0213 (nb0 ≤ nb2 ≤ nb1 ≤ nb3, nb1 > nb2),
+    /// nc a non-contiguous A that is not permuted; and the reference reads the views as dense
+    /// copies of the same values.
+    #[test]
+    fn view_cases_take_ggml_s_view_routes_and_the_reference_reads_them() {
+        let mut runner = TestRunner::deterministic();
+        let permuted = |nb: [usize; 4]| nb[0] <= nb[2] && nb[2] < nb[1] && nb[1] <= nb[3];
+        for layout in [ALayout::RowPad(1), ALayout::Permuted] {
+            for _ in 0..20 {
+                let c = view_strategy(layout).new_tree(&mut runner).unwrap().current();
+                c.validate().unwrap();
+                assert_eq!(c.variant(), layout.variant().unwrap());
+                let (a, b) = c.inputs().unwrap();
+                assert!(!a.is_contiguous(), "{c}");
+                if layout == ALayout::Permuted {
+                    assert!(permuted(a.nb()) && permuted(b.nb()), "{c}");
+                } else {
+                    assert!(a.nb()[1] <= a.nb()[2], "{c}");
+                }
+                let want = mul_mat::mul_mat(&a, &b).unwrap();
+                let dense = mul_mat::mul_mat(&a.to_contiguous(), &b.to_contiguous()).unwrap();
+                assert_eq!(
+                    want.values.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    dense.values.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+                );
+            }
+        }
     }
 }
