@@ -70,7 +70,10 @@ stage)
         # dispatched from ggml's `<name>_data` symbols there: pipeline coverage).
         strip --strip-debug "$pack"/*.so*
         # Its ggml.h: vkdiff reads GGML_KQ_MASK_PAD from it (0.1.109 asserts the mask pad).
-        cp "$tree/ggml/include/ggml.h" "$pack/ggml.h"
+        # (a llama.cpp tree holds ggml under ggml/, a ggml checkout is the root itself).
+        header=$tree/ggml/include/ggml.h
+        [ -f "$header" ] || header=$tree/include/ggml.h
+        cp "$header" "$pack/ggml.h"
         # What the tree is (its version and upstream changes), read here from its source: the
         # known findings scoped by revision then apply to the packed libraries too.
         sed -n 's/^device: .* ggml [^ ]* \[\(.*\)\] config .*/\1/p' <<< "$said" | head -1 \

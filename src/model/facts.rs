@@ -125,6 +125,17 @@ pub fn rows(m: usize) -> String {
     }
 }
 
+/// K against the sizes where ggml's hosts change a mat-vec's path: the large workgroup from
+/// 1024 (NVIDIA, Intel), integer dot from 2048 (AMD, Intel) or above 4096 (NVIDIA).
+pub fn k_size(k: usize) -> &'static str {
+    match k {
+        0..=1023 => "K < 1024",
+        1024..=2047 => "K 1024–2047",
+        2048..=4096 => "K 2048–4096",
+        _ => "K > 4096",
+    }
+}
+
 /// K in type-independent terms: one BK step or block, or several.
 pub fn k_fact(k: usize, block: usize) -> String {
     let unit = block.max(32);

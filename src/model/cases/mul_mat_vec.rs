@@ -18,7 +18,7 @@ use super::{CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp, Tail};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
-use crate::model::facts::{bucket, k_fact, rows};
+use crate::model::facts::{bucket, k_fact, k_size, rows};
 use crate::model::kernels::KernelDef;
 use crate::model::tolerance::{self, Fp};
 
@@ -254,13 +254,14 @@ impl KernelDef for MulMatVec {
 /// per-invocation loop many times at BLOCK_SIZE 16…64 while keeping cases cheap).
 pub fn strategy(a: DType, b: DType) -> impl Strategy<Value = MulMatVecCase> {
     let block = a.block_len();
-    let most_blocks = if block >= 256 { 48 } else { 130 };
+    // Past 4096 now and then for every block size (ggml's hosts change paths there).
+    let most_blocks = if block >= 256 { 48 } else { 160 };
     let k = if block > 1 {
         prop_oneof![4 => 1usize..=4, 3 => 5usize..=16, 1 => 17usize..=most_blocks]
             .prop_map(move |n| n * block)
             .boxed()
     } else {
-        prop_oneof![4 => 1usize..=64, 3 => 65usize..=520, 1 => 521usize..=4200].boxed()
+        prop_oneof![4 => 1usize..=64, 3 => 65usize..=520, 1 => 521usize..=5000].boxed()
     };
     let m = prop_oneof![40 => 1usize..=16, 30 => 17usize..=130, 10 => 131usize..=1100, 1 => 65530usize..=66000];
     let n = prop_oneof![3 => Just(1usize), 1 => 2usize..=8];
@@ -586,6 +587,7 @@ impl CaseModel for MulMatVecCase {
     fn facts(&self) -> Vec<String> {
         let mut f = vec![
             k_fact(self.k, self.a_type.block_len()),
+            k_size(self.k).into(),
             rows(self.m),
             format!("N {}", bucket(self.n)),
         ];
