@@ -466,9 +466,9 @@ fn an_off_by_one_block_fails() {
     );
 }
 
-/// A ggml host on an integer-dot device, emulated: MUL_MAT and MUL_MAT_ID (one token, dense
-/// A) run as the emulated MMVQ with workgroups of 8 (the model takes the subgroup size 8 and
-/// 32).
+/// A ggml host on an integer-dot device, emulated: MUL_MAT and MUL_MAT_ID (dense A, any
+/// token count) run as the emulated MMVQ with workgroups of 8 (the model takes the subgroup
+/// size 8 and 32).
 struct EmulatedHost {
     caps: vkdiff_gpu::DeviceCaps,
     fault: Fault,
@@ -491,7 +491,14 @@ impl vkdiff::model::driver::Driver for EmulatedHost {
         use vkdiff::model::driver::GraphOp;
         let (a, b, ids) = match op {
             GraphOp::MulMat { a, b, .. } => (a, b, None),
-            GraphOp::MulMatId { a, b, ids, .. } => (a, b, Some(ids.rows().unwrap())),
+            GraphOp::MulMatId { a, b, ids, .. } => (
+                a,
+                b,
+                Some((
+                    ids.rows().unwrap(),
+                    vkdiff_reference::tensor::Tensor::ne(ids)[0],
+                )),
+            ),
             _ => panic!("only MUL_MAT and MUL_MAT_ID"),
         };
         let [k, m, _, _] = vkdiff_reference::tensor::Tensor::ne(a);
@@ -502,15 +509,19 @@ impl vkdiff::model::driver::Driver for EmulatedHost {
             ..DEVICES[0]
         };
         // (first A row, B row) per dst column: MUL_MAT's columns in order; MUL_MAT_ID's slot e
-        // (one token) takes expert ids[e] and b's row e mod ne11.
-        let ne11 = b_rows.len() / k;
+        // of token t takes expert ids[t][e] and b's row e mod ne11 of token t.
         let columns: Vec<(usize, usize)> = match &ids {
-            None => (0..ne11).map(|c| (0, c)).collect(),
-            Some(ids) => ids
-                .iter()
-                .enumerate()
-                .map(|(e, &id)| (id as usize * m, e % ne11))
-                .collect(),
+            None => (0..b_rows.len() / k).map(|c| (0, c)).collect(),
+            Some((ids, n_used)) => {
+                let ne11 = vkdiff_reference::tensor::Tensor::ne(b)[1];
+                ids.iter()
+                    .enumerate()
+                    .map(|(c, &id)| {
+                        let (t, e) = (c / n_used, c % n_used);
+                        (id as usize * m, t * ne11 + e % ne11)
+                    })
+                    .collect()
+            }
         };
         let mut values = Vec::new();
         for (first, b_row) in columns {
@@ -655,6 +666,68 @@ fn the_mat_vec_id_case_judges_an_emulated_mmvq_host() {
             assert!(
                 matches!(bad, Outcome::Fail { .. }),
                 "{a_type} {routing:?}: {bad:?}"
+            );
+        }
+    }
+}
+
+/// A MUL_MAT_ID of up to 8 tokens on a later host goes to the mat-vec ID kernel, which takes
+/// MMVQ on an integer-dot device whatever matmul family the case names (seen on the H100: a cm2
+/// row's 2-token case ran `mul_mat_vec_id_iq4_xs_q8_1_f32`). The cm2 rows have no MMQ
+/// candidate, so only the MMVQ one can pass them.
+#[test]
+fn the_mat_mat_id_case_judges_an_emulated_mmvq_host_at_few_tokens() {
+    use vkdiff::cases::mul_mat_vec_id::Routing;
+    use vkdiff::cases::mul_mm_id::MulMmIdCase;
+    use vkdiff::cases::Outcome;
+    use vkdiff_gpu::runners::mul_mm::Prec;
+    for a_type in [DType::Q4_0, DType::Q8_0, DType::Q4_K] {
+        for (seed, n_tokens) in [(0, 2), (1, 5), (2, 8)] {
+            let case = MulMmIdCase {
+                a_type,
+                b_type: DType::F32,
+                k: 2 * a_type.block_len(),
+                m: 9,
+                n_as: 3,
+                n_used: 2,
+                ne11: 2,
+                n_tokens,
+                routing: Routing::Distinct,
+                b_row_pad: 0,
+                prec: Prec::F32,
+                a_blocks: Blocks::Quantized(Dist::Normal),
+                b_dist: Dist::Normal,
+                seed,
+                cm2: true,
+                cm1: false,
+            };
+            let judge = |fault, integer_dot| {
+                let caps = vkdiff_gpu::DeviceCaps {
+                    integer_dot,
+                    ..vkdiff::cases::model_devices::h100()
+                };
+                let mut host = EmulatedHost { caps, fault };
+                let mut ctx = vkdiff::model::driver::Ctx {
+                    driver: &mut host,
+                    repeat: false,
+                };
+                vkdiff::cases::Case::MulMmId(case.clone()).evaluate(&mut ctx)
+            };
+            let ok = judge(Fault::None, true);
+            assert!(
+                matches!(ok, Outcome::Pass { .. }),
+                "{a_type} {n_tokens}: {ok:?}"
+            );
+            let bad = judge(Fault::Shifted, true);
+            assert!(
+                matches!(bad, Outcome::Fail { .. }),
+                "{a_type} {n_tokens}: {bad:?}"
+            );
+            // Without the candidate, the float path's bound rejects B's quantization error.
+            let float_only = judge(Fault::None, false);
+            assert!(
+                matches!(float_only, Outcome::Fail { .. }),
+                "{a_type} {n_tokens}: {float_only:?}"
             );
         }
     }

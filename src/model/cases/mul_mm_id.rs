@@ -470,9 +470,13 @@ impl CaseModel for MulMmIdCase {
         // The reference and the bounds of these inputs on this plan: kept across a bench
         // row's evaluations (the same inputs each round).
         let lat = ctx.latitude();
-        let int_dot_plan = self.int_dot_plan(lat.later_host && ctx.caps().integer_dot, mode);
+        let int_dot_plans = self.int_dot_plans(
+            lat.later_host && ctx.caps().integer_dot,
+            mode,
+            ctx.caps().subgroup_size,
+        );
         let key = || {
-            format!("mul_mm_id {self} {mode:?} {lat:?} plan {plan:?} int dot {int_dot_plan:?}")
+            format!("mul_mm_id {self} {mode:?} {lat:?} plan {plan:?} int dot {int_dot_plans:?}")
         };
         let judged = crate::model::cases::data::kept(key, || -> Result<_, Box<Outcome>> {
             let want = match mul_mat_id::mul_mat_id(&a, &b, &ids) {
@@ -549,14 +553,18 @@ impl CaseModel for MulMmIdCase {
             ) {
                 return Err(Box::new(Outcome::Error(e)));
             }
-            // ggml's integer-dot MUL_MAT_ID (MMQ), where the host may take it.
-            let int_dot = match int_dot_plan {
-                Some(p) => match super::intdot::mat_candidate(&a, &b_rows, &columns, p) {
-                    Ok(c) => Some(c),
+            // ggml's integer-dot MUL_MAT_ID (MMQ, MMVQ), where the host may take one: their hull.
+            let mut int_dot: Option<Vec<(f64, f64)>> = None;
+            for p in &int_dot_plans {
+                let c = match super::intdot::mat_candidate(&a, &b_rows, &columns, *p) {
+                    Ok(c) => c,
                     Err(e) => return Err(Box::new(Outcome::Error(e.to_string()))),
-                },
-                None => None,
-            };
+                };
+                int_dot = Some(match int_dot {
+                    Some(h) => h.iter().zip(&c).map(|(&x, &y)| super::intdot::hull(x, y)).collect(),
+                    None => c,
+                });
+            }
             Ok((want, bounds, int_dot))
         });
         let (want, bounds, int_dot) = match judged {
@@ -650,19 +658,33 @@ impl CaseModel for MulMmIdCase {
 }
 
 impl MulMmIdCase {
-    /// The integer-dot candidate of this case, where a ggml host may take MMQ's MUL_MAT_ID
-    /// (`mul_mmq.comp`): `int_dot_host` (a real host on a device with integer-dot
-    /// acceleration), a scalar family (cm1's integer-dot body is not modelled), an A type with
-    /// an MMQ body, b f32 and contiguous. No split_k for MUL_MAT_ID; f32 accumulators (the
-    /// July 2025 tree quantizes no MUL_MAT_ID b).
-    fn int_dot_plan(&self, int_dot_host: bool, mode: Mode) -> Option<super::intdot::IntDotPlan> {
+    /// The integer-dot candidates of this case, where `int_dot_host` (a real host on a device
+    /// with integer-dot acceleration) may quantize b (f32, contiguous) to q8_1:
+    /// - MMQ's MUL_MAT_ID (`mul_mmq.comp`) on a scalar family (cm1's integer-dot body is not
+    ///   modelled) for an A type with an MMQ body: no split_k, f32 accumulators;
+    /// - MMVQ's mat-vec ID on any family for up to 8 tokens (later hosts send such a
+    ///   MUL_MAT_ID to the mat-vec ID kernel, llama.cpp PR 18918, and NVIDIA's take MMVQ for
+    ///   every batch of two or more) for an A type with an MMVQ body.
+    fn int_dot_plans(
+        &self,
+        int_dot_host: bool,
+        mode: Mode,
+        subgroup: u32,
+    ) -> Vec<super::intdot::IntDotPlan> {
         use super::intdot::{int_dot_types, IntDotPath, IntDotPlan};
-        let usable = int_dot_host
-            && matches!(mode, Mode::Fp32 | Mode::Fp16)
-            && self.b_type == DType::F32
-            && self.b_row_pad == 0
-            && int_dot_types(IntDotPath::Mmq).contains(&self.a_type);
-        usable.then(|| IntDotPlan::mmq(self.a_type, &[(1, self.k)], mode == Mode::Fp16, false))
+        let mut plans = Vec::new();
+        if !(int_dot_host && self.b_type == DType::F32 && self.b_row_pad == 0) {
+            return plans;
+        }
+        if matches!(mode, Mode::Fp32 | Mode::Fp16)
+            && int_dot_types(IntDotPath::Mmq).contains(&self.a_type)
+        {
+            plans.push(IntDotPlan::mmq(self.a_type, &[(1, self.k)], mode == Mode::Fp16, false));
+        }
+        if self.n_tokens <= 8 && int_dot_types(IntDotPath::Mmvq).contains(&self.a_type) {
+            plans.push(IntDotPlan::mmvq(self.a_type, self.k, subgroup));
+        }
+        plans
     }
 
     /// The case's path.
