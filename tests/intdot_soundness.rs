@@ -554,10 +554,50 @@ impl vkdiff::model::driver::Driver for EmulatedHost {
     }
 }
 
+/// `case` judged on the emulated host with `caps` and `fault`.
+fn judge_emulated(
+    case: vkdiff::cases::Case,
+    caps: vkdiff_gpu::DeviceCaps,
+    fault: Fault,
+) -> vkdiff::cases::Outcome {
+    let mut host = EmulatedHost { caps, fault };
+    let mut ctx = vkdiff::model::driver::Ctx {
+        driver: &mut host,
+        repeat: false,
+    };
+    case.evaluate(&mut ctx)
+}
+
+/// On the emulated host: `case` passes with integer dot, fails with `fault`, and fails
+/// without integer dot (the float path's bound rejects B's quantization error).
+fn assert_judged_by_the_candidate(
+    case: vkdiff::cases::Case,
+    caps: vkdiff_gpu::DeviceCaps,
+    fault: Fault,
+    label: &str,
+) {
+    use vkdiff::cases::Outcome;
+    let judge = |fault, integer_dot| {
+        let caps = vkdiff_gpu::DeviceCaps {
+            integer_dot,
+            ..caps.clone()
+        };
+        judge_emulated(case.clone(), caps, fault)
+    };
+    let ok = judge(Fault::None, true);
+    assert!(matches!(ok, Outcome::Pass { .. }), "{label}: {ok:?}");
+    let bad = judge(fault, true);
+    assert!(matches!(bad, Outcome::Fail { .. }), "{label}: {bad:?}");
+    let float_only = judge(Fault::None, false);
+    assert!(
+        matches!(float_only, Outcome::Fail { .. }),
+        "{label}: {float_only:?}"
+    );
+}
+
 #[test]
 fn the_mat_vec_case_judges_an_emulated_mmvq_host() {
     use vkdiff::cases::mul_mat_vec::MulMatVecCase;
-    use vkdiff::cases::Outcome;
     let caps = vkdiff_gpu::DeviceCaps {
         integer_dot: true,
         subgroup_size: 8,
@@ -588,33 +628,11 @@ fn the_mat_vec_case_judges_an_emulated_mmvq_host() {
                 epilogue: Default::default(),
                 a_layout: Default::default(),
             };
-            let judge = |fault, integer_dot| {
-                let caps = vkdiff_gpu::DeviceCaps {
-                    integer_dot,
-                    ..caps.clone()
-                };
-                let mut host = EmulatedHost { caps, fault };
-                let mut ctx = vkdiff::model::driver::Ctx {
-                    driver: &mut host,
-                    repeat: false,
-                };
-                vkdiff::cases::Case::MulMatVec(case.clone()).evaluate(&mut ctx)
-            };
-            let ok = judge(Fault::None, true);
-            assert!(
-                matches!(ok, Outcome::Pass { .. }),
-                "{a_type} seed {seed}: {ok:?}"
-            );
-            let bad = judge(Fault::Scale, true);
-            assert!(
-                matches!(bad, Outcome::Fail { .. }),
-                "{a_type} seed {seed}: {bad:?}"
-            );
-            // Without the candidate, the float path's bound rejects B's quantization error.
-            let float_only = judge(Fault::None, false);
-            assert!(
-                matches!(float_only, Outcome::Fail { .. }),
-                "{a_type} seed {seed}: {float_only:?}"
+            assert_judged_by_the_candidate(
+                vkdiff::cases::Case::MulMatVec(case),
+                caps.clone(),
+                Fault::Scale,
+                &format!("{a_type} seed {seed}"),
             );
         }
     }
@@ -650,12 +668,7 @@ fn the_mat_vec_id_case_judges_an_emulated_mmvq_host() {
                     subgroup_size: 8,
                     ..Default::default()
                 };
-                let mut host = EmulatedHost { caps, fault };
-                let mut ctx = vkdiff::model::driver::Ctx {
-                    driver: &mut host,
-                    repeat: false,
-                };
-                vkdiff::cases::Case::MulMatVecId(case.clone()).evaluate(&mut ctx)
+                judge_emulated(vkdiff::cases::Case::MulMatVecId(case.clone()), caps, fault)
             };
             let ok = judge(Fault::None);
             assert!(
@@ -679,7 +692,6 @@ fn the_mat_vec_id_case_judges_an_emulated_mmvq_host() {
 fn the_mat_mat_id_case_judges_an_emulated_mmvq_host_at_few_tokens() {
     use vkdiff::cases::mul_mat_vec_id::Routing;
     use vkdiff::cases::mul_mm_id::MulMmIdCase;
-    use vkdiff::cases::Outcome;
     use vkdiff_gpu::runners::mul_mm::Prec;
     for a_type in [DType::Q4_0, DType::Q8_0, DType::Q4_K] {
         for (seed, n_tokens) in [(0, 2), (1, 5), (2, 8)] {
@@ -701,33 +713,11 @@ fn the_mat_mat_id_case_judges_an_emulated_mmvq_host_at_few_tokens() {
                 cm2: true,
                 cm1: false,
             };
-            let judge = |fault, integer_dot| {
-                let caps = vkdiff_gpu::DeviceCaps {
-                    integer_dot,
-                    ..vkdiff::cases::model_devices::h100()
-                };
-                let mut host = EmulatedHost { caps, fault };
-                let mut ctx = vkdiff::model::driver::Ctx {
-                    driver: &mut host,
-                    repeat: false,
-                };
-                vkdiff::cases::Case::MulMmId(case.clone()).evaluate(&mut ctx)
-            };
-            let ok = judge(Fault::None, true);
-            assert!(
-                matches!(ok, Outcome::Pass { .. }),
-                "{a_type} {n_tokens}: {ok:?}"
-            );
-            let bad = judge(Fault::Shifted, true);
-            assert!(
-                matches!(bad, Outcome::Fail { .. }),
-                "{a_type} {n_tokens}: {bad:?}"
-            );
-            // Without the candidate, the float path's bound rejects B's quantization error.
-            let float_only = judge(Fault::None, false);
-            assert!(
-                matches!(float_only, Outcome::Fail { .. }),
-                "{a_type} {n_tokens}: {float_only:?}"
+            assert_judged_by_the_candidate(
+                vkdiff::cases::Case::MulMmId(case),
+                vkdiff::cases::model_devices::h100(),
+                Fault::Shifted,
+                &format!("{a_type} {n_tokens}"),
             );
         }
     }
