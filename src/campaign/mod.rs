@@ -446,7 +446,7 @@ pub fn run_variant_observed(
 }
 
 /// Candidates drawn for each case after a variant's first.
-const CANDIDATES: usize = 4;
+const CANDIDATES: usize = 8;
 
 /// A drawn case with its value tree (for shrinking).
 type Drawn = (Box<dyn ValueTree<Value = Case>>, Case);

@@ -496,6 +496,9 @@ impl CaseModel for MulMatVecIdCase {
         if repeated_expert(&self.ids(), self.n_used) {
             f.push(REPEATED_FACT.into());
         }
+        if self.b_row_pad > 0 {
+            f.push("padded B rows".into());
+        }
         if !self.epilogue.is_none() {
             f.push(format!("graph mul_mat_id{}", self.epilogue.suffix()));
         }
