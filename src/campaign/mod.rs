@@ -335,12 +335,12 @@ pub fn run_variant_observed(
     }
     let strategy = (kernel.strategy)(variant);
     let mut runner = runner_for(settings.seed, &variant.name);
-    let mut seen = BTreeSet::new();
+    let (mut seen, mut drawn) = (BTreeSet::new(), 0);
     for _ in 0..settings.cases {
         if settings.time_budget.is_some_and(|b| start.elapsed() >= b) {
             break;
         }
-        let (tree_value, case) = match draw(&strategy, &mut runner, &mut seen) {
+        let (tree_value, case) = match draw(&strategy, &mut runner, &mut seen, &mut drawn) {
             Ok(drawn) => drawn,
             Err(e) => {
                 report.errors += 1;
@@ -447,24 +447,34 @@ pub fn run_variant_observed(
 
 /// Candidates drawn for each case after a variant's first.
 const CANDIDATES: usize = 8;
+/// The cases of a variant drawn for unseen facts; later ones are the strategy's own (a long
+/// run keeps the strategy's distribution of shapes and costs).
+const DIVERSE_CASES: usize = 8;
 
 /// A drawn case with its value tree (for shrinking).
 type Drawn = (Box<dyn ValueTree<Value = Case>>, Case);
 
 /// The next case of a variant: of [`CANDIDATES`] drawn, the one with the most facts (shape
 /// words, triggers, path) no earlier case of the variant had, the first on a tie. A run of a
-/// few cases a variant (CI, a coverage run) then takes the host's rarer routes (padded B, batches,
-/// several columns, a split) instead of drawing the common one again; once every fact has been
-/// seen this is the strategy's own next case. Deterministic in the seed: two trees judged with
-/// one seed get the same cases.
+/// few cases a variant (a coverage run) then takes the host's rarer routes (padded B, batches,
+/// several columns, a split) instead of drawing the common one again; once every fact has
+/// been seen, and after [`DIVERSE_CASES`], this is the strategy's own next case.
+/// Deterministic in the seed: two trees judged with one seed get the same cases.
 fn draw(
     strategy: &BoxedStrategy<Case>,
     runner: &mut TestRunner,
     seen: &mut BTreeSet<String>,
+    drawn: &mut usize,
 ) -> Result<Drawn, String> {
     let mut best: Option<(Drawn, Vec<String>)> = None;
     let mut best_new = 0;
-    for _ in 0..if seen.is_empty() { 1 } else { CANDIDATES } {
+    let candidates = if seen.is_empty() || *drawn >= DIVERSE_CASES {
+        1
+    } else {
+        CANDIDATES
+    };
+    *drawn += 1;
+    for _ in 0..candidates {
         let tree = strategy.new_tree(runner).map_err(|e| e.to_string())?;
         let case = tree.current();
         let facts = case_facts(&case);
@@ -838,11 +848,11 @@ mod tests {
                 let mut runner = runner_for(1, &v.name);
                 let first = strategy.new_tree(&mut runner).unwrap().current();
                 let mut runner = runner_for(1, &v.name);
-                let mut seen = BTreeSet::new();
-                let (_, drawn_first) = draw(&strategy, &mut runner, &mut seen).unwrap();
+                let (mut seen, mut drawn) = (BTreeSet::new(), 0);
+                let (_, drawn_first) = draw(&strategy, &mut runner, &mut seen, &mut drawn).unwrap();
                 assert_eq!(drawn_first, first, "{}", v.name);
                 for _ in 0..2 {
-                    draw(&strategy, &mut runner, &mut seen).unwrap();
+                    draw(&strategy, &mut runner, &mut seen, &mut drawn).unwrap();
                 }
                 plain_facts += plain.len();
                 drawn_facts += seen.len();
