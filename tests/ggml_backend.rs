@@ -326,10 +326,19 @@ fn the_default_and_intdot_configurations_judge_ggmls_production_paths() {
         .collect();
     assert_eq!(cases.len(), 18, "{text}");
     for c in &cases {
-        // Only lavapipe 22.3's crash in a later graph (see the test above) may fail a case.
+        // Only lavapipe 22.3's crash in a later graph (see the test above) may fail a case,
+        // and F31 (docs/upstream-findings.md): NaN from ggml's MMQ matmuls on lavapipe under
+        // the integer-dot override, a known forced-only finding.
         let after_earlier = c.outcome == "crash"
             && vkdiff::worker::after_earlier(c.detail.as_deref().unwrap_or(""));
-        assert!(c.outcome == "pass" || after_earlier, "{c:#?}");
+        let f31 = c.outcome == "fail"
+            && c.config.ends_with("config intdot")
+            && !c.reach.forced.is_empty()
+            && c.pipelines
+                .iter()
+                .any(|p| p.starts_with("matmul_") && p.ends_with("_q8_1"))
+            && c.detail.as_deref().unwrap_or("").contains("got NaN");
+        assert!(c.outcome == "pass" || after_earlier || f31, "{c:#?}");
         let intdot = c.config.ends_with("config intdot");
         let overridden: &[&str] = if intdot {
             &["integerDotProduct4x8BitPackedSignedAccelerated"]
