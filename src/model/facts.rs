@@ -5,6 +5,7 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use vkdiff_gpu::runners::mul_mm::Prec;
 use vkdiff_gpu::DeviceCaps;
 
 use crate::model::cases::{Case, CrashKind, Outcome};
@@ -134,6 +135,16 @@ pub fn k_size(k: usize) -> &'static str {
         2048..=4096 => "K 2048–4096",
         _ => "K > 4096",
     }
+}
+
+/// The precision request as a fact: ggml's hosts take the f32-accumulator pipeline for
+/// GGML_PREC_F32 and the `f16acc` one for the default where they have both.
+pub fn prec_fact(prec: Prec) -> String {
+    match prec {
+        Prec::Default => "GGML_PREC_DEFAULT",
+        Prec::F32 => "GGML_PREC_F32",
+    }
+    .into()
 }
 
 /// K in type-independent terms: one BK step or block, or several.

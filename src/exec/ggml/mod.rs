@@ -401,6 +401,18 @@ fn mask_pad_refusal(op: &GraphOp, pad: Option<usize>) -> Option<String> {
     })
 }
 
+/// `GALLIVM_PERF=nopt` for ggml workers, unless this process has `GALLIVM_PERF` (set it empty
+/// to keep LLVM's passes): lavapipe (llvmpipe) then compiles a pipeline without LLVM's
+/// optimisation passes; other drivers ignore it. On lavapipe a backend run is mostly LLVM
+/// compiling ggml's large pipelines for a few cases each, and the passes made that about 1.3 to
+/// 1.7 times slower; judged results were the same both ways (docs/ggml-backend.md, "Builds and
+/// caches"). Shader mode keeps the passes: its many cases a pipeline ran faster with them.
+fn lavapipe_compile_env() -> Option<(String, String)> {
+    std::env::var_os("GALLIVM_PERF")
+        .is_none()
+        .then(|| ("GALLIVM_PERF".to_string(), "nopt".to_string()))
+}
+
 /// A ggml build and the path configuration a worker runs it under.
 #[derive(Debug, Clone)]
 pub struct GgmlSetup {
@@ -423,13 +435,16 @@ impl GgmlSetup {
     }
 
     /// The environment that makes `vkdiff worker` a ggml worker (read back by the worker
-    /// through `vkdiff_gpu::env`: VKDIFF_GGML_LIB, VKDIFF_GGML_CONFIG, VKDIFF_GGML_TREE).
+    /// through `vkdiff_gpu::env`: VKDIFF_GGML_LIB, VKDIFF_GGML_CONFIG, VKDIFF_GGML_TREE), and
+    /// [`lavapipe_compile_env`].
     pub fn env(&self) -> Vec<(String, String)> {
-        vec![
+        let mut env = vec![
             ("VKDIFF_GGML_LIB".into(), self.lib_dir.display().to_string()),
             ("VKDIFF_GGML_CONFIG".into(), self.config.name().into()),
             ("VKDIFF_GGML_TREE".into(), self.root.display().to_string()),
-        ]
+        ];
+        env.extend(lavapipe_compile_env());
+        env
     }
 
     /// The tree and configuration, as reproducers record them.

@@ -325,18 +325,15 @@ fn is_scalar_fa(n: &str) -> bool {
 
 /// Helpers ggml builds from one of two modules, the `_subgroup` one where the device has
 /// subgroup operations with full subgroups (arithmetic for most; ballot for the sparse
-/// compaction and clustered for the quantizer, which vkdiff does not read apart: approximated
-/// by arithmetic).
-const HELPER_TWINS: &[&str] = &[
-    "count_experts",
-    "fa_sparse_compact",
-    "quantize_q8_1_x4",
-    "quantize_q8_1",
-    "mul_mat_vec_p021_f16_f32",
-];
+/// compaction, which vkdiff does not read apart: approximated by arithmetic).
+const HELPER_TWINS: &[&str] = &["count_experts", "fa_sparse_compact", "mul_mat_vec_p021_f16_f32"];
 
-fn helper_twin(n: &str) -> Option<bool> {
-    HELPER_TWINS.iter().find_map(|h| {
+/// The q8_1 quantizer's twins: its `_subgroup` module needs clustered subgroup operations
+/// with full subgroups (Mesa 22.3's lavapipe has arithmetic but not clustered).
+const QUANTIZER_TWINS: &[&str] = &["quantize_q8_1_x4", "quantize_q8_1"];
+
+fn twin(n: &str, helpers: &[&str]) -> Option<bool> {
+    helpers.iter().find_map(|h| {
         let rest = n.strip_prefix(h)?;
         match rest {
             "" => Some(false),
@@ -558,13 +555,23 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         why: "helpers' `_subgroup` twins need subgroup operations with full subgroups",
-        applies: |n| helper_twin(n) == Some(true),
+        applies: |n| twin(n, HELPER_TWINS) == Some(true),
         excluded: |f| !(f.subgroup_arithmetic && f.full_subgroups),
     },
     Rule {
         why: "helpers' plain twins are what ggml uses without subgroup operations",
-        applies: |n| helper_twin(n) == Some(false),
+        applies: |n| twin(n, HELPER_TWINS) == Some(false),
         excluded: |f| f.subgroup_arithmetic && f.full_subgroups,
+    },
+    Rule {
+        why: "the q8_1 quantizer's `_subgroup` twins need clustered subgroup operations with full subgroups",
+        applies: |n| twin(n, QUANTIZER_TWINS) == Some(true),
+        excluded: |f| !(f.subgroup_clustered && f.full_subgroups),
+    },
+    Rule {
+        why: "the q8_1 quantizer's plain twins are what ggml uses without clustered subgroup operations",
+        applies: |n| twin(n, QUANTIZER_TWINS) == Some(false),
+        excluded: |f| f.subgroup_clustered && f.full_subgroups,
     },
 ];
 
@@ -804,5 +811,21 @@ mod tests {
         assert!(possible(&names, &clustered)
             .0
             .contains(&"flash_attn_f32_f16_fp32_int8".to_string()));
+        // The q8_1 quantizer's subgroup twin needs clustered operations, not arithmetic alone.
+        let quantizer = ["quantize_q8_1_x4", "quantize_q8_1_x4_subgroup"].map(String::from);
+        let full = Facts {
+            full_subgroups: true,
+            ..with_intdot
+        };
+        let arithmetic = Facts {
+            subgroup_arithmetic: true,
+            ..full
+        };
+        assert_eq!(possible(&quantizer, &arithmetic).0, ["quantize_q8_1_x4"]);
+        let clustered = Facts {
+            subgroup_clustered: true,
+            ..full
+        };
+        assert_eq!(possible(&quantizer, &clustered).0, ["quantize_q8_1_x4_subgroup"]);
     }
 }

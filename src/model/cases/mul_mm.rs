@@ -50,7 +50,7 @@ use crate::model::driver::{Ctx, GraphOp};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::compare::compare;
-use crate::model::facts::{bucket, host_cores, k_fact, mm_path, rows, NO_CORES, RAGGED};
+use crate::model::facts::{bucket, host_cores, k_fact, mm_path, prec_fact, rows, NO_CORES, RAGGED};
 use crate::model::config::Family as Shaders;
 use crate::model::kernels::KernelDef;
 use vkdiff_gpu::DeviceCaps;
@@ -90,6 +90,11 @@ pub struct MulMmCase {
     pub ne03: usize,
     /// Extra elements between B's rows (0: contiguous; else the host copies B to f16).
     pub b_row_pad: usize,
+    /// Extra elements after each of B's matrices (0: none). B stays dim01-contiguous (the
+    /// kernel reads it in place with its batch stride) but is no longer contiguous, so the
+    /// hosts skip MMQ for it: the float matmul of a type that has MMQ runs only so.
+    #[serde(default)]
+    pub b_batch_pad: usize,
     /// The precision request.
     pub prec: Prec,
     /// Split K this many ways (None: upstream's choice, no split here).
@@ -183,6 +188,7 @@ impl KernelDef for MulMm {
                         r2: 1,
                         ne03: 1,
                         b_row_pad: 0,
+                        b_batch_pad: 0,
                         prec: Prec::Default,
                         force_split_k: None,
                         a_blocks: weights,
@@ -527,6 +533,7 @@ pub fn large_strategy(
                     r2: 1,
                     ne03: 1,
                     b_row_pad,
+                    b_batch_pad: 0,
                     prec,
                     force_split_k: split,
                     a_blocks,
@@ -587,6 +594,15 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
                 ]
                 .boxed(),
             };
+            // A gap after each of B's matrices, where there are several.
+            let batches = batches.prop_flat_map(|(ne02, r2, ne03)| {
+                let pad = if ne02 * r2 * ne03 > 1 {
+                    prop_oneof![3 => Just(0usize), 1 => 1usize..=40].boxed()
+                } else {
+                    Just(0usize).boxed()
+                };
+                (Just(ne02), Just(r2), Just(ne03), pad)
+            });
             (
                 Just((a_in, b_in, fast, split, n)),
                 pad_strategy(pad),
@@ -594,7 +610,7 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
             )
         })
         .prop_flat_map(
-            move |((a_in, b_in, fast, split, n), b_row_pad, (ne02, r2, ne03))| {
+            move |((a_in, b_in, fast, split, n), b_row_pad, (ne02, r2, ne03, b_batch_pad))| {
                 let columns = n * ne02 * r2 * ne03;
                 let block = a_in.block_len();
                 // cm2 rounds a forced split's K to whole 256·split_k (below).
@@ -622,7 +638,7 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
                     edge_strategy(1)
                 };
                 (
-                    Just((a_in, b_in, split, n, b_row_pad, (ne02, r2, ne03), fast)),
+                    Just((a_in, b_in, split, n, b_row_pad, (ne02, r2, ne03, b_batch_pad), fast)),
                     Just((columns, unit, cm2_split, rest)),
                     m.prop_map(move |m| m.min(m_cap)),
                 )
@@ -666,7 +682,7 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
             move |(
                 a_blocks,
                 b_dist,
-                (((a_type, b_type, force_split_k, n, b_row_pad, (ne02, r2, ne03), _), m), k),
+                (((a_type, b_type, force_split_k, n, b_row_pad, (ne02, r2, ne03, b_batch_pad), _), m), k),
                 prec,
                 seed,
                 scale_log2,
@@ -680,6 +696,7 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
                 r2,
                 ne03,
                 b_row_pad,
+                b_batch_pad,
                 prec,
                 force_split_k,
                 a_blocks,
@@ -696,7 +713,7 @@ impl fmt::Display for MulMmCase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}{}×{} K={} M={} N={} batches {}·{}×{} pad {} prec {:?} split {} A {:?} B {:?} seed {}{}",
+            "{}{}×{} K={} M={} N={} batches {}·{}×{} pad {}{} prec {:?} split {} A {:?} B {:?} seed {}{}",
             match self.mode() {
                 Mode::Cm2 => "cm2 ",
                 Mode::Cm1 => "cm1 ",
@@ -711,6 +728,11 @@ impl fmt::Display for MulMmCase {
             self.r2,
             self.ne03,
             self.b_row_pad,
+            if self.b_batch_pad > 0 {
+                format!(" batch pad {}", self.b_batch_pad)
+            } else {
+                String::new()
+            },
             self.prec,
             self.force_split_k.map_or("-".into(), |s| s.to_string()),
             self.a_blocks,
@@ -784,6 +806,7 @@ impl CaseModel for MulMmCase {
             &[
                 ("K + pad", self.k.saturating_add(self.b_row_pad)),
                 ("N", self.n),
+                ("batch pad", self.b_batch_pad.max(1)),
                 ("ne02", self.ne02),
                 ("r2", self.r2),
                 ("ne03", self.ne03),
@@ -975,6 +998,7 @@ impl CaseModel for MulMmCase {
             k_fact(self.k, self.a_type.block_len()),
             rows(self.m),
             format!("N {}", bucket(self.n)),
+            prec_fact(self.prec),
         ];
         if self.ne02 * self.r2 * self.ne03 > 1 {
             f.push(
@@ -988,6 +1012,9 @@ impl CaseModel for MulMmCase {
         }
         if self.b_row_pad > 0 {
             f.push("padded B rows".into());
+        }
+        if self.b_batch_pad > 0 {
+            f.push("gaps between B's matrices".into());
         }
         // The host's dequant (cpy) shaders run before the matmul: their bugs show here.
         if runners::mul_mm::choose(
@@ -1341,7 +1368,9 @@ impl MulMmCase {
             && integer_dot
             && matches!(mode, Mode::Fp32 | Mode::Fp16)
             && self.b_type == DType::F32
+            // MMQ needs a contiguous B (ggml_is_contiguous): no padded rows, no gaps.
             && self.b_row_pad == 0
+            && self.b_batch_pad == 0
             && int_dot_types(IntDotPath::Mmq).contains(&self.a_type);
         if !usable {
             return Vec::new();
@@ -1362,7 +1391,8 @@ impl MulMmCase {
 
 
 
-    /// A and B, regenerated from the seed. B's rows are `b_row_pad` elements apart beyond K.
+    /// A and B, regenerated from the seed. B's rows are `b_row_pad` elements apart beyond K,
+    /// its matrices `b_batch_pad` elements apart beyond their rows.
     pub fn inputs(&self) -> Result<(Tensor, Tensor), String> {
         let ne12 = self.ne02 * self.r2;
         let a = tensor(
@@ -1372,17 +1402,26 @@ impl MulMmCase {
             self.seed,
             0,
         );
+        let row = self.k + self.b_row_pad;
+        // With gaps, each matrix is drawn as one long row of its rows and the gap.
+        let drawn = if self.b_batch_pad == 0 {
+            [row, self.n, ne12, self.ne03]
+        } else {
+            [row * self.n + self.b_batch_pad, 1, ne12, self.ne03]
+        };
         let b_dense = tensor(
             self.b_type,
-            [self.k + self.b_row_pad, self.n, ne12, self.ne03],
+            drawn,
             Blocks::Quantized(self.b_dist),
             self.seed,
             1,
         );
+        let size = self.b_type.block_bytes();
+        let nb2 = b_dense.nb()[2];
         let b = Tensor::new(
             self.b_type,
             [self.k, self.n, ne12, self.ne03],
-            b_dense.nb(),
+            [size, row * size, nb2, nb2 * ne12],
             b_dense.data().to_vec(),
         )
         .map_err(|e| e.to_string())?;

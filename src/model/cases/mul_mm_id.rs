@@ -43,7 +43,9 @@ use super::{CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
-use crate::model::facts::{bucket, k_fact, mm_path, repeated_expert, repeated_forced, rows, REPEATED_FACT};
+use crate::model::facts::{
+    bucket, k_fact, mm_path, prec_fact, repeated_expert, repeated_forced, rows, REPEATED_FACT,
+};
 use crate::model::config::Family as Shaders;
 use crate::model::kernels::KernelDef;
 use super::mul_mm::Family;
@@ -614,6 +616,7 @@ impl CaseModel for MulMmIdCase {
             rows(self.m),
             format!("tokens {}", bucket(self.n_tokens)),
             format!("slots {}", bucket(self.n_used)),
+            prec_fact(self.prec),
         ];
         if repeated_expert(&self.ids(), self.n_used) {
             f.push(REPEATED_FACT.into());

@@ -1,6 +1,6 @@
 /* vkdiff's own Vulkan layer (VK_LAYER_VKDIFF_probe), loaded into ggml worker processes only.
  *
- * Two jobs, both described in docs/ggml-backend.md ("vkdiff's Vulkan layer"):
+ * Three jobs, described in docs/ggml-backend.md ("vkdiff's Vulkan layer"):
  *
  * 1. Integer-dot override. With VKDIFF_LAYER_INTDOT=1 in the environment,
  *    vkGetPhysicalDeviceProperties2(KHR) reports
@@ -15,6 +15,12 @@
  *    `normalised_hash`); vkCreateComputePipelines maps each pipeline to its module's hashes;
  *    vkSetDebugUtilsObjectNameEXT attaches a name to a pipeline; vkCmdBindPipeline (compute)
  *    adds the pipeline's hashes to the set bound since the last vkdiff_layer_take_bound().
+ *
+ * 3. Fence polls that sleep, on CPU devices only. ggml waits for a graph by polling
+ *    vkGetFenceStatus in a busy loop. On lavapipe the device is the same CPU cores: the poll
+ *    took half of a 2-core machine's samples while the driver compiled and ran the pipelines.
+ *    Here a poll that finds the fence unsignalled first blocks in vkWaitForFences for at most
+ *    FENCE_NAP_NS, then answers the fence's status then. ggml sees only true answers, later.
  *
  * The worker finds the exported functions with dlopen(RTLD_NOLOAD) of this library's path,
  * which is the one the manifest gives the loader. All shared state is under one mutex.
@@ -58,6 +64,9 @@ struct device {
     PFN_vkCreateComputePipelines create_compute;
     PFN_vkCmdBindPipeline bind;
     PFN_vkSetDebugUtilsObjectNameEXT set_name;
+    PFN_vkGetFenceStatus fence_status;
+    PFN_vkWaitForFences wait_fences;
+    int cpu; /* VK_PHYSICAL_DEVICE_TYPE_CPU: polls of its fences sleep (job 3) */
     struct device *next;
 };
 
@@ -363,6 +372,21 @@ static VKAPI_ATTR void VKAPI_CALL bind(VkCommandBuffer cb, VkPipelineBindPoint p
     d->bind(cb, point, p);
 }
 
+/* ---- fence polls ---------------------------------------------------------------------------- */
+
+/* Long enough for the poll loop to stop costing a core, short enough that a caller polling a
+ * fence nobody will signal is not held up noticeably. A signal ends the wait at once. */
+#define FENCE_NAP_NS 2000000ull
+
+static VKAPI_ATTR VkResult VKAPI_CALL fence_status(VkDevice dev, VkFence fence) {
+    struct device *d = device_of(dev);
+    VkResult r = d->fence_status(dev, fence);
+    if (r != VK_NOT_READY || !d->cpu || !d->wait_fences) return r;
+    VkResult w = d->wait_fences(dev, 1, &fence, VK_TRUE, FENCE_NAP_NS);
+    if (w != VK_SUCCESS && w != VK_TIMEOUT) return w;
+    return d->fence_status(dev, fence);
+}
+
 /* ---- creation, destruction, dispatch ----------------------------------------------------- */
 
 static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL get_instance_proc(VkInstance, const char *);
@@ -445,7 +469,14 @@ static VKAPI_ATTR VkResult VKAPI_CALL create_device(VkPhysicalDevice pd, const V
     GET(create_compute, PFN_vkCreateComputePipelines, "vkCreateComputePipelines");
     GET(bind, PFN_vkCmdBindPipeline, "vkCmdBindPipeline");
     GET(set_name, PFN_vkSetDebugUtilsObjectNameEXT, "vkSetDebugUtilsObjectNameEXT");
+    GET(fence_status, PFN_vkGetFenceStatus, "vkGetFenceStatus");
+    GET(wait_fences, PFN_vkWaitForFences, "vkWaitForFences");
 #undef GET
+    if (inst && inst->props) {
+        VkPhysicalDeviceProperties p;
+        inst->props(pd, &p);
+        d->cpu = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    }
     pthread_mutex_lock(&lock);
     d->next = devices;
     devices = d;
@@ -477,6 +508,7 @@ static PFN_vkVoidFunction device_function(const char *name) {
     IS("vkCreateShaderModule", create_module);
     IS("vkCreateComputePipelines", create_compute);
     IS("vkCmdBindPipeline", bind);
+    IS("vkGetFenceStatus", fence_status);
 #undef IS
     return NULL;
 }
