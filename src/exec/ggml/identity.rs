@@ -68,6 +68,14 @@ pub const CHANGES: &[(&str, &str, &[&str], Marker)] = &[
         &["src/ggml-vulkan/ggml-vulkan.cpp"],
         Marker::Present("src2->ne[1] <= 8"),
     ),
+    // Its commit is newer than the ggml history at hand (to 2026-08-21, where the marker is
+    // absent); the recent registry tree has it.
+    (
+        "batch-stride",
+        "matmuls read B in place with its own batch stride, not ne10·ne11 (llama.cpp PR 28956)",
+        &["src/ggml-vulkan/ggml-vulkan.cpp"],
+        Marker::Present("ggml_vk_batch_stride("),
+    ),
 ];
 
 /// How a change shows in a file.

@@ -326,7 +326,11 @@ fn is_scalar_fa(n: &str) -> bool {
 /// Helpers ggml builds from one of two modules, the `_subgroup` one where the device has
 /// subgroup operations with full subgroups (arithmetic for most; ballot for the sparse
 /// compaction, which vkdiff does not read apart: approximated by arithmetic).
-const HELPER_TWINS: &[&str] = &["count_experts", "fa_sparse_compact", "mul_mat_vec_p021_f16_f32"];
+const HELPER_TWINS: &[&str] = &[
+    "count_experts",
+    "fa_sparse_compact",
+    "mul_mat_vec_p021_f16_f32",
+];
 
 /// The q8_1 quantizer's twins: its `_subgroup` module needs clustered subgroup operations
 /// with full subgroups (Mesa 22.3's lavapipe has arithmetic but not clustered).
@@ -826,6 +830,9 @@ mod tests {
             subgroup_clustered: true,
             ..full
         };
-        assert_eq!(possible(&quantizer, &clustered).0, ["quantize_q8_1_x4_subgroup"]);
+        assert_eq!(
+            possible(&quantizer, &clustered).0,
+            ["quantize_q8_1_x4_subgroup"]
+        );
     }
 }

@@ -25,7 +25,8 @@
 //!
 //! What the strategy covers, simplest arm first: M, N and K on both sides of every tile edge
 //! (32/64/128 rows and columns, BK = 16 or 32, the 32/256-element blocks), batches with
-//! broadcast over dim 2, padded B rows, both precision requests, a forced split_k of 2..4 (3
+//! broadcast over dim 2, padded B rows, gaps between B's matrices (B then not contiguous:
+//! recent hosts skip MMQ for it), both precision requests, a forced split_k of 2..4 (3
 //! becomes 2; k_split = ⌈K/split_k⌉ is not a multiple of BK in general), long K for the f16
 //! accumulators, and data from every distribution and raw block kind.
 //!
