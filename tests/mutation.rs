@@ -256,10 +256,11 @@ fn mul_mm_skipping_a_one_element_last_k_tile_is_caught_and_shrunk() {
     // With a forced split the one-element tile is each split's last: k_split = ⌈K/split_k⌉
     // ≡ 1 mod 16. M is drawn before K (K's range depends on it), so M shrinks only where a
     // fresh K drawn for the smaller M still fails: it stays in the strategy's first arm. Since
-    // the strategy gained its large-shape arm the search may stop at 113 (7 tiles and one).
+    // the strategy gained its large-shape arm the search may stop at 113 or 129 (7 or 8 tiles
+    // and one), by where the first failing case started.
     let k_split = c.k.div_ceil(c.force_split_k.unwrap_or(1) as usize);
     assert!(
-        k_split % 16 == 1 && k_split <= 128 && c.m <= 40,
+        k_split % 16 == 1 && k_split <= 160 && c.m <= 40,
         "shrunk to {c}"
     );
     // The columns are not checked: the bug does not depend on them, and how far proptest

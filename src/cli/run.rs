@@ -597,7 +597,16 @@ fn coverage_of(
     use crate::ggml::modules;
     match modules::Modules::read(&g.lib_dir) {
         Ok(m) => {
-            let (possible, excluded) = modules::possible(&m.names, &modules::Facts::of(caps));
+            // Facts of the configuration and the tree beside the device's.
+            let facts = modules::Facts {
+                mmvq_forced: g.config == crate::ggml::Config::ForceMmvq,
+                q6_mmvq_intel_only: crate::campaign::findings::scope_term_holds(
+                    "has:mmvq-q6-intel",
+                    label,
+                ),
+                ..modules::Facts::of(caps)
+            };
+            let (possible, excluded) = modules::possible(&m.names, &facts);
             report::Coverage {
                 config: label.to_string(),
                 possible,

@@ -68,6 +68,12 @@ pub const CHANGES: &[(&str, &str, &[&str], Marker)] = &[
         &["src/ggml-vulkan/ggml-vulkan.cpp"],
         Marker::Present("src2->ne[1] <= 8"),
     ),
+    (
+        "mmvq-q6-intel",
+        "q6_K mat-vec takes the integer-dot (MMVQ) path only on Intel (llama.cpp PR 23056)",
+        &["src/ggml-vulkan/ggml-vulkan.cpp"],
+        Marker::Present("bool mmvq_q6"),
+    ),
     // Its commit is newer than the ggml history at hand (to 2026-08-21, where the marker is
     // absent); the recent registry tree has it.
     (

@@ -278,6 +278,12 @@ pub struct Facts {
     /// Mesa's lavapipe (llvmpipe): a CPU device without the NVIDIA, AMD or Intel properties
     /// ggml reads a shader core count from, so its host never splits K.
     pub llvmpipe: bool,
+    /// The configuration forces MMVQ (GGML_VK_FORCE_MMVQ). Not a device fact: the caller sets
+    /// it from the configuration.
+    pub mmvq_forced: bool,
+    /// The tree's host takes q6_K mat-vec's MMVQ only on Intel (the `mmvq-q6-intel` change).
+    /// Not a device fact: the caller sets it from the tree.
+    pub q6_mmvq_intel_only: bool,
 }
 
 impl Facts {
@@ -300,6 +306,8 @@ impl Facts {
             intel: caps.name.to_lowercase().contains("intel"),
             nvidia: caps.name.to_lowercase().contains("nvidia"),
             llvmpipe: caps.name.contains("llvmpipe"),
+            mmvq_forced: false,
+            q6_mmvq_intel_only: false,
         }
     }
 }
@@ -556,6 +564,11 @@ pub const RULES: &[Rule] = &[
                 && !n.contains("_cm2")
         },
         excluded: |f| f.subgroup_arithmetic && f.full_subgroups && f.subgroup16,
+    },
+    Rule {
+        why: "q6_K MMVQ mat-vec modules: hosts with the `mmvq-q6-intel` change take them only on Intel or with MMVQ forced",
+        applies: |n| n.starts_with("mul_mat_vec_q6_k_q8_1") || n.starts_with("mul_mat_vec_id_q6_k_q8_1"),
+        excluded: |f| f.q6_mmvq_intel_only && !f.intel && !f.mmvq_forced,
     },
     Rule {
         why: "helpers' `_subgroup` twins need subgroup operations with full subgroups",
@@ -834,5 +847,23 @@ mod tests {
             possible(&quantizer, &clustered).0,
             ["quantize_q8_1_x4_subgroup"]
         );
+        // q6_K's MMVQ: only Intel or a forced MMVQ where the tree's host says so.
+        let q6 = ["mul_mat_vec_q6_k_q8_1_f32"].map(String::from);
+        let recent = Facts {
+            q6_mmvq_intel_only: true,
+            ..with_intdot
+        };
+        assert!(possible(&q6, &recent).0.is_empty());
+        let forced = Facts {
+            mmvq_forced: true,
+            ..recent
+        };
+        let intel = Facts {
+            intel: true,
+            ..recent
+        };
+        for facts in [&with_intdot, &forced, &intel] {
+            assert_eq!(possible(&q6, facts).0, q6);
+        }
     }
 }
