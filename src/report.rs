@@ -111,7 +111,12 @@ pub fn coverage(lines: &[Line]) -> Vec<Covered> {
     let mut used: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
     for l in lines {
         if let Line::Case(c) = l {
-            if matches!(c.outcome.as_str(), "pass" | "fail") {
+            // A crash after earlier cases whose fresh-worker rerun was judged counts too (its
+            // pipelines are the rerun's).
+            let judged = matches!(c.outcome.as_str(), "pass" | "fail")
+                || (c.outcome == "crash"
+                    && c.detail.as_deref().is_some_and(crate::worker::judged_alone));
+            if judged {
                 used.entry(c.config.as_str())
                     .or_default()
                     .extend(c.pipelines.iter().map(String::as_str));
@@ -1202,10 +1207,17 @@ mod tests {
     #[test]
     fn coverage_counts_the_modules_judged_cases_dispatched() {
         let config = "ggml T config scalar-fp32";
-        let case = |outcome: &str, pipelines: &[&str], config: &str| {
+        let crashed = |gave: &str| {
+            format!(
+                "{} (3 before it, the last: x); alone in a fresh worker it gave {gave}. The \
+                 crash: signal 6",
+                crate::worker::AFTER_EARLIER
+            )
+        };
+        let case = |outcome: &str, pipelines: &[&str], config: &str, detail: Option<String>| {
             let mut c: CaseRecord = serde_json::from_value(serde_json::json!({
                 "kernel": "mul_mat_vec", "variant": "v", "config": config, "case": "c",
-                "outcome": outcome, "ratio": null, "gpu_ns": null, "detail": null,
+                "outcome": outcome, "ratio": null, "gpu_ns": null, "detail": detail,
             }))
             .unwrap();
             c.pipelines = pipelines.iter().map(|p| p.to_string()).collect();
@@ -1214,27 +1226,30 @@ mod tests {
         let lines = vec![
             Line::Coverage(Box::new(Coverage {
                 config: config.into(),
-                possible: vec!["a".into(), "b".into(), "c".into(), "d".into()],
+                possible: vec!["a".into(), "b".into(), "c".into(), "d".into(), "e".into()],
                 ..Default::default()
             })),
-            case("pass", &["a", "cpy"], config),
-            case("fail", &["b"], config),
+            case("pass", &["a", "cpy"], config, None),
+            case("fail", &["b"], config, None),
+            // A crash after earlier cases whose rerun alone was judged: counted.
+            case("crash", &["e"], config, Some(crashed("never written"))),
             // Not judged, or another configuration: not counted.
-            case("crash", &["c"], config),
-            case("pass", &["d"], "ggml T config scalar-fp16"),
+            case("crash", &["c"], config, None),
+            case("crash", &["c"], config, Some(crashed("no result (lost)"))),
+            case("pass", &["d"], "ggml T config scalar-fp16", None),
         ];
         let covered = coverage(&lines);
         assert_eq!(covered.len(), 1);
         let c = &covered[0];
         assert_eq!(
             (c.possible, c.dispatched.clone()),
-            (4, vec!["a".to_string(), "b".into()])
+            (5, vec!["a".to_string(), "b".into(), "e".into()])
         );
         assert_eq!(c.never, ["c", "d"]);
         assert_eq!(c.outside, ["cpy"]);
         assert_eq!(
             c.line(),
-            "2 of 4 pipelines dispatched by judged cases (50.0%)"
+            "3 of 5 pipelines dispatched by judged cases (60.0%)"
         );
         let summary = coverage_summary(&covered);
         assert!(summary.contains("never dispatched: c, d\n"), "{summary}");

@@ -598,12 +598,13 @@ fn coverage_of(
     match modules::Modules::read(&g.lib_dir) {
         Ok(m) => {
             // Facts of the configuration and the tree beside the device's.
+            let has = |change: &str| {
+                crate::campaign::findings::scope_term_holds(&format!("has:{change}"), label)
+            };
             let facts = modules::Facts {
                 mmvq_forced: g.config == crate::ggml::Config::ForceMmvq,
-                q6_mmvq_intel_only: crate::campaign::findings::scope_term_holds(
-                    "has:mmvq-q6-intel",
-                    label,
-                ),
+                q6_mmvq_intel_only: has("mmvq-q6-intel"),
+                quantizer_x4_only: has("quantize-x4-only"),
                 ..modules::Facts::of(caps)
             };
             let (possible, excluded) = modules::possible(&m.names, &facts);

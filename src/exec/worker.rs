@@ -619,6 +619,21 @@ pub fn after_earlier(message: &str) -> bool {
     message.contains(AFTER_EARLIER)
 }
 
+/// What an [`AFTER_EARLIER`] message says the case gave alone in a fresh worker.
+const ALONE_GAVE: &str = "alone in a fresh worker it gave ";
+/// ... when that run judged nothing.
+const NO_RESULT: &str = "no result (";
+
+/// Whether a crash message read back from a report says the case, run again alone in a fresh
+/// worker, was judged there (passed or failed): its recorded pipelines are that run's, so
+/// pipeline coverage counts them.
+pub fn judged_alone(message: &str) -> bool {
+    after_earlier(message)
+        && message
+            .split_once(ALONE_GAVE)
+            .is_some_and(|(_, gave)| !gave.starts_with(NO_RESULT))
+}
+
 /// How the crash message of a case that ran past the worker's timeout begins.
 const TIMED_OUT: &str = "timed out";
 
@@ -731,8 +746,8 @@ impl Evaluator for Worker {
             alone => Outcome::crash(
                 CrashKind::AfterEarlier,
                 format!(
-                "{AFTER_EARLIER} ({count} before it, the last: {}); alone in a fresh worker it \
-                 gave {}. The crash: {first}",
+                "{AFTER_EARLIER} ({count} before it, the last: {}); {ALONE_GAVE}{}. The crash: \
+                 {first}",
                 Vec::from(before).join("; "),
                 match &alone {
                     Outcome::Pass { verdict, .. } =>
@@ -740,7 +755,7 @@ impl Evaluator for Worker {
                     Outcome::Skip(m)
                     | Outcome::Missing(m)
                     | Outcome::Error(m)
-                    | Outcome::DeviceLost(m) => format!("no result ({m})"),
+                    | Outcome::DeviceLost(m) => format!("{NO_RESULT}{m})"),
                     o => crate::model::facts::primary_kind(o),
                 }
             ),

@@ -30,6 +30,12 @@
 //! 14683). Contiguous per-chunk copies are what the host does after that fix, so every expert
 //! type is tested on several chunks; this is a deliberate divergence from the pinned host.
 //!
+//! **Gaps between B's matrices.** A B whose rows are dense but whose matrices are not packed
+//! back to back is dim01-contiguous, so the host binds it in place; the pinned host then passes
+//! ne10·ne11 as its batch stride and reads every matrix after the first from the wrong place
+//! (fixed upstream by llama.cpp PR 28956; docs/upstream-findings.md, F32). Our jobs bind a
+//! packed copy instead: shader mode judges the kernels, and backend mode meets that host bug.
+//!
 //! **cm2 devices** (§7, §8): the kernel is `mul_mm_cm2.comp` ([`Mode::Cm2`]). The host converts
 //! f32 A and f32 B to f16 first (§4.3: `qx_needs_dequant` / `y_non_contig` on cm2), so the
 //! kernel only sees f16, bf16 or quantized A with an f16 (bf16) B; the tile table is §7.4's

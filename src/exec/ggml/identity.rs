@@ -69,6 +69,12 @@ pub const CHANGES: &[(&str, &str, &[&str], Marker)] = &[
         Marker::Present("src2->ne[1] <= 8"),
     ),
     (
+        "quantize-x4-only",
+        "the host creates only the x4 form of the q8_1 quantizer (llama.cpp PR 17108)",
+        &["src/ggml-vulkan/ggml-vulkan.cpp"],
+        Marker::Absent("\"quantize_q8_1\", quantize_q8_1"),
+    ),
+    (
         "mmvq-q6-intel",
         "q6_K mat-vec takes the integer-dot (MMVQ) path only on Intel (llama.cpp PR 23056)",
         &["src/ggml-vulkan/ggml-vulkan.cpp"],

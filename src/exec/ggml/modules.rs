@@ -284,6 +284,9 @@ pub struct Facts {
     /// The tree's host takes q6_K mat-vec's MMVQ only on Intel (the `mmvq-q6-intel` change).
     /// Not a device fact: the caller sets it from the tree.
     pub q6_mmvq_intel_only: bool,
+    /// The tree's host creates only the x4 q8_1 quantizer (the `quantize-x4-only` change).
+    /// Not a device fact: the caller sets it from the tree.
+    pub quantizer_x4_only: bool,
 }
 
 impl Facts {
@@ -308,6 +311,7 @@ impl Facts {
             llvmpipe: caps.name.contains("llvmpipe"),
             mmvq_forced: false,
             q6_mmvq_intel_only: false,
+            quantizer_x4_only: false,
         }
     }
 }
@@ -579,6 +583,11 @@ pub const RULES: &[Rule] = &[
         why: "helpers' plain twins are what ggml uses without subgroup operations",
         applies: |n| twin(n, HELPER_TWINS) == Some(false),
         excluded: |f| f.subgroup_arithmetic && f.full_subgroups,
+    },
+    Rule {
+        why: "the plain q8_1 quantizer: hosts with the `quantize-x4-only` change create only the x4 form",
+        applies: |n| n == "quantize_q8_1" || n == "quantize_q8_1_subgroup",
+        excluded: |f| f.quantizer_x4_only,
     },
     Rule {
         why: "the q8_1 quantizer's `_subgroup` twins need clustered subgroup operations with full subgroups",
@@ -865,5 +874,14 @@ mod tests {
         for facts in [&with_intdot, &forced, &intel] {
             assert_eq!(possible(&q6, facts).0, q6);
         }
+        // The plain quantizer: gone from hosts that create only the x4 form.
+        let x4_only = Facts {
+            quantizer_x4_only: true,
+            ..arithmetic
+        };
+        assert_eq!(possible(&quantizer, &x4_only).0, ["quantize_q8_1_x4"]);
+        let both = ["quantize_q8_1", "quantize_q8_1_x4"].map(String::from);
+        assert_eq!(possible(&both, &x4_only).0, ["quantize_q8_1_x4"]);
+        assert_eq!(possible(&both, &arithmetic).0, both);
     }
 }
