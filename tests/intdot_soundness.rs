@@ -706,6 +706,7 @@ fn the_mat_mat_id_case_judges_an_emulated_mmvq_host_at_few_tokens() {
                 n_tokens,
                 routing: Routing::Distinct,
                 b_row_pad: 0,
+                b_batch_pad: 0,
                 prec: Prec::F32,
                 a_blocks: Blocks::Quantized(Dist::Normal),
                 b_dist: Dist::Normal,

@@ -969,6 +969,7 @@ mod tests {
             n_tokens: 4,
             routing,
             b_row_pad: 0,
+            b_batch_pad: 0,
             prec: vkdiff_gpu::runners::mul_mm::Prec::F32,
             a_blocks: Blocks::Quantized(Dist::Normal),
             b_dist: Dist::Normal,

@@ -81,6 +81,10 @@ pub struct MulMmIdCase {
     pub routing: Routing,
     /// Extra elements between b's rows.
     pub b_row_pad: usize,
+    /// Extra elements after each token's rows of b (0: none; see `MulMmCase::b_batch_pad`):
+    /// b stays dim01-contiguous but is not contiguous, so the hosts skip integer dot for it.
+    #[serde(default)]
+    pub b_batch_pad: usize,
     /// The precision request.
     pub prec: Prec,
     /// The experts' data.
@@ -155,6 +159,7 @@ impl KernelDef for MulMmId {
                         n_tokens: tokens,
                         routing: Routing::Random,
                         b_row_pad: 0,
+                        b_batch_pad: 0,
                         prec: Prec::Default,
                         a_blocks: weights,
                         b_dist: Dist::Normal,
@@ -195,7 +200,9 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
             } else {
                 k_strategy(a_in)
             };
-            (Just(a_in), Just(b_in), pad_strategy(pad), k)
+            // A gap after each token's rows (kept only with several tokens, below).
+            let gap = prop_oneof![3 => Just(0usize), 1 => 1usize..=40];
+            (Just(a_in), Just(b_in), (pad_strategy(pad), gap), k)
         },
     );
     // Quantized experts ignore the request: generate both. Others follow the family.
@@ -229,7 +236,7 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
                 routing,
                 a_blocks,
                 b_dist,
-                (a_type, b_type, b_row_pad, k),
+                (a_type, b_type, (b_row_pad, b_batch_pad), k),
                 (m, n_as, n_used, n_tokens, ne11),
                 prec,
                 seed,
@@ -276,6 +283,7 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
                     n_tokens,
                     routing,
                     b_row_pad,
+                    b_batch_pad: if n_tokens > 1 { b_batch_pad } else { 0 },
                     prec,
                     a_blocks,
                     b_dist,
@@ -341,6 +349,7 @@ pub fn large_strategy(
                 n_tokens,
                 routing,
                 b_row_pad,
+                b_batch_pad: 0,
                 prec,
                 a_blocks,
                 b_dist,
@@ -355,7 +364,7 @@ impl fmt::Display for MulMmIdCase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}{}×{} K={} M={} experts {} slots {} ne11 {} tokens {} routing {:?} pad {} prec {:?} A {:?} B {:?} seed {}",
+            "{}{}×{} K={} M={} experts {} slots {} ne11 {} tokens {} routing {:?} pad {}{} prec {:?} A {:?} B {:?} seed {}",
             match self.mode() {
                 Mode::Cm2 => "cm2 ",
                 Mode::Cm1 => "cm1 ",
@@ -371,6 +380,11 @@ impl fmt::Display for MulMmIdCase {
             self.n_tokens,
             self.routing,
             self.b_row_pad,
+            if self.b_batch_pad > 0 {
+                format!(" batch pad {}", self.b_batch_pad)
+            } else {
+                String::new()
+            },
             self.prec,
             self.a_blocks,
             self.b_dist,
@@ -624,6 +638,9 @@ impl CaseModel for MulMmIdCase {
         if self.b_row_pad > 0 {
             f.push("padded B rows".into());
         }
+        if self.b_batch_pad > 0 {
+            f.push("gaps between B's matrices".into());
+        }
         // July 2025 hosts keep row ids for at most 4096 pairs in one dispatch.
         if self.n_used * self.n_tokens > 4096 {
             f.push("more than 4096 (slot, token) pairs".into());
@@ -676,7 +693,9 @@ impl MulMmIdCase {
     ) -> Vec<super::intdot::IntDotPlan> {
         use super::intdot::{int_dot_types, IntDotPath, IntDotPlan};
         let mut plans = Vec::new();
-        if !(int_dot_host && self.b_type == DType::F32 && self.b_row_pad == 0) {
+        // Integer dot needs a contiguous b: no padded rows, no gaps.
+        let contiguous = self.b_row_pad == 0 && self.b_batch_pad == 0;
+        if !(int_dot_host && self.b_type == DType::F32 && contiguous) {
             return plans;
         }
         if matches!(mode, Mode::Fp32 | Mode::Fp16)
@@ -731,17 +750,19 @@ impl MulMmIdCase {
             self.seed,
             0,
         );
-        let b_dense = tensor(
-            self.b_type,
-            [self.k + self.b_row_pad, self.ne11, self.n_tokens, 1],
-            Blocks::Quantized(self.b_dist),
-            self.seed,
-            1,
-        );
+        let row = self.k + self.b_row_pad;
+        // With gaps, each token's rows are drawn as one long row of them and the gap.
+        let drawn = if self.b_batch_pad == 0 {
+            [row, self.ne11, self.n_tokens, 1]
+        } else {
+            [row * self.ne11 + self.b_batch_pad, 1, self.n_tokens, 1]
+        };
+        let b_dense = tensor(self.b_type, drawn, Blocks::Quantized(self.b_dist), self.seed, 1);
+        let (size, nb2) = (self.b_type.block_bytes(), b_dense.nb()[2]);
         let b = Tensor::new(
             self.b_type,
             [self.k, self.ne11, self.n_tokens, 1],
-            b_dense.nb(),
+            [size, row * size, nb2, nb2 * self.n_tokens],
             b_dense.data().to_vec(),
         )
         .map_err(|e| e.to_string())?;
@@ -874,6 +895,7 @@ mod tests {
             n_tokens: 4,
             routing: Routing::AllToOne,
             b_row_pad: 0,
+            b_batch_pad: 0,
             prec: Prec::F32,
             a_blocks: Blocks::Quantized(Dist::Normal),
             b_dist: Dist::Normal,
