@@ -166,6 +166,10 @@ pub const RAGGED: &str = "split, K/split not a multiple of 32";
 /// The shape and cause fact of a token that repeats an expert.
 pub const REPEATED_FACT: &str = "repeated experts in a token";
 
+/// A matrix product's B whose matrices (MUL_MAT_ID: tokens) are not packed back to back: the
+/// hosts read it in place but skip integer dot for it (docs/upstream-findings.md, F32).
+pub const B_GAPS_FACT: &str = "gaps between B's matrices";
+
 /// The outcome-kind word of a fused graph that fails while its unfused twin passes (its own
 /// finding: the fault is in the fused kernel, not in the ops).
 pub const FUSED_ONLY: &str = "fused only";

@@ -51,7 +51,9 @@ use crate::model::driver::{Ctx, GraphOp};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::compare::compare;
-use crate::model::facts::{bucket, host_cores, k_fact, mm_path, prec_fact, rows, NO_CORES, RAGGED};
+use crate::model::facts::{
+    bucket, host_cores, k_fact, mm_path, prec_fact, rows, B_GAPS_FACT, NO_CORES, RAGGED,
+};
 use crate::model::config::Family as Shaders;
 use crate::model::kernels::KernelDef;
 use vkdiff_gpu::DeviceCaps;
@@ -386,6 +388,49 @@ pub fn inputs_for(a: DType, b: DType, id: bool, cm2: bool) -> Vec<(DType, DType,
     }
 }
 
+/// The gap after each of B's matrices (`b_batch_pad`): mostly none.
+pub fn gap_strategy() -> BoxedStrategy<usize> {
+    prop_oneof![3 => Just(0usize), 1 => 1usize..=40].boxed()
+}
+
+/// How a case line names B's gap: nothing without one (older case lines unchanged).
+pub fn gap_words(gap: usize) -> String {
+    if gap > 0 {
+        format!(" batch pad {gap}")
+    } else {
+        String::new()
+    }
+}
+
+/// B of a matrix product, regenerated from the seed: `ne[2]·ne[3]` matrices of `ne[1]` rows of
+/// K = `ne[0]` values, the rows `row_pad` elements apart beyond K and the matrices `gap`
+/// elements apart beyond their rows (a gapped matrix is drawn as one long row of its rows and
+/// the gap; without a gap, the same values as a dense draw of the padded shape).
+pub fn b_tensor(
+    dtype: DType,
+    ne: [usize; 4],
+    row_pad: usize,
+    gap: usize,
+    dist: Dist,
+    seed: u64,
+) -> Result<Tensor, String> {
+    let row = ne[0] + row_pad;
+    let drawn = if gap == 0 {
+        [row, ne[1], ne[2], ne[3]]
+    } else {
+        [row * ne[1] + gap, 1, ne[2], ne[3]]
+    };
+    let dense = tensor(dtype, drawn, Blocks::Quantized(dist), seed, 1);
+    let (size, nb2) = (dtype.block_bytes(), dense.nb()[2]);
+    Tensor::new(
+        dtype,
+        ne,
+        [size, row * size, nb2, nb2 * ne[2]],
+        dense.data().to_vec(),
+    )
+    .map_err(|e| e.to_string())
+}
+
 /// B row padding for a (must pad?) requirement.
 pub fn pad_strategy(pad: Option<bool>) -> BoxedStrategy<usize> {
     match pad {
@@ -598,7 +643,7 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
             // A gap after each of B's matrices, where there are several.
             let batches = batches.prop_flat_map(|(ne02, r2, ne03)| {
                 let pad = if ne02 * r2 * ne03 > 1 {
-                    prop_oneof![3 => Just(0usize), 1 => 1usize..=40].boxed()
+                    gap_strategy()
                 } else {
                     Just(0usize).boxed()
                 };
@@ -729,11 +774,7 @@ impl fmt::Display for MulMmCase {
             self.r2,
             self.ne03,
             self.b_row_pad,
-            if self.b_batch_pad > 0 {
-                format!(" batch pad {}", self.b_batch_pad)
-            } else {
-                String::new()
-            },
+            gap_words(self.b_batch_pad),
             self.prec,
             self.force_split_k.map_or("-".into(), |s| s.to_string()),
             self.a_blocks,
@@ -1015,7 +1056,7 @@ impl CaseModel for MulMmCase {
             f.push("padded B rows".into());
         }
         if self.b_batch_pad > 0 {
-            f.push("gaps between B's matrices".into());
+            f.push(B_GAPS_FACT.into());
         }
         // The host's dequant (cpy) shaders run before the matmul: their bugs show here.
         if runners::mul_mm::choose(
@@ -1403,29 +1444,14 @@ impl MulMmCase {
             self.seed,
             0,
         );
-        let row = self.k + self.b_row_pad;
-        // With gaps, each matrix is drawn as one long row of its rows and the gap.
-        let drawn = if self.b_batch_pad == 0 {
-            [row, self.n, ne12, self.ne03]
-        } else {
-            [row * self.n + self.b_batch_pad, 1, ne12, self.ne03]
-        };
-        let b_dense = tensor(
-            self.b_type,
-            drawn,
-            Blocks::Quantized(self.b_dist),
-            self.seed,
-            1,
-        );
-        let size = self.b_type.block_bytes();
-        let nb2 = b_dense.nb()[2];
-        let b = Tensor::new(
+        let b = b_tensor(
             self.b_type,
             [self.k, self.n, ne12, self.ne03],
-            [size, row * size, nb2, nb2 * ne12],
-            b_dense.data().to_vec(),
-        )
-        .map_err(|e| e.to_string())?;
+            self.b_row_pad,
+            self.b_batch_pad,
+            self.b_dist,
+            self.seed,
+        )?;
         Ok((scaled(a, self.scale_log2)?, scaled(b, self.scale_log2)?))
     }
 

@@ -37,14 +37,16 @@ use super::data::{rng, tensor, Blocks, Dist};
 use super::mul_mat_vec_id::Routing;
 use super::mul_mm::{
     all_families, arith_of, cm1_bounds, cm2_bounds, cm2_k_strategy, edge_strategy, family_name,
-    inputs_for, judge_with, k_strategy, mode_of, mode_on, pad_strategy, QUANT_TYPES,
+    inputs_for, judge_with, k_strategy, mode_of, mode_on, pad_strategy, QUANT_TYPES, b_tensor,
+    gap_strategy, gap_words,
 };
 use super::{CaseModel, Outcome};
 use crate::model::driver::{Ctx, GraphOp};
 use crate::model::work::BenchShapes;
 use crate::model::work::Work;
 use crate::model::facts::{
-    bucket, k_fact, mm_path, prec_fact, repeated_expert, repeated_forced, rows, REPEATED_FACT,
+    bucket, k_fact, mm_path, prec_fact, repeated_expert, repeated_forced, rows, B_GAPS_FACT,
+    REPEATED_FACT,
 };
 use crate::model::config::Family as Shaders;
 use crate::model::kernels::KernelDef;
@@ -201,8 +203,7 @@ pub fn strategy(a: DType, b: DType, acc16: bool, mode: Mode) -> impl Strategy<Va
                 k_strategy(a_in)
             };
             // A gap after each token's rows (kept only with several tokens, below).
-            let gap = prop_oneof![3 => Just(0usize), 1 => 1usize..=40];
-            (Just(a_in), Just(b_in), (pad_strategy(pad), gap), k)
+            (Just(a_in), Just(b_in), (pad_strategy(pad), gap_strategy()), k)
         },
     );
     // Quantized experts ignore the request: generate both. Others follow the family.
@@ -380,11 +381,7 @@ impl fmt::Display for MulMmIdCase {
             self.n_tokens,
             self.routing,
             self.b_row_pad,
-            if self.b_batch_pad > 0 {
-                format!(" batch pad {}", self.b_batch_pad)
-            } else {
-                String::new()
-            },
+            gap_words(self.b_batch_pad),
             self.prec,
             self.a_blocks,
             self.b_dist,
@@ -639,7 +636,7 @@ impl CaseModel for MulMmIdCase {
             f.push("padded B rows".into());
         }
         if self.b_batch_pad > 0 {
-            f.push("gaps between B's matrices".into());
+            f.push(B_GAPS_FACT.into());
         }
         // July 2025 hosts keep row ids for at most 4096 pairs in one dispatch.
         if self.n_used * self.n_tokens > 4096 {
@@ -750,22 +747,14 @@ impl MulMmIdCase {
             self.seed,
             0,
         );
-        let row = self.k + self.b_row_pad;
-        // With gaps, each token's rows are drawn as one long row of them and the gap.
-        let drawn = if self.b_batch_pad == 0 {
-            [row, self.ne11, self.n_tokens, 1]
-        } else {
-            [row * self.ne11 + self.b_batch_pad, 1, self.n_tokens, 1]
-        };
-        let b_dense = tensor(self.b_type, drawn, Blocks::Quantized(self.b_dist), self.seed, 1);
-        let (size, nb2) = (self.b_type.block_bytes(), b_dense.nb()[2]);
-        let b = Tensor::new(
+        let b = b_tensor(
             self.b_type,
             [self.k, self.ne11, self.n_tokens, 1],
-            [size, row * size, nb2, nb2 * self.n_tokens],
-            b_dense.data().to_vec(),
-        )
-        .map_err(|e| e.to_string())?;
+            self.b_row_pad,
+            self.b_batch_pad,
+            self.b_dist,
+            self.seed,
+        )?;
         let ids_bytes = self.ids().iter().flat_map(|x| x.to_le_bytes()).collect();
         let ids = Tensor::from_bytes(DType::I32, [self.n_used, self.n_tokens, 1, 1], ids_bytes)
             .map_err(|e| e.to_string())?;
